@@ -1,0 +1,3 @@
+"""devlint: find and fix device-specific PyTorch code."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,5 @@
+import sys
+
+from devlint.cli import main
+
+sys.exit(main())

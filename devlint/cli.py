@@ -1,0 +1,94 @@
+"""The ``devlint`` command line: parses arguments and hands off to the command that runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from devlint import __version__
+from devlint.app import EXIT_ERROR, Options, run_check
+
+FORMATS = ("full", "concise", "json", "github", "sarif", "junit", "gitlab")
+
+
+def _codes(value: str) -> list[str]:
+    return [code.strip() for code in value.split(",") if code.strip()]
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", default=None, metavar="PATH", help="files or folders (default: .)")
+    parser.add_argument("--select", type=_codes, help="only these codes or prefixes (DEV1 = DEV1xx)")
+    parser.add_argument("--ignore", type=_codes, default=[], help="skip these codes or prefixes")
+    parser.add_argument("--extend-select", type=_codes, default=[], help="add these codes to the selection")
+    parser.add_argument("--output-format", choices=FORMATS, help="default: full on a terminal, else concise")
+    parser.add_argument("--statistics", action="store_true", help="print a count of findings per rule")
+    parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
+    parser.add_argument("--quiet", "-q", action="store_true", help="print findings only, no summary")
+    parser.add_argument("--unsafe-fixes", action="store_true", help="also apply fixes marked unsafe")
+    parser.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
+    parser.add_argument("--device-name", default="device", help="name of the device variable a fix defines")
+    parser.add_argument("--device-expression", default="default", help='how a fix defines it ("accelerator" or code)')
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="devlint", description="Find and fix PyTorch code that only runs on one kind of device."
+    )
+    parser.add_argument("--version", action="version", version=f"devlint {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    check = commands.add_parser("check", help="report findings (--fix to apply safe fixes)")
+    _add_common(check)
+    check.add_argument("--fix", action="store_true", help="apply safe fixes in place")
+    fix = commands.add_parser("fix", help="apply safe fixes in place, report what remains")
+    _add_common(fix)
+    commands.add_parser("rules", help="list the rules")
+    rule = commands.add_parser("rule", help="show one rule's documentation")
+    rule.add_argument("code", metavar="CODE")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # `devlint check | head`: the reader left; say nothing more.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except KeyboardInterrupt:
+        sys.stderr.write("devlint: interrupted\n")
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_ERROR
+    if args.command == "rules":
+        from devlint.docs import list_rules
+
+        return list_rules(sys.stdout)
+    if args.command == "rule":
+        from devlint.docs import show_rule
+
+        return show_rule(args.code, sys.stdout, sys.stderr)
+    options = Options(
+        paths=args.paths or ["."],
+        select=args.select,
+        ignore=args.ignore,
+        extend_select=args.extend_select,
+        output_format=args.output_format,
+        fix=args.command == "fix" or args.fix,
+        diff=args.diff,
+        unsafe_fixes=args.unsafe_fixes,
+        statistics=args.statistics,
+        exit_zero=args.exit_zero,
+        quiet=args.quiet,
+        device_name=args.device_name,
+        device_expression=args.device_expression,
+    )
+    return run_check(options)

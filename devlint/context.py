@@ -1,0 +1,220 @@
+"""Everything rules share about one file, and the turning of their reports into findings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from devlint.devices import device_expression, find_device_in_scope, free_name
+from devlint.findings import Edit, Finding, Fix, Location
+from devlint.fixes import DeviceRef, FixPlan, LineIndex, Replace
+from devlint.semantic import Scope, SemanticModel, dotted_name
+from devlint.tracker import ScopeTracker
+
+if TYPE_CHECKING:
+    from devlint.rule import Rule
+
+
+@dataclass(frozen=True)
+class FixSettings:
+    device_name: str = "device"
+    device_expression: str = "default"
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where in the program a report was made: its scope and its place in the walk."""
+
+    scope: Scope
+    order: int
+    node: cst.CSTNode
+
+
+FixFactory = Callable[[Site], "FixPlan | None"]
+
+
+@dataclass
+class Report:
+    rule: Rule
+    node: cst.CSTNode
+    start: cst.CSTNode
+    message: str
+    fix: FixFactory | None
+    site: Site
+
+
+class FileContext:
+    def __init__(self, filename: str, text: str, module: cst.Module, settings: FixSettings = FixSettings()) -> None:
+        self.filename = filename
+        self.text = text
+        self.module = module
+        self.settings = settings
+        self.model = SemanticModel(module)
+        self.tracker = ScopeTracker(self.model)
+        self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        self.reports: list[Report] = []
+        self._inserted_name: str | None = None
+        self._insertion_sites: list[Site] = []
+
+    # -- for rules, during the walk ------------------------------------------------------
+
+    def site(self, node: cst.CSTNode) -> Site:
+        return Site(self.model.scope, self.tracker.order, node)
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self.parents.get(node)
+
+    def ancestors(self, node: cst.CSTNode) -> Iterable[cst.CSTNode]:
+        current = self.parents.get(node)
+        while current is not None:
+            yield current
+            current = self.parents.get(current)
+
+    def report(
+        self,
+        rule: Rule,
+        node: cst.CSTNode,
+        message: str,
+        fix: FixFactory | None = None,
+        start: cst.CSTNode | None = None,
+    ) -> None:
+        self.reports.append(Report(rule, node, start or node, message, fix, self.site(node)))
+
+    # -- for fixes, after the walk ---------------------------------------------------------
+
+    def device(self, site: Site, avoid: Iterable[str] = ()) -> DeviceRef:
+        """The device expression a fix at ``site`` uses (see devlint.devices)."""
+        found = find_device_in_scope(self.model, site.scope, site.order, avoid, self.settings.device_name)
+        if found is not None:
+            return DeviceRef(found.expr)
+        if self._inserted_name is None:
+            self._inserted_name = free_name(self.model, self.settings.device_name)
+        self._insertion_sites.append(site)
+        return DeviceRef(self._inserted_name, inserted=True)
+
+    def findings(self) -> list[Finding]:
+        if not self.reports:
+            return []
+        positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+        lines = LineIndex(self.text)
+        plans = [report.fix(report.site) if report.fix is not None else None for report in self.reports]
+        needing = [
+            report.site
+            for report, plan in zip(self.reports, plans)
+            if plan is not None and (plan.needs_torch or (plan.device is not None and plan.device.inserted))
+        ]
+        insertions = self._insertion_edits(needing, positions, lines) if needing else {}
+        findings: list[Finding] = []
+        for report, plan in zip(self.reports, plans):
+            start = positions[report.start].start
+            end = positions[report.node].end
+            fix = None
+            if plan is not None:
+                edits = [self._edit(r, positions, lines) for r in plan.replacements]
+                uses_definition = plan.device is not None and plan.device.inserted
+                if (plan.needs_torch or uses_definition) and "torch" in insertions:
+                    edits.append(insertions["torch"])
+                if uses_definition:
+                    edits.append(insertions["device"])
+                fix = Fix(plan.applicability, plan.message, tuple(sorted(edits, key=lambda e: e.start_offset)))
+            findings.append(
+                Finding(
+                    code=report.rule.code,
+                    name=report.rule.name,
+                    message=report.message,
+                    filename=self.filename,
+                    location=Location(start.line, start.column + 1),
+                    end_location=Location(end.line, end.column + 1),
+                    fix=fix,
+                    source_line=lines.line(start.line),
+                    noqa_row=start.line,
+                )
+            )
+        findings.sort(key=Finding.sort_key)
+        return findings
+
+    def _edit(self, replace: Replace, positions, lines: LineIndex) -> Edit:
+        span = positions[replace.node]
+        start = lines.offset(span.start.line, span.start.column)
+        end = lines.offset(span.end.line, span.end.column)
+        new = replace.new
+        if isinstance(new, cst.CSTNode):
+            content = self.module.code_for_node(new)
+        elif isinstance(new, tuple):
+            content = (self.module.default_newline + lines.indent(span.start.line)).join(new)
+        else:
+            content = new
+        return lines.edit(start, end, content)
+
+    def _insertion_edits(self, sites: list[Site], positions, lines: LineIndex) -> dict[str, Edit]:
+        """``import torch`` (when missing) and ``device = ...`` (when used), placed once: after the
+        last top-level import before the first statement that needs them."""
+        body = list(self.module.body)
+        index = {id(stmt): i for i, stmt in enumerate(body)}
+        first_use = min(self._top_level_index(site.node, index) for site in sites)
+        imports = [i for i in range(first_use) if _is_import_line(body[i])]
+        newline = self.module.default_newline
+        prefix = ""
+        if imports:
+            after = imports[-1]
+            row = positions[body[after]].end.line
+            offset = lines.starts[row] if row < len(lines.starts) else len(self.text)
+            if offset == len(self.text) and not self.text.endswith(("\n", "\r")):
+                prefix = newline
+            torch_bound = any(_binds_torch(body[i]) for i in range(after + 1))
+        else:
+            at = next(
+                (i for i, stmt in enumerate(body[: first_use + 1]) if not _is_preamble(stmt, i)),
+                first_use,
+            )
+            offset = lines.starts[positions[body[at]].start.line - 1]
+            torch_bound = False
+        edits: dict[str, Edit] = {}
+        if not torch_bound:
+            edits["torch"] = lines.edit(offset, offset, f"{prefix}import torch{newline}")
+            prefix = ""
+        if self._inserted_name is not None:
+            expression = device_expression(self.settings.device_expression)
+            edits["device"] = lines.edit(offset, offset, f"{prefix}{self._inserted_name} = {expression}{newline}")
+        return edits
+
+    def _top_level_index(self, node: cst.CSTNode, index: dict[int, int]) -> int:
+        current: cst.CSTNode | None = node
+        while current is not None:
+            if id(current) in index:
+                return index[id(current)]
+            current = self.parents.get(current)
+        return 0
+
+
+def _is_import_line(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(
+        isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
+    )
+
+
+def _binds_torch(stmt: cst.CSTNode) -> bool:
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return False
+    for small in stmt.body:
+        if isinstance(small, cst.Import):
+            for alias in small.names:
+                name = dotted_name(alias.name)
+                if name is not None and name.split(".")[0] == "torch" and alias.asname is None:
+                    return True
+    return False
+
+
+def _is_preamble(stmt: cst.CSTNode, position: int) -> bool:
+    """A module docstring or a ``from __future__`` import: nothing may come before them."""
+    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+        return False
+    small = stmt.body[0]
+    if position == 0 and isinstance(small, cst.Expr) and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString)):
+        return True
+    return isinstance(small, cst.ImportFrom) and isinstance(small.module, cst.Name) and small.module.value == "__future__"
+

@@ -1,0 +1,78 @@
+"""The data a run produces: findings, the fixes they carry, and the text edits of a fix."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Applicability = Literal["safe", "unsafe"]
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    """1-based row and 1-based column, as every output format reports them."""
+
+    row: int
+    column: int
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text between two offsets of the original source with ``content``.
+
+    Offsets index the decoded source text; ``start``/``end`` are the same span as rows and
+    columns so that JSON consumers can apply the edit without our offsets.
+    """
+
+    start_offset: int
+    end_offset: int
+    content: str
+    start: Location
+    end: Location
+
+
+@dataclass(frozen=True)
+class Fix:
+    applicability: Applicability
+    message: str
+    edits: tuple[Edit, ...]
+
+
+@dataclass
+class Finding:
+    code: str
+    name: str
+    message: str
+    filename: str
+    location: Location
+    end_location: Location
+    fix: Fix | None = None
+    cell: int | None = None
+    # The source line of the finding, for the rich output and for baseline fingerprints.
+    source_line: str = ""
+    noqa_row: int = field(default=0, compare=False)
+
+    @property
+    def fixable(self) -> bool:
+        return self.fix is not None
+
+    def sort_key(self) -> tuple:
+        return (self.filename, self.cell if self.cell is not None else -1, self.location, self.code)
+
+
+@dataclass
+class FileError:
+    """A file that could not be checked: it is reported and the run goes on with exit status 2."""
+
+    filename: str
+    message: str
+    row: int | None = None
+    column: int | None = None
+
+    def __str__(self) -> str:
+        where = self.filename
+        if self.row is not None:
+            where += f":{self.row}"
+            if self.column is not None:
+                where += f":{self.column}"
+        return f"{where}: {self.message}"

@@ -1,0 +1,126 @@
+"""Fixes as rules describe them (node replacements) and as they are applied (text edits).
+
+A rule returns a ``FixPlan``: which nodes to replace with what. The context turns each plan into
+text edits on the original source, so that a fix keeps every byte it does not touch: comments,
+line endings, tabs, encoding. Edits that overlap are applied over several rounds, ruff-style.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import libcst as cst
+
+from devlint.findings import Applicability, Edit, Fix, Finding, Location
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+@dataclass(frozen=True)
+class Replace:
+    """Replace ``node`` (its source span) with a new node, literal text, or several statements.
+
+    A tuple of strings replaces a statement with one statement per line, each indented like the
+    original line.
+    """
+
+    node: cst.CSTNode
+    new: cst.CSTNode | str | tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DeviceRef:
+    """The expression a fix uses for the device, and whether it needs the module-level definition."""
+
+    expr: str
+    inserted: bool = False
+
+
+@dataclass
+class FixPlan:
+    message: str
+    replacements: list[Replace]
+    applicability: Applicability = "safe"
+    device: DeviceRef | None = None
+    # The new code names `torch`: the file gets `import torch` if it lacks one.
+    needs_torch: bool = False
+
+
+class LineIndex:
+    """Converts between (1-based row, 0-based column) positions and text offsets."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
+
+    def offset(self, row: int, column: int) -> int:
+        if row - 1 >= len(self.starts):
+            return len(self.text)
+        return self.starts[row - 1] + column
+
+    def line(self, row: int) -> str:
+        """The text of a 1-based row without its line ending."""
+        if row - 1 >= len(self.starts):
+            return ""
+        start = self.starts[row - 1]
+        end = self.starts[row] if row < len(self.starts) else len(self.text)
+        return self.text[start:end].rstrip("\r\n")
+
+    def indent(self, row: int) -> str:
+        line = self.line(row)
+        return line[: len(line) - len(line.lstrip(" \t\f"))]
+
+    def location(self, offset: int) -> Location:
+        lo, hi = 0, len(self.starts) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.starts[mid] <= offset:
+                lo = mid
+            else:
+                hi = mid - 1
+        return Location(lo + 1, offset - self.starts[lo] + 1)
+
+    def edit(self, start: int, end: int, content: str) -> Edit:
+        return Edit(start, end, content, self.location(start), self.location(end))
+
+
+def applicable(finding: Finding, unsafe: bool) -> bool:
+    return finding.fix is not None and (finding.fix.applicability == "safe" or unsafe)
+
+
+def apply_fixes(text: str, fixes: list[Fix]) -> tuple[str, int]:
+    """Apply every fix whose edits do not overlap an earlier accepted fix.
+
+    Returns the new text and how many fixes were applied; the caller re-lints and calls again
+    for the fixes that were held back. Identical edits shared by several fixes (the one device
+    definition they all need) are applied once.
+    """
+    accepted: list[Edit] = []
+    seen: set[tuple[int, int, str]] = set()
+    applied = 0
+    for fix in fixes:
+        new_edits = [e for e in fix.edits if (e.start_offset, e.end_offset, e.content) not in seen]
+        if any(_overlaps(e, other) for e in new_edits for other in accepted):
+            continue
+        for e in new_edits:
+            seen.add((e.start_offset, e.end_offset, e.content))
+            accepted.append(e)
+        applied += 1
+    # Insertions at the same offset keep the order in which fixes asked for them.
+    ordered = sorted(enumerate(accepted), key=lambda pair: (pair[1].start_offset, pair[1].end_offset, pair[0]))
+    pieces: list[str] = []
+    cursor = 0
+    for _, edit in ordered:
+        pieces.append(text[cursor : edit.start_offset])
+        pieces.append(edit.content)
+        cursor = edit.end_offset
+    pieces.append(text[cursor:])
+    return "".join(pieces), applied
+
+
+def _overlaps(a: Edit, b: Edit) -> bool:
+    if a.start_offset == a.end_offset or b.start_offset == b.end_offset:
+        # Two insertions at one point, or an insertion strictly inside a replacement.
+        return b.start_offset < a.start_offset < b.end_offset or a.start_offset < b.start_offset < a.end_offset
+    return a.start_offset < b.end_offset and b.start_offset < a.end_offset

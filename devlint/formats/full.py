@@ -1,0 +1,75 @@
+"""The default terminal output: location, code, message, the source line with a marker under
+the span, a preview of the fix, and a summary line."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from rich.console import Console
+from rich.text import Text
+
+from devlint.findings import Finding
+from devlint.formats import RunReport, where
+
+
+def _fixed_line(finding: Finding) -> str | None:
+    """The finding's line after its fix, when the fix only touches that line."""
+    if finding.fix is None:
+        return None
+    row = finding.location.row
+    line = finding.source_line
+    edits = [e for e in finding.fix.edits if e.start.row == row and e.end.row == row]
+    if not edits or any(e.start.row != e.end.row for e in finding.fix.edits if e.start.row == row):
+        return None
+    for edit in sorted(edits, key=lambda e: e.start.column, reverse=True):
+        if "\n" in edit.content or "\r" in edit.content:
+            return None
+        line = line[: edit.start.column - 1] + edit.content + line[edit.end.column - 1 :]
+    return line
+
+
+def _finding(console: Console, finding: Finding, show_fixes: bool) -> None:
+    head = Text()
+    head.append(where(finding), style="bold")
+    head.append(": ")
+    head.append(finding.code, style="bold red")
+    if finding.fix is not None:
+        head.append(" [*]" if finding.fix.applicability == "safe" else " [unsafe fix]", style="cyan")
+    head.append(f" {finding.message}")
+    console.print(head)
+    row = str(finding.location.row)
+    gutter = " " * len(row)
+    line = finding.source_line.expandtabs(1)
+    start = finding.location.column - 1
+    end = finding.end_location.column - 1 if finding.end_location.row == finding.location.row else len(line)
+    width = max(1, end - start)
+    console.print(Text(f"{gutter} |", style="blue"))
+    console.print(Text(f"{row} | ", style="blue") + Text(line))
+    console.print(Text(f"{gutter} | ", style="blue") + Text(" " * start + "^" * width + f" {finding.code}", style="bold red"))
+    if show_fixes and finding.fix is not None:
+        console.print(Text(f"{gutter} = ", style="blue") + Text(f"fix: {finding.fix.message}", style="cyan"))
+        fixed = _fixed_line(finding)
+        if fixed is not None:
+            console.print(Text(f"{gutter} - ", style="red") + Text(finding.source_line, style="red"))
+            console.print(Text(f"{gutter} + ", style="green") + Text(fixed, style="green"))
+    console.print()
+
+
+def summary(report: RunReport) -> str:
+    total = len(report.findings)
+    safe = sum(1 for f in report.findings if f.fix is not None and f.fix.applicability == "safe")
+    unsafe = sum(1 for f in report.findings if f.fix is not None and f.fix.applicability == "unsafe")
+    noun = "finding" if total == 1 else "findings"
+    return f"Found {total} {noun} ({safe} fixable, {unsafe} with --unsafe-fixes)."
+
+
+def write(report: RunReport, out: TextIO) -> None:
+    console = Console(file=out, highlight=False, soft_wrap=True)
+    for finding in report.findings:
+        _finding(console, finding, report.show_fixes)
+    if report.fixes_applied:
+        console.print(Text(f"Fixed {report.fixes_applied} finding{'s' if report.fixes_applied != 1 else ''}.", style="green"))
+    if report.findings:
+        console.print(Text(summary(report), style="bold"))
+    elif not report.errors:
+        console.print(Text("All checks passed!", style="bold green"))

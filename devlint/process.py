@@ -1,0 +1,77 @@
+"""One file through devlint: read, decode, lint or fix, diff, write. Runs in worker processes,
+so everything it takes and returns is plain, picklable data."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from devlint.context import FixSettings
+from devlint.findings import FileError, Finding
+from devlint.registry import rule_by_code
+from devlint.runner import ParseError, fix_text, lint_text
+from devlint.source import SourceError, decode
+from devlint.writer import WriteError, write_atomic
+
+
+@dataclass(frozen=True)
+class Job:
+    """What to do with each file; the same for every file of a run."""
+
+    codes: tuple[str, ...]
+    settings: FixSettings = FixSettings()
+    fix: bool = False
+    diff: bool = False
+    unsafe: bool = False
+
+
+@dataclass
+class FileResult:
+    filename: str
+    findings: list[Finding] = field(default_factory=list)
+    error: FileError | None = None
+    fixes_applied: int = 0
+    diff: str = ""
+
+
+def unified_diff(filename: str, before: str, after: str) -> str:
+    """A diff `git apply` / `patch -p1` accept for relative names; absolute names stay as they are."""
+    old, new = (filename, filename) if filename.startswith("/") else (f"a/{filename}", f"b/{filename}")
+    return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True), old, new))
+
+
+def process_source(data: bytes, filename: str, job: Job) -> tuple[FileResult, bytes | None]:
+    """Lint (or fix) one file's bytes; returns the result and the new bytes when a fix changed them."""
+    rules = [rule_by_code(code) for code in job.codes]
+    try:
+        decoded = decode(data)
+        if not (job.fix or job.diff):
+            return FileResult(filename, lint_text(decoded.text, filename, rules, job.settings)), None
+        result = fix_text(decoded.text, filename, rules, job.settings, job.unsafe)
+    except SourceError as error:
+        return FileResult(filename, error=FileError(filename, error.message, error.row)), None
+    except ParseError as error:
+        return FileResult(filename, error=FileError(filename, error.message, error.row, error.column)), None
+    if result.text == decoded.text:
+        return FileResult(filename, result.remaining), None
+    diff = unified_diff(filename, decoded.text, result.text) if job.diff else ""
+    return FileResult(filename, result.remaining, fixes_applied=result.applied, diff=diff), decoded.encode(result.text)
+
+
+def process_file(path: Path, job: Job) -> FileResult:
+    filename = str(path)
+    try:
+        data = path.read_bytes()
+    except IsADirectoryError:
+        return FileResult(filename, error=FileError(filename, "is a directory, not a file"))
+    except OSError as error:
+        return FileResult(filename, error=FileError(filename, f"cannot read: {error.strerror}"))
+    result, new = process_source(data, filename, job)
+    if new is not None and job.fix and not job.diff:
+        try:
+            write_atomic(path, new, data)
+        except WriteError as error:
+            result.error = FileError(filename, str(error))
+            result.fixes_applied = 0
+    return result

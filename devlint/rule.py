@@ -1,0 +1,62 @@
+"""What a rule is: its code, name, documentation, examples, and the node hooks it implements.
+
+A rule subclass defines ``visit_<Node>`` / ``leave_<Node>`` methods (LibCST node class names);
+the walker calls them all in one pass. Rules report through ``self.report`` and may attach a fix
+factory, which runs after the walk when every binding in the file is known.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Literal
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from devlint.context import FileContext, FixFactory
+
+FixAvailability = Literal["safe", "unsafe", "sometimes", "none"]
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """Code the rule must flag; ``fixed`` is the exact text after applying the rule's fixes
+    (``None``: the rule offers no fix here). ``unsafe`` applies unsafe fixes too."""
+
+    code: str
+    fixed: str | None = None
+    unsafe: bool = False
+    count: int = 1
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    # Documentation, rendered by `devlint rule CODE` and in SARIF help text.
+    what: ClassVar[str]
+    why: ClassVar[str]
+    example: ClassVar[str]
+    use_instead: ClassVar[str]
+    fix_availability: ClassVar[FixAvailability] = "none"
+    fix_note: ClassVar[str] = ""
+    default_enabled: ClassVar[bool] = True
+    # A file that contains none of these substrings cannot hold a finding of this rule.
+    triggers: ClassVar[tuple[str, ...]]
+    VALID: ClassVar[Sequence[str]] = ()
+    INVALID: ClassVar[Sequence[Invalid]] = ()
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str,
+        fix: FixFactory | None = None,
+        start: cst.CSTNode | None = None,
+    ) -> None:
+        self.ctx.report(self, node, message, fix, start)
+
+    def finish(self) -> None:
+        """Called once after the walk; rules that collect candidates report them here."""

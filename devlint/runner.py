@@ -1,0 +1,93 @@
+"""One file's text through the pipeline: prefilter, parse once, one walk, findings, fix rounds."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+
+from devlint.context import FileContext, FixSettings
+from devlint.findings import Finding
+from devlint.fixes import applicable, apply_fixes
+from devlint.rule import Rule
+from devlint.walker import walk
+
+# Fixes that overlap (a `.cuda()` inside another `.cuda()` receiver) land over several rounds.
+MAX_FIX_ROUNDS = 10
+
+
+class ParseError(Exception):
+    def __init__(self, message: str, row: int | None = None, column: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.row = row
+        self.column = column
+
+
+def triggers(rules: Sequence[type[Rule]]) -> tuple[str, ...]:
+    return tuple(sorted({token for rule in rules for token in rule.triggers}))
+
+
+def may_match(text: str, rules: Sequence[type[Rule]]) -> bool:
+    """False when no selected rule can fire: the file is not even parsed."""
+    return any(token in text for token in triggers(rules))
+
+
+def parse(text: str) -> cst.Module:
+    try:
+        return cst.parse_module(text)
+    except cst.ParserSyntaxError as error:
+        raise ParseError(f"syntax error: {error.message}", error.raw_line, error.raw_column + 1) from None
+    except RecursionError:
+        raise ParseError("too deeply nested to parse") from None
+
+
+def lint_text(
+    text: str,
+    filename: str,
+    rules: Sequence[type[Rule]],
+    settings: FixSettings = FixSettings(),
+    prefilter: bool = True,
+) -> list[Finding]:
+    if prefilter and not may_match(text, rules):
+        return []
+    module = parse(text)
+    ctx = FileContext(filename, text, module, settings)
+    try:
+        walk(ctx, [rule(ctx) for rule in rules])
+        return ctx.findings()
+    except RecursionError:
+        raise ParseError("too deeply nested to analyse") from None
+
+
+@dataclass
+class FixResult:
+    text: str
+    applied: int
+    remaining: list[Finding]
+
+
+def fix_text(
+    text: str,
+    filename: str,
+    rules: Sequence[type[Rule]],
+    settings: FixSettings = FixSettings(),
+    unsafe: bool = False,
+) -> FixResult:
+    """Apply fixes until none is left to apply; the findings that remain come back too."""
+    applied = 0
+    findings = lint_text(text, filename, rules, settings)
+    for _ in range(MAX_FIX_ROUNDS):
+        fixes = [f.fix for f in findings if applicable(f, unsafe) and f.fix is not None]
+        if not fixes:
+            break
+        new_text, count = apply_fixes(text, fixes)
+        try:
+            findings = lint_text(new_text, filename, rules, settings)
+        except ParseError as error:
+            # A fix must never leave code that does not parse: keep the last good text.
+            raise ParseError(f"internal error: a fix produced code that does not parse ({error.message}); file left unchanged") from None
+        text = new_text
+        applied += count
+    return FixResult(text, applied, findings)

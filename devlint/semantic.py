@@ -1,0 +1,251 @@
+"""A light semantic model, filled in during the one tree walk.
+
+LibCST's scope and qualified-name providers cost about five times the parse itself. Rules only
+need to know what a name means in torch terms (``t.cuda.FloatTensor`` is
+``torch.cuda.FloatTensor``), which names are bound where (to pick a device in scope and never
+shadow a name), and which local classes bring their own ``cuda()``. This module keeps exactly that.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import libcst as cst
+
+# Textual order of nodes in the walk; bindings and uses compare these to know what came first.
+Order = int
+
+
+@dataclass
+class Binding:
+    name: str
+    order: Order
+    kind: str  # "param", "assign", "import", "def", "class", "loop", "other"
+    value: cst.BaseExpression | None = None
+    # A module-level binding under if/try/with/for: it may not exist when a function runs.
+    conditional: bool = False
+    annotation: cst.BaseExpression | None = None
+
+
+@dataclass
+class Scope:
+    kind: str  # "module", "class", "function", "lambda", "comprehension"
+    node: cst.CSTNode
+    parent: Scope | None
+    name: str = ""
+    bindings: dict[str, list[Binding]] = field(default_factory=dict)
+    params: list[str] = field(default_factory=list)
+
+    def bind(self, binding: Binding) -> None:
+        self.bindings.setdefault(binding.name, []).append(binding)
+
+    def function_scope(self) -> Scope | None:
+        scope: Scope | None = self
+        while scope is not None and scope.kind not in ("function", "module"):
+            scope = scope.parent
+        return scope if scope is not None and scope.kind == "function" else None
+
+
+@dataclass
+class ClassInfo:
+    name: str
+    bases: tuple[str, ...]  # dotted base names as written or resolved
+    methods: set[str]
+
+
+def dotted_name(node: cst.CSTNode) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def string_value(node: cst.CSTNode) -> str | None:
+    """The value of a plain (non-f, non-concatenated-with-expressions) string literal."""
+    if isinstance(node, cst.SimpleString):
+        try:
+            value = node.evaluated_value
+        except Exception:  # noqa: BLE001 - malformed escapes: not a literal we can reason about
+            return None
+        return value if isinstance(value, str) else None
+    if isinstance(node, cst.ConcatenatedString):
+        left, right = string_value(node.left), string_value(node.right)
+        if left is not None and right is not None:
+            return left + right
+    return None
+
+
+def _import_alias_name(alias: cst.ImportAlias) -> str | None:
+    return dotted_name(alias.name)
+
+
+class SemanticModel:
+    """Imports, aliases, scopes and classes of one file, as far as the walk has seen."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module_scope = Scope("module", module, None)
+        self.scope = self.module_scope
+        # local name -> fully qualified name, from imports
+        self.imports: dict[str, str] = {}
+        # local name -> the qualified names it may hold, from `x = torch.cuda.FloatTensor`
+        # or `T = torch.cuda.FloatTensor if cuda else torch.FloatTensor`
+        self.value_aliases: dict[str, set[str]] = {}
+        self.identifiers: set[str] = set()
+        self.classes: dict[str, ClassInfo] = {}
+        self.import_statements: list[tuple[Order, cst.SimpleStatementLine]] = []
+        self.torch_imported_at: Order | None = None
+
+    # -- name resolution -------------------------------------------------------------------
+
+    def qualname(self, node: cst.CSTNode) -> str | None:
+        """The one qualified name an expression refers to through imports, else None."""
+        names = self.qualnames(node, follow_values=False)
+        return next(iter(names)) if len(names) == 1 else None
+
+    def qualnames(self, node: cst.CSTNode, follow_values: bool = True) -> set[str]:
+        """Every qualified name an expression may refer to (value aliases included)."""
+        if isinstance(node, cst.Name):
+            if node.value in self.imports:
+                return {self.imports[node.value]}
+            if follow_values and node.value in self.value_aliases:
+                return set(self.value_aliases[node.value])
+            return set()
+        if isinstance(node, cst.Attribute):
+            return {f"{base}.{node.attr.value}" for base in self.qualnames(node.value, follow_values)}
+        if isinstance(node, cst.IfExp) and follow_values:
+            return self.qualnames(node.body) | self.qualnames(node.orelse)
+        return set()
+
+    def is_torch_name(self, name: str) -> bool:
+        return self.imports.get(name, "").split(".")[0] == "torch"
+
+    def torch_alias(self) -> str | None:
+        """A local name bound to the torch module itself (`torch`, or `t` after `import torch as t`)."""
+        if self.imports.get("torch") == "torch":
+            return "torch"
+        for local, qual in self.imports.items():
+            if qual == "torch":
+                return local
+        return None
+
+    # -- recording ---------------------------------------------------------------------------
+
+    def record_import(self, node: cst.Import | cst.ImportFrom, order: Order) -> None:
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                full = _import_alias_name(alias)
+                if full is None:
+                    continue
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    local = alias.asname.name.value
+                    self.imports[local] = full
+                else:
+                    local = full.split(".")[0]
+                    self.imports[local] = local
+                self._bind_import(local, order)
+                if full.split(".")[0] == "torch" and self.torch_imported_at is None:
+                    self.torch_imported_at = order
+            return
+        if node.relative or node.module is None:
+            return
+        module = dotted_name(node.module)
+        if module is None or isinstance(node.names, cst.ImportStar):
+            return
+        if module.split(".")[0] == "torch" and self.torch_imported_at is None:
+            self.torch_imported_at = order
+        for alias in node.names:
+            name = _import_alias_name(alias)
+            if name is None:
+                continue
+            local = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            self.imports[local] = f"{module}.{name}"
+            self._bind_import(local, order)
+
+    def _bind_import(self, local: str, order: Order) -> None:
+        self.identifiers.add(local)
+        self.scope.bind(Binding(local, order, "import"))
+
+    def record_assignment(
+        self, target: cst.BaseExpression, value: cst.BaseExpression | None, order: Order, conditional: bool
+    ) -> None:
+        """Bind the names a target binds; remember torch value aliases of plain names."""
+        if isinstance(target, cst.Name):
+            self.scope.bind(Binding(target.value, order, "assign", value, conditional))
+            if value is not None:
+                quals = {q for q in self.qualnames(value) if q.startswith("torch.")}
+                if quals:
+                    self.value_aliases[target.value] = quals
+                else:
+                    self.value_aliases.pop(target.value, None)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self.record_assignment(element.value, None, order, conditional)
+        elif isinstance(target, cst.StarredElement):
+            self.record_assignment(target.value, None, order, conditional)
+        elif isinstance(target, cst.Attribute) and value is not None:
+            # `args.device = torch.device(...)`: an attribute can carry a device too.
+            dotted = dotted_name(target)
+            if dotted is not None:
+                self.scope.bind(Binding(dotted, order, "assign", value, conditional))
+
+    def bind(self, name: str, order: Order, kind: str, **extra: object) -> None:
+        self.identifiers.add(name)
+        self.scope.bind(Binding(name, order, kind, **extra))  # type: ignore[arg-type]
+
+    def push_scope(self, kind: str, node: cst.CSTNode, name: str = "") -> Scope:
+        self.scope = Scope(kind, node, self.scope, name)
+        return self.scope
+
+    def pop_scope(self) -> None:
+        assert self.scope.parent is not None
+        self.scope = self.scope.parent
+
+    def record_class(self, node: cst.ClassDef) -> None:
+        bases = tuple(
+            self.qualname(arg.value) or dotted_name(arg.value) or ""
+            for arg in node.bases
+            if arg.keyword is None
+        )
+        methods = {
+            stmt.name.value for stmt in node.body.body if isinstance(stmt, cst.FunctionDef)
+        }
+        self.classes[node.name.value] = ClassInfo(node.name.value, bases, methods)
+
+    # -- questions rules ask ---------------------------------------------------------------
+
+    def is_module_like_class(self, name: str, _seen: frozenset[str] = frozenset()) -> bool:
+        """A local class that is (or may be) an nn.Module or Tensor subclass."""
+        info = self.classes.get(name)
+        if info is None or name in _seen:
+            return True  # unknown: assume the torch behaviour
+        for base in info.bases:
+            short = base.split(".")[-1]
+            if base.startswith("torch.") or short in ("Module", "Tensor", "Parameter"):
+                return True
+            if short in self.classes and self.is_module_like_class(short, _seen | {name}):
+                return True
+        return False
+
+    def has_own_method(self, class_name: str, method: str) -> bool:
+        """A local non-Module class that defines ``method`` itself (e.g. its own ``cuda``)."""
+        info = self.classes.get(class_name)
+        return info is not None and method in info.methods and not self.is_module_like_class(class_name)
+
+    def lookup(self, name: str, scope: Scope) -> Iterable[tuple[Scope, Binding]]:
+        """Bindings of ``name`` visible from ``scope``, innermost first (class scopes skipped)."""
+        current: Scope | None = scope
+        first = True
+        while current is not None:
+            if current.kind != "class" or first:
+                for binding in reversed(current.bindings.get(name, [])):
+                    yield current, binding
+            first = False
+            current = current.parent

@@ -1,0 +1,1 @@
+"""The devlint rules, one module per rule; installed as ``devlint.rules``."""

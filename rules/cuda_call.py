@@ -1,0 +1,126 @@
+"""DEV101 cuda-call: `.cuda()` without a device index."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from devlint.astutil import arg, inside_method_named, keyword, method_call, names_in, positional, receiver_is_foreign, with_args
+from devlint.context import Site
+from devlint.fixes import FixPlan, Replace
+from devlint.rule import Invalid, Rule
+
+HEADER = "import torch\n"
+DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+
+
+class CudaCall(Rule):
+    code = "DEV101"
+    name = "cuda-call"
+    what = "Flags `.cuda()` on a tensor, module or Variable, with or without `non_blocking=`."
+    why = (
+        "`.cuda()` only works on a machine with an NVIDIA GPU and a CUDA build of PyTorch. The same "
+        "script fails on a laptop, in CPU-only CI, or on Apple, Intel or AMD accelerators. "
+        "`.to(device)` with one `device` chosen at start-up runs everywhere and still uses the GPU "
+        "when there is one."
+    )
+    example = "model = Net().cuda()\nx = x.cuda(non_blocking=True)"
+    use_instead = (
+        'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+        "model = Net().to(device)\nx = x.to(device, non_blocking=True)"
+    )
+    fix_availability = "safe"
+    fix_note = (
+        "Safe: on a CUDA machine the device is CUDA, so the program does what it did; without one "
+        "it now runs on the CPU. The fix reuses a device already in scope (inside `forward(self, x)` "
+        "that is `x.device`), else inserts one module-level `device` definition after the imports."
+    )
+    triggers = ("cuda",)
+
+    VALID = (
+        # already device-agnostic
+        "import torch\nx = torch.ones(3).to(device)\n",
+        # an index picks a GPU: DEV102's business, not this rule's
+        "import torch\nx = torch.ones(3).cuda(0)\n",
+        # a class with its own cuda() that is no nn.Module
+        "class Pool:\n    def cuda(self):\n        return self\n\npool = Pool()\npool.cuda()\n",
+        "class Pool:\n    def cuda(self):\n        return self\n\n    def warm(self):\n        return self.cuda()\n",
+        # a Module subclass implementing cuda() itself may call the parent's
+        "import torch\n\nclass Net(torch.nn.Module):\n    def cuda(self, device=None):\n        return super().cuda()\n",
+        # strings, comments and docstrings
+        '"""Call x.cuda() first."""\n# model.cuda()\nhint = "use .cuda()"\n',
+        # torch.cuda is a module, not a call of .cuda()
+        "import torch\nok = torch.cuda.is_available()\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\nmodel = Net().cuda()\n",
+            HEADER + DEVICE + "model = Net().to(device)\n",
+        ),
+        Invalid(
+            "import torch\n\ndef load(xs):\n    return torch.stack(xs).cuda().t()\n",
+            "import torch\n" + DEVICE + "\ndef load(xs):\n    return torch.stack(xs).to(device).t()\n",
+        ),
+        Invalid(
+            "import torch\nmodel.cuda()\n",
+            HEADER + DEVICE + "model.to(device)\n",
+        ),
+        Invalid(
+            "import torch\nfrom torch.autograd import Variable\nv = Variable(x).cuda(non_blocking=True)\n",
+            "import torch\nfrom torch.autograd import Variable\n" + DEVICE
+            + "v = Variable(x).to(device, non_blocking=True)\n",
+        ),
+        Invalid(
+            "import torch\ncast = lambda t: t.cuda()\nys = [y.cuda() for y in xs]\n",
+            HEADER + DEVICE + "cast = lambda t: t.to(device)\nys = [y.to(device) for y in xs]\n",
+            count=2,
+        ),
+        # a device already in scope is reused, whatever its name
+        Invalid(
+            "import torch\n\ndef step(batch, dev: torch.device):\n    return batch.cuda()\n",
+            "import torch\n\ndef step(batch, dev: torch.device):\n    return batch.to(dev)\n",
+        ),
+        # inside forward the input's device is the one to follow
+        Invalid(
+            "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+            "        mask = torch.ones(3).cuda()\n        return x * mask\n",
+            "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+            "        mask = torch.ones(3).to(x.device)\n        return x * mask\n",
+        ),
+        # only `from torch import ...`: `import torch` is added for the device definition
+        Invalid(
+            "from torch import nn, ones\nnet = nn.Linear(2, 2).cuda()\n",
+            "from torch import nn, ones\nimport torch\n" + DEVICE + "net = nn.Linear(2, 2).to(device)\n",
+        ),
+        # `device` means something else here: the definition takes another name
+        Invalid(
+            'import torch\ndevice = "gpu-0"\nx = torch.zeros(2).cuda()\n',
+            'import torch\ntorch_device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            'device = "gpu-0"\nx = torch.zeros(2).to(torch_device)\n',
+        ),
+        # guarded code is still reported; the fix keeps what a CPU-only run does
+        Invalid(
+            "import torch\nif torch.cuda.is_available():\n    model.cuda()\n",
+            HEADER + DEVICE + "if torch.cuda.is_available():\n    model.to(device)\n",
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        attribute = method_call(node, "cuda")
+        if attribute is None or positional(node) or keyword(node, "device") is not None:
+            return
+        if any(arg.star for arg in node.args):
+            return
+        site = self.ctx.site(node)
+        if inside_method_named(site, "cuda") or receiver_is_foreign(self.ctx, attribute.value, site, "cuda"):
+            return
+        self.report(
+            node,
+            "`.cuda()` hardcodes the CUDA device; use `.to(device)`",
+            fix=lambda site: self._fix(node, attribute, site),
+            start=attribute.attr,
+        )
+
+    def _fix(self, node: cst.Call, attribute: cst.Attribute, site: Site) -> FixPlan:
+        device = self.ctx.device(site, avoid=names_in(attribute.value))
+        new = with_args(node, "to", [arg(device.expr), *node.args])
+        return FixPlan(f"Replace `.cuda()` with `.to({device.expr})`", [Replace(node, new)], "safe", device=device)
