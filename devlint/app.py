@@ -30,8 +30,16 @@ class Options:
     statistics: bool = False
     exit_zero: bool = False
     quiet: bool = False
-    device_name: str = "device"
-    device_expression: str = "default"
+    # None: take the value from the configuration file, else the built-in default.
+    device_name: str | None = None
+    device_expression: str | None = None
+    config: str | None = None
+    no_cache: bool = False
+    jobs: int | None = None
+    baseline: str | None = None
+    write_baseline: str | None = None
+    add_noqa: bool = False
+    stdin_filename: str | None = None
 
 
 def default_format(out: TextIO) -> str:
@@ -51,7 +59,7 @@ def run_check(options: Options, out: TextIO = sys.stdout, err: TextIO = sys.stde
         return EXIT_ERROR
     job = Job(
         codes=tuple(rule.code for rule in rules),
-        settings=FixSettings(options.device_name, options.device_expression),
+        settings=FixSettings(options.device_name or "device", options.device_expression or "default"),
         fix=options.fix or options.diff,
         diff=options.diff,
         unsafe=options.unsafe_fixes,

@@ -27,8 +27,15 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", "-q", action="store_true", help="print findings only, no summary")
     parser.add_argument("--unsafe-fixes", action="store_true", help="also apply fixes marked unsafe")
     parser.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
-    parser.add_argument("--device-name", default="device", help="name of the device variable a fix defines")
-    parser.add_argument("--device-expression", default="default", help='how a fix defines it ("accelerator" or code)')
+    parser.add_argument("--device-name", default=None, help="name of the device variable a fix defines")
+    parser.add_argument("--device-expression", default=None, help='how a fix defines it ("accelerator" or code)')
+    parser.add_argument("--config", metavar="FILE", help="use this pyproject.toml / devlint.toml")
+    parser.add_argument("--no-cache", action="store_true", help="neither read nor write .devlint_cache/")
+    parser.add_argument("--jobs", "-j", type=int, default=None, metavar="N", help="worker processes (default: all cores)")
+    parser.add_argument("--baseline", metavar="FILE", help="report only findings not recorded in FILE")
+    parser.add_argument("--write-baseline", metavar="FILE", help="record the current findings in FILE")
+    parser.add_argument("--add-noqa", action="store_true", help="add `# noqa: CODE` to every line with a finding")
+    parser.add_argument("--stdin-filename", metavar="NAME", help="the file name to report when PATH is -")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,6 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("rules", help="list the rules")
     rule = commands.add_parser("rule", help="show one rule's documentation")
     rule.add_argument("code", metavar="CODE")
+    verify = commands.add_parser("verify", help="run original and fixed code on every device and compare")
+    verify.add_argument("paths", nargs="*", metavar="PATH", help="programs or folders (default: the bundled fixtures/)")
+    verify.add_argument("--output-format", choices=("full", "json"), default=None)
+    verify.add_argument("--timeout", type=float, default=120.0, help="seconds per run (default 120)")
+    verify.add_argument("--rtol", type=float, default=None, help="relative tolerance (torch.testing.assert_close)")
+    verify.add_argument("--atol", type=float, default=None, help="absolute tolerance")
+    verify.add_argument("--unsafe-fixes", action="store_true", help="verify unsafe fixes too")
     return parser
 
 
@@ -76,6 +90,10 @@ def _main(argv: Sequence[str] | None) -> int:
         from devlint.docs import show_rule
 
         return show_rule(args.code, sys.stdout, sys.stderr)
+    if args.command == "verify":
+        from devlint.verify.command import run_verify
+
+        return run_verify(args, sys.stdout, sys.stderr)
     options = Options(
         paths=args.paths or ["."],
         select=args.select,
@@ -90,5 +108,12 @@ def _main(argv: Sequence[str] | None) -> int:
         quiet=args.quiet,
         device_name=args.device_name,
         device_expression=args.device_expression,
+        config=args.config,
+        no_cache=args.no_cache,
+        jobs=args.jobs,
+        baseline=args.baseline,
+        write_baseline=args.write_baseline,
+        add_noqa=args.add_noqa,
+        stdin_filename=args.stdin_filename,
     )
     return run_check(options)
