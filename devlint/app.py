@@ -11,7 +11,8 @@ from devlint.context import FixSettings
 from devlint.discovery import discover
 from devlint.findings import FileError, Finding
 from devlint.formats import RunReport, where, writers
-from devlint.process import FileResult, Job, process_file
+from devlint.execute import execute
+from devlint.process import FileResult, Job
 from devlint.registry import UnknownCodeError, select_rules
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -65,7 +66,7 @@ def run_check(options: Options, out: TextIO = sys.stdout, err: TextIO = sys.stde
         unsafe=options.unsafe_fixes,
     )
     found = discover(options.paths)
-    results = [process_file(path, job) for path in found.files]
+    results = execute([(path, job) for path in found.files])
     errors: list[FileError] = list(found.errors) + [r.error for r in results if r.error is not None]
     findings: list[Finding] = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
     for error in errors:
