@@ -47,7 +47,9 @@ def default_format(out: TextIO) -> str:
     return "full" if out.isatty() else "concise"
 
 
-def run_check(options: Options, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+def run_check(options: Options, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
     try:
         rules = select_rules(options.select, options.ignore, options.extend_select)
     except UnknownCodeError as error:

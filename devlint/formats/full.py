@@ -12,20 +12,19 @@ from devlint.findings import Finding
 from devlint.formats import RunReport, where
 
 
-def _fixed_line(finding: Finding) -> str | None:
-    """The finding's line after its fix, when the fix only touches that line."""
+def _fixed_lines(finding: Finding) -> list[str] | None:
+    """The finding's line after those edits of its fix that touch only that line (an inserted
+    definition included), or None when the fix reaches beyond it."""
     if finding.fix is None:
         return None
     row = finding.location.row
-    line = finding.source_line
     edits = [e for e in finding.fix.edits if e.start.row == row and e.end.row == row]
-    if not edits or any(e.start.row != e.end.row for e in finding.fix.edits if e.start.row == row):
+    if not edits:
         return None
+    line = finding.source_line
     for edit in sorted(edits, key=lambda e: e.start.column, reverse=True):
-        if "\n" in edit.content or "\r" in edit.content:
-            return None
         line = line[: edit.start.column - 1] + edit.content + line[edit.end.column - 1 :]
-    return line
+    return line.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
 def _finding(console: Console, finding: Finding, show_fixes: bool) -> None:
@@ -48,10 +47,11 @@ def _finding(console: Console, finding: Finding, show_fixes: bool) -> None:
     console.print(Text(f"{gutter} | ", style="blue") + Text(" " * start + "^" * width + f" {finding.code}", style="bold red"))
     if show_fixes and finding.fix is not None:
         console.print(Text(f"{gutter} = ", style="blue") + Text(f"fix: {finding.fix.message}", style="cyan"))
-        fixed = _fixed_line(finding)
+        fixed = _fixed_lines(finding)
         if fixed is not None:
             console.print(Text(f"{gutter} - ", style="red") + Text(finding.source_line, style="red"))
-            console.print(Text(f"{gutter} + ", style="green") + Text(fixed, style="green"))
+            for line in fixed:
+                console.print(Text(f"{gutter} + ", style="green") + Text(line, style="green"))
     console.print()
 
 
