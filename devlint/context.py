@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 class FixSettings:
     device_name: str = "device"
     device_expression: str = "default"
+    # A notebook is linted as one module with a statement of this name between cells; when set,
+    # the definitions a fix adds go in the first cell that imports torch (devlint.notebook).
+    cell_break: str | None = None
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,8 @@ class FileContext:
         index = {id(stmt): i for i, stmt in enumerate(body)}
         first_use = min(self._top_level_index(site.node, index) for site in sites)
         imports = [i for i in range(first_use) if _is_import_line(body[i])]
+        if self.settings.cell_break is not None:
+            imports = self._torch_cell_imports(body, imports)
         newline = self.module.default_newline
         prefix = ""
         if imports:
@@ -168,7 +173,11 @@ class FileContext:
             torch_bound = any(_binds_torch(body[i]) for i in range(after + 1))
         else:
             at = next(
-                (i for i, stmt in enumerate(body[: first_use + 1]) if not _is_preamble(stmt, i)),
+                (
+                    i
+                    for i, stmt in enumerate(body[: first_use + 1])
+                    if not _is_preamble(stmt, i) and not self._is_cell_break(stmt)
+                ),
                 first_use,
             )
             offset = lines.starts[positions[body[at]].start.line - 1]
@@ -181,6 +190,22 @@ class FileContext:
             expression = device_expression(self.settings.device_expression)
             edits["device"] = lines.edit(offset, offset, f"{prefix}{self._inserted_name} = {expression}{newline}")
         return edits
+
+    def _is_cell_break(self, stmt: cst.CSTNode) -> bool:
+        if self.settings.cell_break is None or not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+            return False
+        small = stmt.body[0]
+        return isinstance(small, cst.Expr) and isinstance(small.value, cst.Name) and small.value.value == self.settings.cell_break
+
+    def _torch_cell_imports(self, body: list[cst.BaseStatement], imports: list[int]) -> list[int]:
+        """Of ``imports``, those in the cell of the first torch import: a notebook keeps its setup
+        in that cell even when later cells import more before the first use."""
+        first = next((i for i in imports if _imports_torch(body[i])), None)
+        if first is None:
+            return imports
+        start = max((i for i in range(first) if self._is_cell_break(body[i])), default=-1)
+        end = next((i for i in range(first, len(body)) if self._is_cell_break(body[i])), len(body))
+        return [i for i in imports if start < i < end]
 
     def _top_level_index(self, node: cst.CSTNode, index: dict[int, int]) -> int:
         current: cst.CSTNode | None = node
@@ -195,6 +220,22 @@ def _is_import_line(stmt: cst.CSTNode) -> bool:
     return isinstance(stmt, cst.SimpleStatementLine) and all(
         isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
     )
+
+
+def _imports_torch(stmt: cst.CSTNode) -> bool:
+    """``import torch...`` or ``from torch... import ...`` (an import line, see _is_import_line)."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return False
+    for small in stmt.body:
+        if isinstance(small, cst.Import):
+            names = [dotted_name(alias.name) for alias in small.names]
+        elif isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None:
+            names = [dotted_name(small.module)]
+        else:
+            continue
+        if any(name is not None and name.split(".")[0] == "torch" for name in names):
+            return True
+    return False
 
 
 def _binds_torch(stmt: cst.CSTNode) -> bool:
