@@ -4,16 +4,25 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TextIO
+from pathlib import Path
+from typing import BinaryIO, TextIO
 
-from devlint.context import FixSettings
+from devlint.baseline import BaselineError
+from devlint.baseline import load as load_baseline
+from devlint.baseline import write as write_baseline
+from devlint.config import ConfigError, FileSettings, Overrides, Resolver
 from devlint.discovery import discover
 from devlint.findings import FileError, Finding
 from devlint.formats import RunReport, where, writers
 from devlint.execute import execute
-from devlint.process import FileResult, Job
+from devlint.process import FileResult, Job, process_source
+from devlint.progress import run_with_progress
 from devlint.registry import UnknownCodeError, select_rules
+from devlint.source import SourceError
+from devlint.suppress import add_noqa_to_file
+from devlint.writer import WriteError
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -47,45 +56,71 @@ def default_format(out: TextIO) -> str:
     return "full" if out.isatty() else "concise"
 
 
-def run_check(options: Options, out: TextIO | None = None, err: TextIO | None = None) -> int:
+def run_check(
+    options: Options, out: TextIO | None = None, err: TextIO | None = None, stdin: BinaryIO | None = None
+) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
     try:
-        rules = select_rules(options.select, options.ignore, options.extend_select)
+        select_rules(options.select, options.ignore, options.extend_select)
     except UnknownCodeError as error:
         err.write(f"devlint: error: {error}\n")
         return EXIT_ERROR
-    fmt = options.output_format or default_format(out)
+    usage = _usage_error(options)
+    if usage:
+        err.write(f"devlint: error: {usage}\n")
+        return EXIT_ERROR
+    from_stdin = options.paths == ["-"]
+    # `devlint fix -` prints the fixed source on stdout; the findings go to stderr.
+    report_out = err if from_stdin and options.fix and not options.diff else out
+    fmt = options.output_format or default_format(report_out)
     write = writers().get(fmt)
     if write is None:
         err.write(f"devlint: error: unknown output format {fmt!r}\n")
         return EXIT_ERROR
-    job = Job(
-        codes=tuple(rule.code for rule in rules),
-        settings=FixSettings(options.device_name or "device", options.device_expression or "default"),
-        fix=options.fix or options.diff,
-        diff=options.diff,
-        unsafe=options.unsafe_fixes,
-    )
-    found = discover(options.paths)
-    results = execute([(path, job) for path in found.files])
-    errors: list[FileError] = list(found.errors) + [r.error for r in results if r.error is not None]
+    try:
+        resolver = Resolver(_overrides(options), Path(options.config) if options.config else None)
+        known = load_baseline(Path(options.baseline)) if options.baseline else None
+        job_for = _jobs(resolver, options)
+        if from_stdin:
+            name = options.stdin_filename or "-"
+            data = (stdin or sys.stdin.buffer).read()
+            result, new = process_source(data, name, job_for(Path(name)))
+            results, files, found_errors = [result], [name], []
+            if report_out is err:
+                _write_source(new if new is not None else data, out)
+        else:
+            found = discover(options.paths, exclude=(), skip=resolver.excluded)
+            work = [(path, job_for(path)) for path in found.files]
+            results = run_with_progress(execute, work, err)
+            files, found_errors = [str(path) for path in found.files], found.errors
+    except (ConfigError, BaselineError) as error:
+        err.write(f"devlint: error: {error}\n")
+        return EXIT_ERROR
+    errors: list[FileError] = list(found_errors) + [r.error for r in results if r.error is not None]
     findings: list[Finding] = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
     for error in errors:
         err.write(f"devlint: error: {error}\n")
     if options.diff:
         return _report_diff(results, errors, out, err, options)
+    if options.write_baseline:
+        return _write_baseline(Path(options.write_baseline), findings, errors, err)
+    if known is not None:
+        findings = known.new(findings)
+    if options.add_noqa:
+        return _add_noqa(findings, errors, err)
     report = RunReport(
         findings,
         errors,
         fixes_applied=sum(r.fixes_applied for r in results),
-        files_checked=len(found.files),
+        files_checked=len(files),
+        files=files,
     )
     if options.quiet and fmt == "full":
         report.show_fixes = False
-    _write(write, fmt, report, options, out)
+    _write(write, fmt, report, options, report_out)
     if options.statistics:
-        _statistics(findings, out)
+        _statistics(findings, report_out)
     return _exit_status(findings, errors, options)
 
 
@@ -114,6 +149,88 @@ def _report_diff(results: list[FileResult], errors: list[FileError], out: TextIO
     if errors:
         return EXIT_ERROR
     return EXIT_FINDINGS if diffs and not options.exit_zero else EXIT_CLEAN
+
+
+def _usage_error(options: Options) -> str | None:
+    if "-" in options.paths and len(options.paths) > 1:
+        return "`-` (read stdin) cannot be combined with other paths"
+    if options.stdin_filename and options.paths != ["-"]:
+        return "--stdin-filename needs `-` as the path"
+    if options.add_noqa and (options.fix or options.diff):
+        return "--add-noqa cannot be combined with --fix or --diff"
+    if options.add_noqa and options.paths == ["-"]:
+        return "--add-noqa cannot write to stdin"
+    return None
+
+
+def _overrides(options: Options) -> Overrides:
+    return Overrides(
+        select=tuple(options.select) if options.select is not None else None,
+        ignore=tuple(options.ignore),
+        extend_select=tuple(options.extend_select),
+        device_name=options.device_name,
+        device_expression=options.device_expression,
+    )
+
+
+def _jobs(resolver: Resolver, options: Options) -> Callable[[Path], Job]:
+    """The Job of each file; files whose settings resolve alike share one."""
+    made: dict[FileSettings, Job] = {}
+
+    def job_for(path: Path) -> Job:
+        settings = resolver.settings_for(path)
+        if settings not in made:
+            made[settings] = Job(
+                codes=settings.codes,
+                settings=settings.fix,
+                fix=options.fix or options.diff,
+                diff=options.diff,
+                unsafe=options.unsafe_fixes,
+            )
+        return made[settings]
+
+    return job_for
+
+
+def _write_source(data: bytes, out: TextIO) -> None:
+    buffer = getattr(out, "buffer", None)
+    if buffer is None:
+        out.write(data.decode("utf-8", "surrogateescape"))
+        return
+    out.flush()
+    buffer.write(data)
+    buffer.flush()
+
+
+def _write_baseline(path: Path, findings: list[Finding], errors: list[FileError], err: TextIO) -> int:
+    try:
+        write_baseline(path, findings)
+    except BaselineError as error:
+        err.write(f"devlint: error: {error}\n")
+        return EXIT_ERROR
+    err.write(f"Recorded {len(findings)} finding{'s' if len(findings) != 1 else ''} in {path}.\n")
+    return EXIT_ERROR if errors else EXIT_CLEAN
+
+
+def _add_noqa(findings: list[Finding], errors: list[FileError], err: TextIO) -> int:
+    by_file: dict[str, list[Finding]] = {}
+    for finding in findings:
+        if finding.cell is not None:
+            err.write(f"devlint: warning: {where(finding)}: --add-noqa does not edit notebooks; not added\n")
+            continue
+        by_file.setdefault(finding.filename, []).append(finding)
+    added, changed, failed = 0, 0, False
+    for filename, found in by_file.items():
+        try:
+            count = add_noqa_to_file(Path(filename), found)
+        except (OSError, SourceError, WriteError) as error:
+            err.write(f"devlint: error: {filename}: {getattr(error, 'message', None) or error}\n")
+            failed = True
+            continue
+        added += count
+        changed += 1 if count else 0
+    err.write(f"Added {added} noqa directive{'s' if added != 1 else ''} to {changed} file{'s' if changed != 1 else ''}.\n")
+    return EXIT_ERROR if errors or failed else EXIT_CLEAN
 
 
 def _exit_status(findings: list[Finding], errors: list[FileError], options: Options) -> int:

@@ -53,12 +53,13 @@ def build_parser() -> argparse.ArgumentParser:
     rule = commands.add_parser("rule", help="show one rule's documentation")
     rule.add_argument("code", metavar="CODE")
     verify = commands.add_parser("verify", help="run original and fixed code on every device and compare")
-    verify.add_argument("paths", nargs="*", metavar="PATH", help="programs or folders (default: the bundled fixtures/)")
+    verify.add_argument("paths", nargs="*", metavar="PATH", help="programs or folders (default: fixtures/programs/)")
     verify.add_argument("--output-format", choices=("full", "json"), default=None)
     verify.add_argument("--timeout", type=float, default=120.0, help="seconds per run (default 120)")
     verify.add_argument("--rtol", type=float, default=None, help="relative tolerance (torch.testing.assert_close)")
     verify.add_argument("--atol", type=float, default=None, help="absolute tolerance")
     verify.add_argument("--unsafe-fixes", action="store_true", help="verify unsafe fixes too")
+    verify.add_argument("--jobs", "-j", type=int, default=None, metavar="N", help="runs at a time (default: all cores)")
     return parser
 
 
@@ -95,7 +96,8 @@ def _main(argv: Sequence[str] | None) -> int:
 
         return run_verify(args, sys.stdout, sys.stderr)
     options = Options(
-        paths=args.paths or ["."],
+        # --stdin-filename without a path reads stdin, as with ruff
+        paths=args.paths or (["-"] if args.stdin_filename else ["."]),
         select=args.select,
         ignore=args.ignore,
         extend_select=args.extend_select,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,9 +85,11 @@ def discover(
     exclude: tuple[str, ...] = DEFAULT_EXCLUDES,
     extend_exclude: tuple[str, ...] = (),
     respect_gitignore: bool = True,
+    skip: Callable[[Path, bool], bool] | None = None,
 ) -> Discovery:
     """Files named on the command line are always checked; folders are walked with the
-    excludes and .gitignore files applied. Symlinked folders are not followed (no loops)."""
+    excludes and .gitignore files applied. Symlinked folders are not followed (no loops).
+    ``skip(path, is_dir)`` excludes more (the configuration's exclude, nearest file first)."""
     patterns = tuple(exclude) + tuple(extend_exclude)
     files: list[Path] = []
     errors: list[FileError] = []
@@ -100,7 +103,7 @@ def discover(
             errors.append(FileError(raw, "no such file or directory"))
             continue
         if path.is_dir():
-            for found in _walk(path, patterns, respect_gitignore, errors):
+            for found in _walk(path, patterns, respect_gitignore, errors, skip):
                 if found not in seen:
                     seen.add(found)
                     files.append(found)
@@ -110,7 +113,13 @@ def discover(
     return Discovery(files, errors)
 
 
-def _walk(root: Path, patterns: tuple[str, ...], respect_gitignore: bool, errors: list[FileError]) -> list[Path]:
+def _walk(
+    root: Path,
+    patterns: tuple[str, ...],
+    respect_gitignore: bool,
+    errors: list[FileError],
+    skip: Callable[[Path, bool], bool] | None = None,
+) -> list[Path]:
     found: list[Path] = []
     ignores: dict[Path, list[GitIgnore]] = {}
     inherited = _parent_gitignores(root) if respect_gitignore else []
@@ -128,10 +137,13 @@ def _walk(root: Path, patterns: tuple[str, ...], respect_gitignore: bool, errors
         dirs[:] = sorted(
             d for d in dirs
             if not is_excluded(here / d, patterns, root) and not _ignored(here / d, True, chain)
+            and not (skip is not None and skip(here / d, True))
         )
         for name in sorted(names):
             path = here / name
             if not name.endswith(SOURCE_SUFFIXES) or is_excluded(path, patterns, root) or _ignored(path, False, chain):
+                continue
+            if skip is not None and skip(path, False):
                 continue
             if path.is_symlink() and not path.exists():
                 errors.append(FileError(str(path), "dangling symbolic link (or a symlink loop)"))

@@ -12,6 +12,7 @@ from devlint.findings import FileError, Finding
 from devlint.registry import rule_by_code
 from devlint.runner import ParseError, fix_text, lint_text
 from devlint.source import SourceError, decode
+from devlint.suppress import apply_noqa, skip_file
 from devlint.writer import WriteError, write_atomic
 
 
@@ -44,11 +45,18 @@ def unified_diff(filename: str, before: str, after: str) -> str:
 def process_source(data: bytes, filename: str, job: Job) -> tuple[FileResult, bytes | None]:
     """Lint (or fix) one file's bytes; returns the result and the new bytes when a fix changed them."""
     rules = [rule_by_code(code) for code in job.codes]
+    if filename.endswith(".ipynb"):
+        # Imported here: devlint.notebook builds on this module.
+        from devlint.notebook import process_notebook
+
+        return process_notebook(data, filename, job, rules)
     try:
         decoded = decode(data)
+        if skip_file(decoded.text):
+            return FileResult(filename), None
         if not (job.fix or job.diff):
-            return FileResult(filename, lint_text(decoded.text, filename, rules, job.settings)), None
-        result = fix_text(decoded.text, filename, rules, job.settings, job.unsafe)
+            return FileResult(filename, apply_noqa(decoded.text, lint_text(decoded.text, filename, rules, job.settings))), None
+        result = fix_text(decoded.text, filename, rules, job.settings, job.unsafe, keep=apply_noqa)
     except SourceError as error:
         return FileResult(filename, error=FileError(filename, error.message, error.row)), None
     except ParseError as error:

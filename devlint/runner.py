@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 import ast
 from dataclasses import dataclass
 
@@ -100,10 +100,13 @@ def fix_text(
     rules: Sequence[type[Rule]],
     settings: FixSettings = FixSettings(),
     unsafe: bool = False,
+    keep: Callable[[str, list[Finding]], list[Finding]] | None = None,
 ) -> FixResult:
-    """Apply fixes until none is left to apply; the findings that remain come back too."""
+    """Apply fixes until none is left to apply; the findings that remain come back too.
+    ``keep(text, findings)`` drops findings that must be neither fixed nor reported (noqa)."""
     applied = 0
     findings = lint_text(text, filename, rules, settings)
+    findings = keep(text, findings) if keep is not None else findings
     for _ in range(MAX_FIX_ROUNDS):
         fixes = [f.fix for f in findings if applicable(f, unsafe) and f.fix is not None]
         if not fixes:
@@ -111,6 +114,7 @@ def fix_text(
         new_text, count = apply_fixes(text, fixes)
         try:
             findings = lint_text(new_text, filename, rules, settings)
+            findings = keep(new_text, findings) if keep is not None else findings
         except ParseError as error:
             # A fix must never leave code that does not parse: keep the last good text.
             raise ParseError(f"internal error: a fix produced code that does not parse ({error.message}); file left unchanged") from None

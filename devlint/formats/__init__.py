@@ -16,6 +16,8 @@ class RunReport:
     fixes_applied: int = 0
     files_checked: int = 0
     show_fixes: bool = True
+    # The names of the files checked, for formats that list clean files too (junit).
+    files: list[str] = field(default_factory=list)
 
 
 def where(finding: Finding) -> str:
@@ -28,6 +30,14 @@ Writer = Callable[[RunReport, TextIO], None]
 
 
 def writers() -> dict[str, Writer]:
-    from devlint.formats import concise, full, json_format
+    from devlint.formats import concise, full, github, gitlab, json_format, junit, sarif
 
-    return {"full": full.write, "concise": concise.write, "json": json_format.write}
+    return {
+        "full": full.write,
+        "concise": concise.write,
+        "json": json_format.write,
+        "github": github.write,
+        "sarif": sarif.write,
+        "junit": junit.write,
+        "gitlab": gitlab.write,
+    }
