@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import libcst as cst
 
 from devlint.context import FileContext, Site
-from devlint.semantic import dotted_name
+from devlint.semantic import SemanticModel, dotted_name
 
 
 def method_call(node: cst.Call, name: str) -> cst.Attribute | None:
@@ -20,12 +22,28 @@ def keyword(node: cst.Call, name: str) -> cst.Arg | None:
     return next((arg for arg in node.args if arg.keyword is not None and arg.keyword.value == name), None)
 
 
+def imported_qualname(model: SemanticModel, func: cst.BaseExpression, last_names: frozenset[str]) -> str | None:
+    """``model.qualname(func)`` for a callee that may resolve to a name ending in one of
+    ``last_names``, else None without resolving: every call in a file passes through several
+    rules' ``visit_Call``, and most are ruled out by their last name or an unimported root."""
+    if isinstance(func, cst.Attribute):
+        if func.attr.value not in last_names:
+            return None
+    elif not isinstance(func, cst.Name) or func.value not in model.imports:
+        return None
+    return model.qualname(func)
+
+
 def positional(node: cst.Call) -> list[cst.Arg]:
     return [arg for arg in node.args if arg.keyword is None and not arg.star]
 
 
 def names_in(node: cst.CSTNode) -> set[str]:
-    """Every plain name an expression mentions (the receiver of a call, say)."""
+    """Every plain name an expression mentions (the receiver of a call, say).
+
+    The value of a ``device=`` argument is left out: it names where the data goes, not the data,
+    so ``torch.zeros(2, device=device).cuda()`` may still reuse ``device``.
+    """
     found: set[str] = set()
     stack = [node]
     while stack:
@@ -34,6 +52,8 @@ def names_in(node: cst.CSTNode) -> set[str]:
             found.add(current.value)
         elif isinstance(current, cst.Attribute):
             stack.append(current.value)
+        elif isinstance(current, cst.Arg) and current.keyword is not None and current.keyword.value == "device":
+            continue
         else:
             stack.extend(current.children)
     return found
@@ -54,8 +74,52 @@ def with_args(node: cst.Call, method: str, args: list[cst.Arg]) -> cst.Call:
     return node.with_changes(func=node.func.with_changes(attr=cst.Name(method)), args=fixed)
 
 
+def append_arg(node: cst.Call, new: cst.Arg) -> cst.Call:
+    """``node`` with one more argument at the end, laid out like the others: a call written one
+    argument a line keeps that shape and its trailing comma."""
+    args = list(node.args)
+    if not args:
+        return node.with_changes(args=[new])
+    last = args[-1]
+    earlier = next((a.comma for a in reversed(args[:-1]) if isinstance(a.comma, cst.Comma)), None)
+    separator = _separator(earlier.whitespace_after if earlier is not None else node.whitespace_before_args)
+    if isinstance(last.comma, cst.Comma):
+        new = new.with_changes(comma=last.comma)
+    else:
+        new = new.with_changes(whitespace_after_arg=last.whitespace_after_arg)
+        last = last.with_changes(whitespace_after_arg=cst.SimpleWhitespace(""))
+    return node.with_changes(args=[*args[:-1], last.with_changes(comma=separator), new])
+
+
+def code_in_place(ctx: FileContext, original: cst.CSTNode, new: cst.CSTNode) -> str:
+    """The source of ``new`` as it reads where ``original`` stands (see ``FileContext.render``)."""
+    return ctx.render(original, new)
+
+
+def prepend_arg(node: cst.Call, new: cst.Arg) -> cst.Call:
+    """``node`` with one more argument in front, separated like the call's other arguments."""
+    if not node.args:
+        return node.with_changes(args=[new])
+    return node.with_changes(args=[new.with_changes(comma=_separator(node.whitespace_before_args)), *node.args])
+
+
+def _separator(model: cst.BaseParenthesizableWhitespace) -> cst.Comma:
+    """A comma followed by the line break and indentation of ``model`` when the arguments stand one
+    a line (without the comment that line may carry), else by one space."""
+    if isinstance(model, cst.ParenthesizedWhitespace):
+        return cst.Comma(whitespace_after=cst.ParenthesizedWhitespace(indent=model.indent, last_line=model.last_line))
+    return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+
+
+@lru_cache(maxsize=256)
+def _expression(expr: str) -> cst.BaseExpression:
+    # Parsing costs milliseconds and fixes ask for the same few device expressions many times;
+    # CST nodes are immutable, so one parsed node can sit in many new calls.
+    return cst.parse_expression(expr)
+
+
 def arg(expr: str, keyword_name: str | None = None) -> cst.Arg:
-    value = cst.parse_expression(expr)
+    value = _expression(expr)
     if keyword_name is None:
         return cst.Arg(value=value)
     return cst.Arg(

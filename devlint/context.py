@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from devlint.devices import device_expression, find_device_in_scope, free_name
 from devlint.findings import Edit, Finding, Fix, Location
 from devlint.fixes import DeviceRef, FixPlan, LineIndex, Replace
+from devlint.positions import positions as node_positions
+from devlint.render import code_at_indent
 from devlint.semantic import Scope, SemanticModel, dotted_name
 from devlint.tracker import ScopeTracker
 
@@ -102,9 +103,12 @@ class FileContext:
     def findings(self) -> list[Finding]:
         if not self.reports:
             return []
-        positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
         lines = LineIndex(self.text)
         plans = [report.fix(report.site) if report.fix is not None else None for report in self.reports]
+        # Only these nodes' positions are needed (devlint.positions; any other is still found).
+        wanted = [node for report in self.reports for node in (report.start, report.node)]
+        wanted += [r.node for plan in plans if plan is not None for r in plan.replacements]
+        positions = node_positions(self.module, lines, [*wanted, *self.module.body])
         needing = [
             report.site
             for report, plan in zip(self.reports, plans)
@@ -140,13 +144,19 @@ class FileContext:
         findings.sort(key=Finding.sort_key)
         return findings
 
+    def render(self, original: cst.CSTNode, new: cst.CSTNode) -> str:
+        """The source of ``new`` as it reads where ``original`` stands, block indentation included."""
+        blocks = [node for node in self.ancestors(original) if isinstance(node, cst.IndentedBlock)]
+        indent = "".join(self.module.default_indent if b.indent is None else b.indent for b in reversed(blocks))
+        return code_at_indent(self.module, new, indent)
+
     def _edit(self, replace: Replace, positions, lines: LineIndex) -> Edit:
         span = positions[replace.node]
         start = lines.offset(span.start.line, span.start.column)
         end = lines.offset(span.end.line, span.end.column)
         new = replace.new
         if isinstance(new, cst.CSTNode):
-            content = self.module.code_for_node(new)
+            content = self.render(replace.node, new)
         elif isinstance(new, tuple):
             content = (self.module.default_newline + lines.indent(span.start.line)).join(new)
         else:

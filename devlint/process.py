@@ -39,7 +39,8 @@ class FileResult:
 def unified_diff(filename: str, before: str, after: str) -> str:
     """A diff `git apply` / `patch -p1` accept for relative names; absolute names stay as they are."""
     old, new = (filename, filename) if filename.startswith("/") else (f"a/{filename}", f"b/{filename}")
-    return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True), old, new))
+    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True), old, new)
+    return "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
 def process_source(data: bytes, filename: str, job: Job) -> tuple[FileResult, bytes | None]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.astutil import arg, inside_method_named, keyword, method_call, names_in, positional, receiver_is_foreign, with_args
+from devlint.astutil import arg, inside_method_named, keyword, method_call, names_in, positional, prepend_arg, receiver_is_foreign
 from devlint.context import Site
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule
@@ -97,6 +97,13 @@ class CudaCall(Rule):
             'import torch\ntorch_device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             'device = "gpu-0"\nx = torch.zeros(2).to(torch_device)\n',
         ),
+        # a call laid out one argument a line keeps its layout and the block's indentation
+        Invalid(
+            "import torch\n\ndef f(x):\n    if x is not None:\n        return x.cuda(\n"
+            "            non_blocking=True,\n        )\n",
+            "import torch\n" + DEVICE + "\ndef f(x):\n    if x is not None:\n        return x.to(\n"
+            "            device,\n            non_blocking=True,\n        )\n",
+        ),
         # guarded code is still reported; the fix keeps what a CPU-only run does
         Invalid(
             "import torch\nif torch.cuda.is_available():\n    model.cuda()\n",
@@ -122,5 +129,6 @@ class CudaCall(Rule):
 
     def _fix(self, node: cst.Call, attribute: cst.Attribute, site: Site) -> FixPlan:
         device = self.ctx.device(site, avoid=names_in(attribute.value))
-        new = with_args(node, "to", [arg(device.expr), *node.args])
+        renamed = node.with_changes(func=attribute.with_changes(attr=cst.Name("to")))
+        new = prepend_arg(renamed, arg(device.expr))
         return FixPlan(f"Replace `.cuda()` with `.to({device.expr})`", [Replace(node, new)], "safe", device=device)

@@ -1,0 +1,34 @@
+"""Rendering a replacement node as it reads where it stands in the file.
+
+``Module.code_for_node`` renders a node outside its blocks: the continuation lines of a call
+written over several lines would lose the indentation of the enclosing blocks."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+
+def code_at_indent(module: cst.Module, new: cst.CSTNode, indent: str) -> str:
+    if indent:
+        new = new.visit(_BlockIndent(indent))
+    return module.code_for_node(new)
+
+
+class _BlockIndent(cst.CSTTransformer):
+    def __init__(self, indent: str) -> None:
+        super().__init__()
+        self.indent = indent
+
+    def leave_ParenthesizedWhitespace(
+        self, original_node: cst.ParenthesizedWhitespace, updated_node: cst.ParenthesizedWhitespace
+    ) -> cst.ParenthesizedWhitespace:
+        if not updated_node.indent:
+            return updated_node
+        last_line = cst.SimpleWhitespace(self.indent + updated_node.last_line.value)
+        return updated_node.with_changes(indent=False, last_line=last_line)
+
+    def leave_EmptyLine(self, original_node: cst.EmptyLine, updated_node: cst.EmptyLine) -> cst.EmptyLine:
+        if not updated_node.indent:
+            return updated_node
+        whitespace = cst.SimpleWhitespace(self.indent + updated_node.whitespace.value)
+        return updated_node.with_changes(indent=False, whitespace=whitespace)
