@@ -1,0 +1,90 @@
+"""DEV402 load-without-map-location: `torch.load(...)` without `map_location`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from devlint.astutil import append_arg, arg, code_in_place, imported_qualname, keyword, names_in, positional
+from devlint.context import Site
+from devlint.fixes import FixPlan, Replace
+from devlint.rule import Invalid, Rule
+
+HEAD = "import torch\n"
+DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+
+
+class LoadWithoutMapLocation(Rule):
+    code = "DEV402"
+    name = "load-without-map-location"
+    what = "Flags `torch.load(...)` without `map_location`."
+    why = (
+        "`torch.load` puts every tensor back on the device it was saved from. A checkpoint "
+        "written on a GPU then fails to load on a machine without one (`Attempting to deserialize "
+        "object on a CUDA device but torch.cuda.is_available() is False`), and on a multi-GPU "
+        "machine every process loads onto `cuda:0`."
+    )
+    example = 'state = torch.load("checkpoint.pt")'
+    use_instead = 'state = torch.load("checkpoint.pt", map_location=device)'
+    fix_availability = "safe"
+    fix_note = (
+        "Safe: adds `map_location=<device>`, using a device already in scope or the module-level "
+        "`device` definition the fix inserts. On a CUDA machine a checkpoint saved on the GPU loads "
+        "where it did; without one it now loads on the CPU instead of failing."
+    )
+    triggers = ("load",)
+
+    VALID = (
+        # map_location built from a device
+        HEAD + DEVICE + 'state = torch.load("ckpt.pt", map_location=device)\n',
+        HEAD + 'state = torch.load(path, map_location=lambda storage, loc: storage)\n',
+        HEAD + 'state = torch.load(path, "cpu")\n',
+        HEAD + "state = torch.load(path, map_location={'cuda:1': 'cuda:0'})\n",
+        HEAD + "state = torch.load(**options)\n",
+        # other loads
+        "import numpy as np\nimport json\narr = np.load('a.npy')\ncfg = json.load(f)\nmodel.load(path)\n",
+        HEAD + "module = torch.jit.load('model.pt')\n",
+    )
+    INVALID = (
+        Invalid(
+            HEAD + 'state = torch.load("checkpoint.pt")\n',
+            HEAD + DEVICE + 'state = torch.load("checkpoint.pt", map_location=device)\n',
+        ),
+        # the device in scope is reused
+        Invalid(
+            HEAD + "def restore(model, path, device):\n"
+            "    model.load_state_dict(torch.load(path, weights_only=True))\n",
+            HEAD + "def restore(model, path, device):\n"
+            "    model.load_state_dict(torch.load(path, weights_only=True, map_location=device))\n",
+        ),
+        # through aliases
+        Invalid(
+            "import torch as th\nfrom torch import load as load_checkpoint\n"
+            "a = th.load(path)\nb = load_checkpoint(path)\n",
+            "import torch as th\nfrom torch import load as load_checkpoint\nimport torch\n" + DEVICE
+            + "a = th.load(path, map_location=device)\nb = load_checkpoint(path, map_location=device)\n",
+            count=2,
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if imported_qualname(self.ctx.model, node.func, frozenset({"load"})) != "torch.load":
+            return
+        if keyword(node, "map_location") is not None or len(positional(node)) >= 2:
+            return
+        if any(a.star for a in node.args):
+            return
+        self.report(
+            node,
+            "`torch.load` without `map_location` restores tensors on the device they were saved from",
+            fix=lambda site: self._fix(node, site),
+        )
+
+    def _fix(self, node: cst.Call, site: Site) -> FixPlan:
+        device = self.ctx.device(site, avoid=names_in(node))
+        new = append_arg(node, arg(device.expr, "map_location"))
+        return FixPlan(
+            f"Add `map_location={device.expr}`",
+            [Replace(node, code_in_place(self.ctx, node, new))],
+            "safe",
+            device=device,
+        )

@@ -1,0 +1,170 @@
+"""DEV302 loader-without-pin-memory: a DataLoader whose batches go to the device, without `pin_memory`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from devlint.astutil import append_arg, arg, code_in_place, imported_qualname, keyword, positional
+from devlint.dataflow import FlowRule
+from devlint.fixes import FixPlan, Replace
+from devlint.rule import Invalid
+from devlint.semantic import Scope
+
+_DATALOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+# DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory, ...)
+_PIN_MEMORY_POSITION = 7
+HEAD = "import torch\nfrom torch.utils.data import DataLoader\n\n"
+
+
+@dataclass
+class _Argument:
+    """A DataLoader passed to a module-level function: ``f(loader)`` or ``f(data=loader)``."""
+
+    function: str
+    position: int | None
+    keyword: str | None
+    loader: cst.Call
+
+
+class LoaderWithoutPinMemory(FlowRule):
+    code = "DEV302"
+    name = "loader-without-pin-memory"
+    what = "Flags a DataLoader whose batches are moved to the device, built without `pin_memory`."
+    why = (
+        "Batches in pageable host memory are copied to the GPU through a staging buffer, and "
+        "`non_blocking=True` cannot make such a copy asynchronous. With `pin_memory=True` the "
+        "DataLoader hands out page-locked batches, which copy faster and overlap with compute."
+    )
+    example = "loader = DataLoader(data, batch_size=64)\nfor x, y in loader:\n    x = x.to(device, non_blocking=True)"
+    use_instead = (
+        "loader = DataLoader(data, batch_size=64, pin_memory=torch.cuda.is_available())\n"
+        "for x, y in loader:\n    x = x.to(device, non_blocking=True)"
+    )
+    fix_availability = "safe"
+    fix_note = (
+        "Safe: adds `pin_memory=torch.cuda.is_available()`, which pins only where there is a CUDA "
+        "device (pinning without one only warns and costs time). A loader counts when its batches "
+        "are moved to a device in the function that builds it, or in a function of the same file "
+        "it is passed to by name; a loader over a dataset already on the device is left alone "
+        "(pinning device tensors fails)."
+    )
+    triggers = ("DataLoader",)
+
+    VALID = (
+        HEAD + "loader = DataLoader(data, batch_size=8, pin_memory=True)\nfor x, y in loader:\n    x = x.to(device)\n",
+        HEAD + "loader = DataLoader(data, pin_memory=use_pinning)\nfor x, y in loader:\n    x = x.to(device)\n",
+        # the batches stay on the host: nothing to pin for
+        HEAD + "loader = DataLoader(data, batch_size=8)\nfor x, y in loader:\n    loss = model(x.float())\n",
+        # a dataset already on the device cannot be pinned
+        "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
+        "data = TensorDataset(torch.randn(8, 2, device=device), torch.zeros(8, device=device))\n"
+        "loader = DataLoader(data, batch_size=4)\nfor x, y in loader:\n    x = x.to(device)\n",
+        # the options come from elsewhere
+        HEAD + "loader = DataLoader(data, **options)\nfor x, y in loader:\n    x = x.to(device)\n",
+        # not torch's DataLoader
+        "from graphs.loader import DataLoader\nloader = DataLoader(data)\nfor g in loader:\n    g = g.to(device)\n",
+        # a loader passed to a function that keeps the batches on the host
+        HEAD + "def evaluate(model, loader):\n    for x, y in loader:\n        model(x)\n\n"
+        "evaluate(model, DataLoader(data))\n",
+    )
+    INVALID = (
+        Invalid(
+            HEAD + "loader = DataLoader(data, batch_size=8, shuffle=True)\nfor x, y in loader:\n"
+            "    x = x.to(device, non_blocking=True)\n",
+            HEAD + "loader = DataLoader(data, batch_size=8, shuffle=True, pin_memory=torch.cuda.is_available())\n"
+            "for x, y in loader:\n    x = x.to(device, non_blocking=True)\n",
+        ),
+        # built at module level, looped over in a function it is passed to
+        Invalid(
+            HEAD + "def train(model, loader, device):\n    for step, (x, y) in enumerate(loader):\n"
+            "        loss = model(x.to(device)).sum()\n\n"
+            "train_loader = DataLoader(\n    data,\n    batch_size=8,\n)\ntrain(model, train_loader, device)\n",
+            HEAD + "def train(model, loader, device):\n    for step, (x, y) in enumerate(loader):\n"
+            "        loss = model(x.to(device)).sum()\n\n"
+            "train_loader = DataLoader(\n    data,\n    batch_size=8,\n    pin_memory=torch.cuda.is_available(),\n)\n"
+            "train(model, train_loader, device)\n",
+        ),
+        # `import torch` is added where the file lacks it
+        Invalid(
+            "from torch.utils import data\n\ndef main(device):\n"
+            "    for images, labels in data.DataLoader(dataset):\n        images = images.cuda()\n",
+            "from torch.utils import data\nimport torch\n\ndef main(device):\n"
+            "    for images, labels in data.DataLoader(dataset, pin_memory=torch.cuda.is_available()):\n"
+            "        images = images.cuda()\n",
+        ),
+    )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._candidates: list[cst.Call] = []
+        self._moved: set[int] = set()
+        # function scopes whose parameter's batches are moved, kept alive so their ids stay unique
+        self._moved_params: dict[tuple[int, str], Scope] = {}
+        self._functions: dict[str, list[Scope]] = {}
+        self._arguments: list[_Argument] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        scope = self.ctx.model.scope  # the walk has entered the function's own scope
+        if scope.parent is not None and scope.parent.kind == "module":
+            self._functions.setdefault(node.name.value, []).append(scope)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self._unpinned_dataloader(node):
+            self._candidates.append(node)
+        batch = self.flow.batch_move(node)
+        if batch is not None and batch.loader is not None:
+            if batch.loader.call is not None:
+                self._moved.add(id(batch.loader.call))
+            elif batch.loader.param is not None:
+                scope, name = batch.loader.param
+                self._moved_params[(id(scope), name)] = scope
+        if isinstance(node.func, cst.Name):
+            self._record_arguments(node.func.value, node)
+
+    def _unpinned_dataloader(self, node: cst.Call) -> bool:
+        if imported_qualname(self.ctx.model, node.func, frozenset({"DataLoader"})) not in _DATALOADERS:
+            return False
+        if keyword(node, "pin_memory") is not None or any(a.star for a in node.args):
+            return False
+        return len(positional(node)) <= _PIN_MEMORY_POSITION
+
+    def _record_arguments(self, function: str, node: cst.Call) -> None:
+        for position, argument in enumerate(node.args):
+            if argument.star:
+                return
+            loader = self.flow.loader(argument.value)
+            if loader is None or loader.call is None or loader.on_device:
+                continue
+            name = argument.keyword.value if argument.keyword is not None else None
+            self._arguments.append(_Argument(function, None if name else position, name, loader.call))
+
+    def finish(self) -> None:
+        moved = set(self._moved)
+        for passed in self._arguments:
+            scopes = self._functions.get(passed.function, [])
+            if len(scopes) != 1:
+                continue  # redefined: which one runs is not ours to guess
+            params = scopes[0].params
+            name = passed.keyword
+            if name is None and passed.position is not None and passed.position < len(params):
+                name = params[passed.position]
+            if name is not None and (id(scopes[0]), name) in self._moved_params:
+                moved.add(id(passed.loader))
+        for node in self._candidates:
+            if id(node) in moved:
+                self.report(
+                    node,
+                    "this DataLoader's batches are copied to the device, but `pin_memory` is not set",
+                    fix=lambda site, node=node: self._fix(node),
+                )
+
+    def _fix(self, node: cst.Call) -> FixPlan:
+        new = append_arg(node, arg("torch.cuda.is_available()", "pin_memory"))
+        return FixPlan(
+            "Add `pin_memory=torch.cuda.is_available()`",
+            [Replace(node, code_in_place(self.ctx, node, new))],
+            "safe",
+            needs_torch=True,
+        )
