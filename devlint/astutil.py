@@ -139,7 +139,12 @@ def receiver_is_foreign(ctx: FileContext, receiver: cst.BaseExpression, site: Si
             return not model.imports[receiver.value].startswith("torch.")
         if receiver.value == "self":
             return _enclosing_class_has_own(ctx, site, method)
+        # `batch = batch.cuda()` binds `batch` in the very statement being checked: that binding
+        # says nothing about what `batch` was before, so look past it.
+        enclosing = set(ctx.ancestors(site.node))
         for _, binding in model.lookup(receiver.value, site.scope):
+            if binding.value is not None and binding.value in enclosing | {site.node}:
+                continue
             if binding.order < site.order or binding.kind == "param":
                 return _constructs_foreign(ctx, binding.value, method)
         return False
@@ -160,8 +165,13 @@ def _enclosing_class_has_own(ctx: FileContext, site: Site, method: str) -> bool:
     return scope is not None and ctx.model.has_own_method(scope.name, method)
 
 
-def inside_method_named(site: Site, name: str) -> bool:
-    """The site is inside a function called ``name`` (e.g. a class implementing ``cuda`` itself)."""
+def delegates_to_own_method(site: Site, receiver: cst.BaseExpression, name: str) -> bool:
+    """``super().cuda()`` or ``self.cuda()`` inside a method called ``cuda``: a class implementing
+    the method by delegation, not code that moves a tensor."""
+    delegating = isinstance(receiver, cst.Name) and receiver.value == "self"
+    delegating |= isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name) and receiver.func.value == "super"
+    if not delegating:
+        return False
     scope = site.scope
     while scope is not None:
         if scope.kind == "function" and scope.name == name:

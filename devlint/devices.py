@@ -47,6 +47,37 @@ def is_guarded_device_choice(model: SemanticModel, node: cst.CSTNode) -> bool:
     return any(is_cuda_string(s) for s in sides) and any(s is not None and not is_cuda_string(s) for s in sides)
 
 
+_AVAILABILITY_CHECKS = ("torch.cuda.is_available", "torch.cuda.device_count")
+
+
+def checks_cuda_available(
+    model: SemanticModel, test: cst.BaseExpression, scope: Scope, order: int, depth: int = 2
+) -> bool:
+    """True when ``test`` can only hold where torch sees a CUDA device: ``torch.cuda.is_available()``,
+    ``torch.cuda.device_count() > 0``, ``True if <such a test> else False``, an ``and`` containing
+    one, or a variable assigned one of those."""
+    if isinstance(test, cst.BooleanOperation):
+        checks = [checks_cuda_available(model, part, scope, order, depth) for part in (test.left, test.right)]
+        return any(checks) if isinstance(test.operator, cst.And) else all(checks)
+    if isinstance(test, cst.Comparison):
+        return len(test.comparisons) == 1 and isinstance(
+            test.comparisons[0].operator, (cst.GreaterThan, cst.GreaterThanEqual, cst.NotEqual)
+        ) and checks_cuda_available(model, test.left, scope, order, depth)
+    if isinstance(test, cst.IfExp):
+        falsy = isinstance(test.orelse, cst.Name) and test.orelse.value == "False"
+        return falsy and checks_cuda_available(model, test.test, scope, order, depth)
+    if isinstance(test, cst.Call):
+        return model.qualname(test.func) in _AVAILABILITY_CHECKS
+    if isinstance(test, cst.Name) and depth > 0:
+        bindings = model.visible_bindings(test.value, scope, order)
+        return bool(bindings) and all(
+            b.kind == "assign" and b.value is not None
+            and checks_cuda_available(model, b.value, scope, order, depth - 1)
+            for b in bindings
+        )
+    return False
+
+
 def _device_literal(model: SemanticModel, node: cst.CSTNode) -> str | None:
     value = string_value(node)
     if value is not None:
@@ -153,6 +184,13 @@ def _latest_usable(
         return _is_device_param(model, latest) or bool(device_value(model, latest.value))
     if scope.kind == "module" and not own_function and len(visible) != len(bindings):
         return False
+    if latest.conditional:
+        # `if torch.cuda.is_available(): d = ...` may not have run: without an unconditional
+        # binding before it the name may be unbound, and any binding since then may be the live one.
+        since = next((i for i in range(len(visible) - 1, -1, -1) if not visible[i].conditional), None)
+        if since is None:
+            return False
+        return all(bool(device_value(model, b.value)) for b in visible[since:])
     return bool(device_value(model, latest.value))
 
 

@@ -81,6 +81,12 @@ def string_value(node: cst.CSTNode) -> str | None:
     return None
 
 
+def literal_is(node: cst.CSTNode, value: str) -> bool:
+    """``node`` is a string literal equal to ``value`` and spelled as written, so that a textual
+    prefilter looking for ``value`` sees it (no escapes, no implicit concatenation)."""
+    return isinstance(node, cst.SimpleString) and value in node.value and string_value(node) == value
+
+
 def _import_alias_name(alias: cst.ImportAlias) -> str | None:
     return dotted_name(alias.name)
 
@@ -249,3 +255,27 @@ class SemanticModel:
                     yield current, binding
             first = False
             current = current.parent
+
+    def visible_bindings(self, name: str, scope: Scope, order: Order) -> list[Binding]:
+        """The bindings ``name`` may hold when code at ``order`` in ``scope`` runs.
+
+        In the site's own scope (comprehensions and class bodies run in place) only the latest
+        binding before the site counts; a name from an enclosing function or the module may hold
+        any of its bindings there, since the inner function runs later. Empty: unknown name.
+        """
+        current: Scope | None = scope
+        first = True
+        immediate = True
+        while current is not None:
+            if current.kind != "class" or first:
+                bindings = current.bindings.get(name, [])
+                if bindings:
+                    if not immediate:
+                        return list(bindings)
+                    earlier = [b for b in bindings if b.order < order or b.kind == "param"]
+                    return earlier[-1:]
+            if current.kind in ("function", "lambda"):
+                immediate = False
+            first = False
+            current = current.parent
+        return []

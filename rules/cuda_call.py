@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.astutil import arg, inside_method_named, keyword, method_call, names_in, positional, prepend_arg, receiver_is_foreign
+from devlint.astutil import arg, delegates_to_own_method, keyword, method_call, names_in, positional, prepend_arg, receiver_is_foreign
 from devlint.context import Site
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule
@@ -43,6 +43,8 @@ class CudaCall(Rule):
         "import torch\nx = torch.ones(3).cuda(0)\n",
         # a class with its own cuda() that is no nn.Module
         "class Pool:\n    def cuda(self):\n        return self\n\npool = Pool()\npool.cuda()\n",
+        # rebinding the name in the same statement does not make it a tensor
+        "class Batch:\n    def cuda(self):\n        return self\n\nbatch = Batch()\nbatch = batch.cuda()\n",
         "class Pool:\n    def cuda(self):\n        return self\n\n    def warm(self):\n        return self.cuda()\n",
         # a Module subclass implementing cuda() itself may call the parent's
         "import torch\n\nclass Net(torch.nn.Module):\n    def cuda(self, device=None):\n        return super().cuda()\n",
@@ -104,6 +106,11 @@ class CudaCall(Rule):
             "import torch\n" + DEVICE + "\ndef f(x):\n    if x is not None:\n        return x.to(\n"
             "            device,\n            non_blocking=True,\n        )\n",
         ),
+        # a custom class's own cuda() still moves real tensors inside: those calls are flagged
+        Invalid(
+            "import torch\n\nclass Batch:\n    def cuda(self):\n        return Batch(self.x.cuda())\n",
+            "import torch\n" + DEVICE + "\nclass Batch:\n    def cuda(self):\n        return Batch(self.x.to(device))\n",
+        ),
         # guarded code is still reported; the fix keeps what a CPU-only run does
         Invalid(
             "import torch\nif torch.cuda.is_available():\n    model.cuda()\n",
@@ -118,7 +125,7 @@ class CudaCall(Rule):
         if any(arg.star for arg in node.args):
             return
         site = self.ctx.site(node)
-        if inside_method_named(site, "cuda") or receiver_is_foreign(self.ctx, attribute.value, site, "cuda"):
+        if delegates_to_own_method(site, attribute.value, "cuda") or receiver_is_foreign(self.ctx, attribute.value, site, "cuda"):
             return
         self.report(
             node,

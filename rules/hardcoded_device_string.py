@@ -1,0 +1,411 @@
+"""DEV103 hardcoded-device-string: `"cuda"` / `"cuda:N"` given as a device."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import libcst as cst
+
+from devlint.astutil import keyword, names_in, positional, receiver_is_foreign
+from devlint.context import Site
+from devlint.devices import checks_cuda_available, device_expression, is_guarded_device_choice
+from devlint.fixes import FixPlan, Replace
+from devlint.rule import Invalid, Rule
+from devlint.semantic import string_value
+
+HEADER = "import torch\n"
+DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+EXPRESSION = 'torch.device("cuda" if torch.cuda.is_available() else "cpu")'
+GUARD = " if torch.cuda.is_available() else "
+# Tensor/Module methods whose `device=` keyword (or, for `to`, first argument) is a device.
+_DEVICE_METHODS = ("to", "to_empty", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor")
+# torch functions whose first positional argument is a device (not a device *type*, as for autocast).
+_POSITIONAL_DEVICE_FUNCTIONS = ("torch.set_default_device", "torch.Generator")
+_DEVICE_KEYWORDS = ("device", "map_location")
+# A name used like this holds a device.
+_DEVICE_PARAM_NAMES = ("device", "dev", "map_location")
+# Where an `a if b else c` replacement needs no parentheses.
+_LOOSE_PARENTS = (
+    cst.Arg, cst.Assign, cst.AnnAssign, cst.Element, cst.Return, cst.Param, cst.DictElement, cst.WithItem, cst.Lambda,
+)
+
+
+@dataclass(frozen=True)
+class _Literal:
+    """A CUDA device literal: the string (or f-string) node and whether it names a GPU index."""
+
+    node: cst.BaseExpression
+    indexed: bool
+
+
+def cuda_literal(node: cst.CSTNode) -> _Literal | None:
+    """``"cuda"``, ``"cuda:1"``, or ``f"cuda:{rank}"``."""
+    value = string_value(node)
+    if value is not None:
+        # spelled out in the source, as the "cuda" trigger of the textual prefilter requires
+        if (value == "cuda" or value.startswith("cuda:")) and "cuda" in _source(node):
+            assert isinstance(node, cst.BaseExpression)
+            return _Literal(node, value != "cuda")
+        return None
+    if isinstance(node, cst.FormattedString) and node.parts:
+        first = node.parts[0]
+        if isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda:"):
+            return _Literal(node, True)
+    return None
+
+
+class HardcodedDeviceString(Rule):
+    code = "DEV103"
+    name = "hardcoded-device-string"
+    what = (
+        'Flags `"cuda"` / `"cuda:N"` given as a device: `torch.device("cuda")`, `device="cuda"` in torch '
+        'factories and layers, `.to("cuda")`, `map_location="cuda"`, device parameter defaults, and '
+        "variables set to such a string and then used as a device."
+    )
+    why = (
+        'A literal `"cuda"` device fails with "Torch not compiled with CUDA enabled" or "no CUDA GPUs '
+        'are available" on a laptop, in CPU-only CI, or on Apple, Intel and AMD accelerators. Choose '
+        "the device once (`cuda` when available, else the CPU) and pass that around. The guarded "
+        '`"cuda" if torch.cuda.is_available() else "cpu"` idiom is never reported, nor device *type* '
+        'arguments such as `torch.autocast("cuda")`.'
+    )
+    example = (
+        'device = torch.device("cuda")\nmask = torch.ones(3, device="cuda")\nx = x.to("cuda:0")\n\n'
+        'def build(device="cuda"):\n    ...'
+    )
+    use_instead = (
+        'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+        "mask = torch.ones(3, device=device)\nx = x.to(device)\n\n"
+        'def build(device="cuda" if torch.cuda.is_available() else "cpu"):\n    ...'
+    )
+    fix_availability = "sometimes"
+    fix_note = (
+        '`torch.device("cuda")` becomes the configured device expression: safe; with an index '
+        '(`"cuda:1"`, `torch.device("cuda", 1)`) unsafe, since the index is dropped. A string given '
+        "as a device in a call becomes the device already in scope (safe) or a module-level `device` "
+        'the fix inserts (unsafe). A parameter default or variable keeps its string type: `"cuda:1"` '
+        'becomes `"cuda:1" if torch.cuda.is_available() else "cpu"`, the same string on a CUDA machine '
+        "(safe), so comparisons such as `device == \"cuda\"` keep working. A variable is reported only "
+        "when the file uses it as a device (`.to(name)`, `device=name`, `torch.device(name)`). "
+        "`device = torch.device(\"cuda\")` inside `if torch.cuda.is_available():` is the statement form "
+        "of the guarded idiom and is not reported."
+    )
+    triggers = ("cuda",)
+
+    VALID = (
+        # the guarded idiom, in every spelling
+        'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n',
+        'import torch\ndevice = "cuda:0" if args.cuda else "cpu"\nx = x.to(device)\n',
+        'import torch\ndevice = torch.device("cuda") if use_gpu else torch.device("cpu")\n',
+        'import torch\nx = torch.zeros(3, device="cuda" if torch.cuda.is_available() else "cpu")\n',
+        # the statement form of the guarded idiom
+        'import torch\nif torch.cuda.is_available():\n    device = torch.device("cuda")\nelse:\n'
+        '    device = torch.device("cpu")\n',
+        'import torch\nuse_cuda = torch.cuda.is_available()\ndevice = "cpu"\nif use_cuda and not args.cpu:\n'
+        '    device = "cuda:0"\nmodel.to(device)\n',
+        # device *types*, not devices (DEV501's fix writes these)
+        'import torch\nwith torch.autocast("cuda"), torch.autocast(device_type="cuda"):\n    pass\n',
+        'import torch\nscaler = torch.amp.GradScaler("cuda")\nwith torch.amp.autocast("cuda", dtype=torch.float16):\n    pass\n',
+        # strings given to other libraries
+        'from lightning import Trainer\ntrainer = Trainer(accelerator="cuda")\npipe = pipeline("x", device="cuda")\n',
+        # comparisons and other uses of the word
+        'import torch\nif x.device.type == "cuda" or x.device == torch.device("cuda"):\n    pass\nbackend = "cuda"\n',
+        # a CPU device, other devices
+        'import torch\nx = torch.ones(2, device="cpu").to("meta")\ncpu = torch.device("cpu")\n',
+        # strings, comments and docstrings
+        '"""Pass device="cuda" or call x.to("cuda")."""\n# torch.device("cuda")\nhelp_text = \'.to("cuda")\'\n',
+        # torch.cuda's own APIs take CUDA devices by design
+        'import torch\nused = torch.cuda.memory_allocated(device="cuda:0")\n',
+        # a variable that is never used as a device
+        'import torch\nbackend = "cuda"\nprint(backend)\n',
+        # a parameter whose name says it is a device type
+        'def run(device_type="cuda"):\n    pass\n',
+        # a local class with its own to()
+        'class Box:\n    def to(self, where):\n        return where\n\nBox().to("cuda")\n',
+    )
+    INVALID = (
+        Invalid(
+            'import torch\ndevice = torch.device("cuda")\n',
+            "import torch\ndevice = " + EXPRESSION + "\n",
+        ),
+        # an index is dropped: unsafe
+        Invalid(
+            'import torch\ncuda1 = torch.device("cuda", 1)\n',
+            "import torch\ncuda1 = " + EXPRESSION + "\n",
+            unsafe=True,
+        ),
+        Invalid(
+            'import torch as t\ngpu = t.device("cuda:0")\n',
+            "import torch as t\nimport torch\ngpu = " + EXPRESSION + "\n",
+            unsafe=True,
+        ),
+        # under `if args.cuda:` (not an availability check) it is still reported
+        Invalid(
+            'import torch\nif args.cuda:\n    device = torch.device("cuda")\n',
+            "import torch\nif args.cuda:\n    device = " + EXPRESSION + "\n",
+        ),
+        # a device in scope: safe
+        Invalid(
+            'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            'mask = torch.ones(3, device="cuda")\nx = x.to("cuda", non_blocking=True)\n',
+            'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "mask = torch.ones(3, device=device)\nx = x.to(device, non_blocking=True)\n",
+            count=2,
+        ),
+        Invalid(
+            "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+            '        return x * torch.ones(3, device="cuda")\n',
+            "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+            "        return x * torch.ones(3, device=x.device)\n",
+        ),
+        # no device in scope: the inserted definition makes it unsafe
+        Invalid(
+            'from torch import nn, zeros\nlayer = nn.Linear(2, 2, device="cuda")\nz = zeros(2).to(device="cuda")\n',
+            "from torch import nn, zeros\nimport torch\n" + DEVICE
+            + "layer = nn.Linear(2, 2, device=device)\nz = zeros(2).to(device=device)\n",
+            unsafe=True,
+            count=2,
+        ),
+        Invalid(
+            'import torch\nstate = torch.load("m.pt", map_location="cuda:0")\ntorch.set_default_device("cuda")\n',
+            "import torch\n" + DEVICE + 'state = torch.load("m.pt", map_location=device)\ntorch.set_default_device(device)\n',
+            unsafe=True,
+            count=2,
+        ),
+        Invalid(
+            'import torch\nys = [y.to(f"cuda:{rank}") for y in xs]\nmove = lambda t: t.new_zeros(2, device="cuda")\n',
+            HEADER + DEVICE + "ys = [y.to(device) for y in xs]\nmove = lambda t: t.new_zeros(2, device=device)\n",
+            unsafe=True,
+            count=2,
+        ),
+        # parameter defaults keep their type: the same string on CUDA, "cpu" without it
+        Invalid(
+            "import torch\n\ndef build(n, device='cuda'):\n    return torch.zeros(n, device=device)\n",
+            "import torch\n\ndef build(n, device='cuda' if torch.cuda.is_available() else 'cpu'):\n"
+            "    return torch.zeros(n, device=device)\n",
+        ),
+        Invalid(
+            'def build(n, *, map_location="cuda:1", dev: str = "cuda"):\n    pass\n',
+            'import torch\ndef build(n, *, map_location="cuda:1" if torch.cuda.is_available() else "cpu", '
+            'dev: str = "cuda" if torch.cuda.is_available() else "cpu"):\n    pass\n',
+            count=2,
+        ),
+        # a variable holding a device string, used as a device
+        Invalid(
+            'import torch\nDEVICE = "cuda:0"\nmodel = model.to(DEVICE)\n',
+            'import torch\nDEVICE = "cuda:0" if torch.cuda.is_available() else "cpu"\nmodel = model.to(DEVICE)\n',
+        ),
+    )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        # (name, literal, site) of each variable set to a CUDA string; reported if used as a device
+        self._variables: list[tuple[str, _Literal, Site]] = []
+        self._used_as_device: set[str] = set()
+
+    # -- the walk ------------------------------------------------------------------------------
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualname = self.ctx.model.qualname(node.func)
+        if qualname == "torch.device":
+            self._device_call(node)
+            return
+        receiver = node.func.value if isinstance(node.func, cst.Attribute) else None
+        method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
+        torch_call = qualname is not None and qualname.startswith("torch.") and not qualname.startswith("torch.cuda.")
+        device_method = receiver is not None and method in _DEVICE_METHODS and qualname is None
+        # only a method's receiver can be a local class with its own `to`
+        owner = receiver if device_method else None
+        plain = positional(node)
+        if plain and (qualname in _POSITIONAL_DEVICE_FUNCTIONS or (device_method and method == "to")):
+            self._note_use(plain[0].value)
+            self._string_argument(plain[0].value, owner)
+        for name in _DEVICE_KEYWORDS:
+            given = keyword(node, name)
+            if given is None:
+                continue
+            self._note_use(given.value)
+            if (torch_call or device_method) and (name == "device" or qualname is not None):
+                self._string_argument(given.value, owner)
+        if method == "cuda" and plain:
+            self._note_use(plain[0].value)
+
+    def visit_Param(self, node: cst.Param) -> None:
+        if node.default is None or not self._is_device_param(node):
+            return
+        literal = cuda_literal(node.default)
+        if literal is None:
+            return
+        self.report(
+            literal.node,
+            f"the default `{node.name.value}={self._code(literal.node)}` hardcodes CUDA; "
+            "default to the CUDA device only when it is available",
+            fix=lambda site: self._guard_fix(literal),
+        )
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) == 1:
+            self._variable(node.targets[0].target, node.value, node)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._variable(node.target, node.value, node)
+
+    def finish(self) -> None:
+        for name, literal, site in self._variables:
+            if name not in self._used_as_device:
+                continue
+            self.report(
+                literal.node,
+                f"`{name}` is set to {self._code(literal.node)} and used as a device; "
+                "choose CUDA only when it is available",
+                fix=lambda _site, literal=literal: self._guard_fix(literal),
+            )
+
+    # -- what is reported ------------------------------------------------------------------------
+
+    def _device_call(self, node: cst.Call) -> None:
+        plain = positional(node)
+        first = plain[0] if plain else keyword(node, "type")
+        if first is not None:
+            self._note_use(first.value)
+        literal = cuda_literal(first.value) if first is not None else None
+        if literal is None or self._exempt(node):
+            return
+        index = (plain[1] if len(plain) > 1 else None) or keyword(node, "index")
+        indexed = literal.indexed or (index is not None and not _is_none(index.value))
+        # inside an f-string the expression's quotes could end the string (before Python 3.12)
+        in_fstring = any(isinstance(a, cst.FormattedStringExpression) for a in self.ctx.ancestors(node))
+        self.report(
+            node,
+            f"`{self._shown(node)}` hardcodes the CUDA device; choose the device once, "
+            "CUDA only when it is available",
+            fix=None if in_fstring else (lambda site: self._device_call_fix(node, indexed)),
+        )
+
+    def _string_argument(self, value: cst.BaseExpression, receiver: cst.BaseExpression | None) -> None:
+        literal = cuda_literal(value)
+        if literal is None:
+            return
+        site = self.ctx.site(value)
+        if receiver is not None and receiver_is_foreign(self.ctx, receiver, site, "to"):
+            return
+        avoid = names_in(receiver) if receiver is not None else set()
+        self.report(
+            value,
+            f"{self._code(value)} hardcodes the CUDA device; use a device chosen at start-up",
+            fix=lambda site: self._argument_fix(literal, site, avoid),
+        )
+
+    def _variable(self, target: cst.BaseExpression, value: cst.BaseExpression, statement: cst.CSTNode) -> None:
+        if not isinstance(target, cst.Name):
+            return
+        literal = cuda_literal(value)
+        if literal is None or self._in_availability_branch(statement):
+            return
+        self._variables.append((target.value, literal, self.ctx.site(value)))
+
+    def _note_use(self, value: cst.BaseExpression) -> None:
+        if isinstance(value, cst.Name):
+            self._used_as_device.add(value.value)
+
+    # -- exemptions ------------------------------------------------------------------------------
+
+    def _exempt(self, node: cst.Call) -> bool:
+        """A `torch.device("cuda")` that is part of a guarded choice, a comparison, or a torch.cuda call."""
+        parent = self.ctx.parent(node)
+        if isinstance(parent, cst.IfExp) and is_guarded_device_choice(self.ctx.model, parent):
+            return True
+        if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
+            return True
+        if isinstance(parent, cst.Arg):
+            call = self.ctx.parent(parent)
+            if isinstance(call, cst.Call) and (self.ctx.model.qualname(call.func) or "").startswith("torch.cuda."):
+                return True
+        if isinstance(parent, (cst.Assign, cst.AnnAssign)) and self._in_availability_branch(parent):
+            return True
+        return False
+
+    def _in_availability_branch(self, statement: cst.CSTNode) -> bool:
+        """``statement`` runs only where torch sees a CUDA device (``if torch.cuda.is_available():``)."""
+        site = self.ctx.site(statement)
+        child: cst.CSTNode = statement
+        for ancestor in self.ctx.ancestors(statement):
+            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return False
+            if isinstance(ancestor, cst.If) and child is ancestor.body:
+                if checks_cuda_available(self.ctx.model, ancestor.test, site.scope, site.order):
+                    return True
+            child = ancestor
+        return False
+
+    def _is_device_param(self, node: cst.Param) -> bool:
+        name = node.name.value
+        if name in _DEVICE_PARAM_NAMES or name.endswith("_device"):
+            return True
+        annotation = node.annotation.annotation if node.annotation is not None else None
+        return annotation is not None and self.ctx.model.qualname(annotation) == "torch.device"
+
+    # -- fixes -----------------------------------------------------------------------------------
+
+    def _device_call_fix(self, node: cst.Call, indexed: bool) -> FixPlan:
+        expression = device_expression(self.ctx.settings.device_expression)
+        if not _is_atom(expression) and not isinstance(self.ctx.parent(node), _LOOSE_PARENTS):
+            expression = f"({expression})"
+        message = f"Replace `{self._shown(node)}` with `{expression}`"
+        if indexed:
+            message += " (the device index is dropped)"
+        return FixPlan(message, [Replace(node, expression)], "unsafe" if indexed else "safe", needs_torch=True)
+
+    def _argument_fix(self, literal: _Literal, site: Site, avoid: set[str]) -> FixPlan:
+        device = self.ctx.device(site, avoid=avoid)
+        unsafe = literal.indexed or device.inserted
+        message = f"Replace {self._code(literal.node)} with `{device.expr}`"
+        if literal.indexed:
+            message += " (the device index is dropped)"
+        return FixPlan(message, [Replace(literal.node, device.expr)], "unsafe" if unsafe else "safe", device=device)
+
+    def _guard_fix(self, literal: _Literal) -> FixPlan:
+        text = self._code(literal.node)
+        guarded = f"{text}{GUARD}{_cpu_literal(literal.node)}"
+        return FixPlan(f"Replace {text} with `{guarded}`", [Replace(literal.node, guarded)], "safe", needs_torch=True)
+
+    def _code(self, node: cst.CSTNode) -> str:
+        return self.ctx.module.code_for_node(node)
+
+    def _shown(self, node: cst.CSTNode) -> str:
+        """Source for a one-line message: a call spread over lines is abbreviated."""
+        code = self._code(node)
+        return code if "\n" not in code else "torch.device(...)"
+
+
+def _cpu_literal(node: cst.BaseExpression) -> str:
+    """``"cpu"`` in the quote style of ``node``."""
+    if isinstance(node, cst.SimpleString):
+        quote = node.quote
+    elif isinstance(node, cst.FormattedString):
+        quote = node.start.lstrip("fFrRbB")
+    else:
+        quote = '"'
+    mark = quote[0]
+    return f"{mark}cpu{mark}"
+
+
+@lru_cache(maxsize=16)
+def _is_atom(expression: str) -> bool:
+    """A call, name or attribute: it binds tighter than any operator around it."""
+    return isinstance(cst.parse_expression(expression), (cst.Call, cst.Name, cst.Attribute, cst.Subscript))
+
+
+def _source(node: cst.CSTNode) -> str:
+    """The source text of a (possibly implicitly concatenated) string literal."""
+    if isinstance(node, cst.SimpleString):
+        return node.value
+    if isinstance(node, cst.ConcatenatedString):
+        return _source(node.left) + " " + _source(node.right)
+    return ""
+
+
+def _is_none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"

@@ -1,0 +1,172 @@
+"""DEV105 set-default-tensor-type: `torch.set_default_tensor_type(...)`, deprecated since PyTorch 2.1."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from devlint.context import Site
+from devlint.fixes import FixPlan, Replace
+from devlint.rule import Invalid, Rule
+from devlint.semantic import string_value
+
+HEADER = "import torch\n"
+DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+_FLOATING = {
+    "FloatTensor": "float32",
+    "DoubleTensor": "float64",
+    "HalfTensor": "float16",
+    "BFloat16Tensor": "bfloat16",
+}
+_CALL = "torch.set_default_tensor_type"
+
+
+def tensor_type(name: str | None) -> tuple[str, bool] | None:
+    """(dtype, on CUDA) for a floating tensor type name like ``torch.cuda.FloatTensor``."""
+    if name is None:
+        return None
+    for prefix, cuda in (("torch.cuda.", True), ("torch.", False)):
+        if name.startswith(prefix) and name[len(prefix):] in _FLOATING:
+            return _FLOATING[name[len(prefix):]], cuda
+    return None
+
+
+class SetDefaultTensorType(Rule):
+    code = "DEV105"
+    name = "set-default-tensor-type"
+    what = "Flags `torch.set_default_tensor_type(...)`, deprecated since PyTorch 2.1."
+    why = (
+        "`set_default_tensor_type` mixes two settings, the default dtype and the default device, "
+        "and is deprecated since PyTorch 2.1. With a CUDA type it makes every new tensor a CUDA "
+        "tensor, so the script fails on any machine without an NVIDIA GPU. "
+        "`torch.set_default_dtype` and `torch.set_default_device(device)` say each part separately, "
+        "and the device can be chosen at start-up."
+    )
+    example = 'torch.set_default_tensor_type("torch.cuda.FloatTensor")\ntorch.set_default_tensor_type(torch.DoubleTensor)'
+    use_instead = (
+        'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+        "torch.set_default_dtype(torch.float32)\ntorch.set_default_device(device)\n"
+        "torch.set_default_dtype(torch.float64)"
+    )
+    fix_availability = "safe"
+    fix_note = (
+        "Safe: a CUDA type becomes `torch.set_default_dtype(...)` plus `torch.set_default_device(device)` "
+        "(CUDA on a CUDA machine, as before); a CPU type becomes `torch.set_default_dtype(...)`, plus "
+        '`torch.set_default_device("cpu")` when the file also sets a default device elsewhere (the old '
+        "call reset it). Fixed only when the argument is a string literal or a resolvable type and "
+        "the call is the only statement on its line."
+    )
+    triggers = ("set_default_tensor_type",)
+
+    VALID = (
+        "import torch\ntorch.set_default_dtype(torch.float64)\ntorch.set_default_device(device)\n",
+        '"""torch.set_default_tensor_type("torch.cuda.FloatTensor")"""\n# torch.set_default_tensor_type(t)\n',
+        # someone else's function of the same name
+        "import mylib\nmylib.set_default_tensor_type('torch.cuda.FloatTensor')\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\ntorch.set_default_tensor_type('torch.cuda.FloatTensor')\nx = torch.ones(2)\n",
+            HEADER + DEVICE + "torch.set_default_dtype(torch.float32)\ntorch.set_default_device(device)\nx = torch.ones(2)\n",
+        ),
+        Invalid(
+            "import torch\ntorch.set_default_tensor_type(torch.DoubleTensor)  # precision\n",
+            "import torch\ntorch.set_default_dtype(torch.float64)  # precision\n",
+        ),
+        # aliases, and indentation of the two statements
+        Invalid(
+            "import torch as t\nfrom torch.cuda import HalfTensor\n\ndef setup():\n"
+            "    t.set_default_tensor_type(HalfTensor)\n",
+            "import torch as t\nfrom torch.cuda import HalfTensor\nimport torch\n" + DEVICE + "\ndef setup():\n"
+            "    torch.set_default_dtype(torch.float16)\n    torch.set_default_device(device)\n",
+        ),
+        Invalid(
+            "from torch import set_default_tensor_type, cuda\nif use_gpu:\n    set_default_tensor_type(cuda.DoubleTensor)\n",
+            "from torch import set_default_tensor_type, cuda\nimport torch\n" + DEVICE + "if use_gpu:\n"
+            "    torch.set_default_dtype(torch.float64)\n    torch.set_default_device(device)\n",
+        ),
+        # a CPU type after a CUDA one elsewhere in the file: the device goes back to the CPU too
+        Invalid(
+            "import torch\n\ndef gpu():\n    torch.set_default_tensor_type('torch.cuda.FloatTensor')\n\n"
+            "def cpu():\n    torch.set_default_tensor_type('torch.FloatTensor')\n",
+            "import torch\n" + DEVICE + "\ndef gpu():\n    torch.set_default_dtype(torch.float32)\n"
+            "    torch.set_default_device(device)\n\ndef cpu():\n    torch.set_default_dtype(torch.float32)\n"
+            "    torch.set_default_device('cpu')\n",
+            count=2,
+        ),
+        # not a literal: reported without a fix
+        Invalid("import torch\ntorch.set_default_tensor_type(torch.cuda.FloatTensor if cuda else torch.FloatTensor)\n"),
+        # not alone on its line: reported without a fix
+        Invalid("import torch\nimport numpy; torch.set_default_tensor_type('torch.DoubleTensor')\n"),
+        Invalid("import torch\nold = torch.set_default_tensor_type('torch.DoubleTensor')\n"),
+    )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        # The file moves the default device somewhere: a CPU type's fix must move it back.
+        self._sets_device = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualname = self.ctx.model.qualname(node.func)
+        if qualname == "torch.set_default_device":
+            self._sets_device = True
+            return
+        if qualname != _CALL:
+            return
+        given = node.args[0].value if len(node.args) == 1 and node.args[0].keyword is None else None
+        resolved = self._resolve(given) if given is not None else None
+        if resolved is not None and resolved[1]:
+            self._sets_device = True
+        statement = self._sole_statement(node)
+        fixable = resolved is not None and statement is not None
+        self.report(
+            node,
+            "`torch.set_default_tensor_type` is deprecated; use `torch.set_default_dtype` "
+            "and `torch.set_default_device`",
+            fix=(lambda site: self._fix(statement, resolved, site)) if fixable else None,
+        )
+
+    def _resolve(self, given: cst.BaseExpression) -> tuple[str, bool] | None:
+        text = string_value(given)
+        if text is not None:
+            return tensor_type(text)
+        names = self.ctx.model.qualnames(given)
+        return tensor_type(next(iter(names))) if len(names) == 1 else None
+
+    def _sole_statement(self, node: cst.Call) -> cst.Expr | None:
+        expr = self.ctx.parent(node)
+        line = self.ctx.parent(expr) if expr is not None else None
+        if isinstance(expr, cst.Expr) and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
+            return expr
+        return None
+
+    def _fix(self, statement: cst.Expr, resolved: tuple[str, bool], site: Site) -> FixPlan:
+        dtype, cuda = resolved
+        dtype_call = f"torch.set_default_dtype(torch.{dtype})"
+        if cuda:
+            device = self.ctx.device(site)
+            statements = (dtype_call, f"torch.set_default_device({device.expr})")
+            return FixPlan(
+                f"Replace with `{dtype_call}` and `torch.set_default_device({device.expr})`",
+                [Replace(statement, statements)],
+                "safe",
+                device=device,
+                needs_torch=True,
+            )
+        if self._sets_device:
+            quote = _quote_of(statement)
+            statements = (dtype_call, f"torch.set_default_device({quote}cpu{quote})")
+            return FixPlan(
+                f"Replace with `{dtype_call}` and `torch.set_default_device(\"cpu\")`",
+                [Replace(statement, statements)],
+                "safe",
+                needs_torch=True,
+            )
+        return FixPlan(f"Replace with `{dtype_call}`", [Replace(statement, dtype_call)], "safe", needs_torch=True)
+
+
+def _quote_of(statement: cst.Expr) -> str:
+    """The quote character the replaced call used for its string argument, else a double quote."""
+    call = statement.value
+    if isinstance(call, cst.Call) and call.args and isinstance(call.args[0].value, cst.SimpleString):
+        return call.args[0].value.quote[0]
+    return '"'

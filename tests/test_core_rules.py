@@ -1,0 +1,328 @@
+"""DEV102-DEV105, DEV201, DEV401 beyond their own examples: spans, messages, fix safety, settings."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from devlint.context import FixSettings
+from devlint.devices import ACCELERATOR_EXPRESSION
+from devlint.findings import Finding
+from devlint.registry import rule_by_code
+from devlint.runner import fix_text, lint_text
+
+DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+
+
+def lint(code: str, text: str, settings: FixSettings = FixSettings()) -> list[Finding]:
+    return lint_text(text, "t.py", [rule_by_code(code)], settings)
+
+
+def fix(code: str, text: str, unsafe: bool = False, settings: FixSettings = FixSettings()) -> str:
+    return fix_text(text, "t.py", [rule_by_code(code)], settings, unsafe=unsafe).text
+
+
+def span(finding: Finding) -> tuple[int, int, int, int]:
+    start, end = finding.location, finding.end_location
+    return start.row, start.column, end.row, end.column
+
+
+# -- DEV102 -------------------------------------------------------------------------------------
+
+
+def test_dev102_span_starts_at_the_method_and_names_the_index() -> None:
+    (finding,) = lint("DEV102", "import torch\ny = x.float().cuda(args.gpu)\n")
+    assert span(finding) == (2, 15, 2, 29)
+    assert "`.cuda(args.gpu)`" in finding.message
+    assert finding.fix is not None and finding.fix.applicability == "unsafe"
+
+
+def test_dev102_long_arguments_are_elided_in_the_message() -> None:
+    (finding,) = lint("DEV102", "import torch\ny = x.cuda(config.training.devices[local_rank_of_this_process])\n")
+    assert "`.cuda(...)`" in finding.message
+
+
+@pytest.mark.parametrize(
+    "binding",
+    [
+        'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")',
+        'device = "cuda:1"',
+        "device = other.device",
+    ],
+)
+def test_dev102_argument_bound_to_a_device_is_a_safe_fix(binding: str) -> None:
+    (finding,) = lint("DEV102", f"import torch\n{binding}\nx = x.cuda(device)\n")
+    assert finding.fix is not None and finding.fix.applicability == "safe"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # an int, or a device that a later branch may replace by an int
+        "import torch\ngpu = 0\nx = x.cuda(gpu)\n",
+        'import torch\ndevice = torch.device("cuda")\nif multi:\n    device = 1\n\ndef f(x):\n    return x.cuda(device)\n',
+        # bound after the call
+        'import torch\nx = x.cuda(device)\ndevice = torch.device("cuda")\n',
+    ],
+)
+def test_dev102_argument_not_surely_a_device_stays_unsafe(text: str) -> None:
+    (finding,) = lint("DEV102", text)
+    assert finding.fix is not None and finding.fix.applicability == "unsafe"
+
+
+def test_dev102_module_level_device_seen_from_a_function_is_safe() -> None:
+    text = 'import torch\ndev = torch.device("cuda" if ok else "cpu")\n\ndef f(x):\n    return x.cuda(dev)\n'
+    assert fix("DEV102", text) == text.replace("x.cuda(dev)", "x.to(dev)")
+
+
+def test_dev102_memory_format_positional_becomes_a_keyword() -> None:
+    text = "import torch\ny = x.cuda(0, False, torch.channels_last)\n"
+    fixed = fix("DEV102", text, unsafe=True)
+    assert fixed.endswith("y = x.to(device, non_blocking=False, memory_format=torch.channels_last)\n")
+
+
+def test_dev102_fix_keeps_a_multi_line_argument_layout() -> None:
+    text = "import torch\ny = x.cuda(\n    rank,\n    True,\n)\n"
+    assert fix("DEV102", text, unsafe=True).endswith("y = x.to(\n    device,\n    non_blocking=True,\n)\n")
+
+
+# -- DEV103 -------------------------------------------------------------------------------------
+
+
+def test_dev103_device_call_uses_the_configured_expression() -> None:
+    settings = FixSettings(device_expression="accelerator")
+    text = 'import torch\ndevice = torch.device("cuda")\n'
+    assert fix("DEV103", text, settings=settings) == f"import torch\ndevice = {ACCELERATOR_EXPRESSION}\n"
+
+
+def test_dev103_conditional_expression_is_parenthesised_where_needed() -> None:
+    settings = FixSettings(device_expression="accelerator")
+    text = 'import torch\nkind = torch.device("cuda").type\n'
+    assert fix("DEV103", text, settings=settings) == f"import torch\nkind = ({ACCELERATOR_EXPRESSION}).type\n"
+
+
+def test_dev103_string_span_is_the_literal() -> None:
+    (finding,) = lint("DEV103", 'import torch\nx = torch.zeros(2, device="cuda:1")\n')
+    assert span(finding) == (2, 27, 2, 35)
+    assert '"cuda:1"' in finding.message
+
+
+def test_dev103_indexed_string_is_unsafe_even_with_a_device_in_scope() -> None:
+    text = 'import torch\n\ndef f(x, device: torch.device):\n    return x.to("cuda:1"), x.to("cuda")\n'
+    findings = lint("DEV103", text)
+    assert [f.fix.applicability for f in findings if f.fix] == ["unsafe", "safe"]
+    assert fix("DEV103", text).endswith('return x.to("cuda:1"), x.to(device)\n')
+
+
+def test_dev103_variable_used_only_through_device_keyword_of_any_call() -> None:
+    text = 'import torch\ndev = "cuda"\nrun(model, device=dev)\n'
+    (finding,) = lint("DEV103", text)
+    assert "`dev` is set to" in finding.message
+    assert fix("DEV103", text) == 'import torch\ndev = "cuda" if torch.cuda.is_available() else "cpu"\nrun(model, device=dev)\n'
+
+
+def test_dev103_guard_keeps_the_quote_style_and_adds_torch() -> None:
+    text = "def load(path, map_location='cuda:0'):\n    pass\n"
+    assert fix("DEV103", text) == (
+        "import torch\ndef load(path, map_location='cuda:0' if torch.cuda.is_available() else 'cpu'):\n    pass\n"
+    )
+
+
+def test_dev103_availability_branch_exempts_only_the_selection() -> None:
+    text = (
+        "import torch\nif torch.cuda.is_available():\n"
+        '    device = torch.device("cuda")\n'
+        '    x = x.to("cuda")\n'
+    )
+    (finding,) = lint("DEV103", text)
+    assert finding.location.row == 4
+
+
+def test_dev103_or_condition_is_no_availability_guard() -> None:
+    text = 'import torch\nif force or torch.cuda.is_available():\n    device = torch.device("cuda")\n'
+    assert len(lint("DEV103", text)) == 1
+
+
+# -- DEV104 -------------------------------------------------------------------------------------
+
+
+def test_dev104_a_call_is_one_finding_spanning_the_call() -> None:
+    (finding,) = lint("DEV104", "import torch\nx = torch.cuda.FloatTensor(2, 3)\n")
+    assert span(finding) == (2, 5, 2, 33)
+
+
+def test_dev104_ambiguous_argument_says_why_there_is_no_fix() -> None:
+    (finding,) = lint("DEV104", "import torch\nx = torch.cuda.FloatTensor(values)\n")
+    assert finding.fix is None
+    assert "size or data" in finding.message
+
+
+def test_dev104_name_bound_to_a_list_is_still_ambiguous_but_one_bound_to_an_int_is_a_size() -> None:
+    text = "import torch\nn = 4\nsize = n * 2\nx = torch.cuda.FloatTensor(size)\n"
+    assert fix("DEV104", text).endswith("x = torch.empty(size, dtype=torch.float32, device=device)\n")
+
+
+def test_dev104_alias_under_a_flag_is_unsafe() -> None:
+    text = "import torch\nT = torch.cuda.FloatTensor if args.cuda else torch.FloatTensor\nx = T(3)\n"
+    findings = lint("DEV104", text)
+    assert [f.fix.applicability if f.fix else None for f in findings] == [None, "unsafe"]
+
+
+def test_dev104_alias_of_different_dtypes_has_no_fix() -> None:
+    text = "import torch\nT = torch.cuda.FloatTensor if cuda else torch.DoubleTensor\nx = T(3)\n"
+    findings = lint("DEV104", text)
+    assert len(findings) == 2 and all(f.fix is None for f in findings)
+
+
+def test_dev104_isinstance_message() -> None:
+    (finding,) = lint("DEV104", "import torch as t\nok = isinstance(x, t.cuda.LongTensor)\n")
+    assert finding.fix is None
+    assert "x.dtype == torch.int64" in finding.message
+
+
+def test_dev104_each_imported_name_is_reported() -> None:
+    findings = lint("DEV104", "from torch.cuda import FloatTensor, LongTensor, Stream\n")
+    assert [f.location.column for f in findings] == [24, 37]
+
+
+def test_dev104_type_with_dtype_keyword() -> None:
+    text = "import torch\ny = x.type(dtype=torch.cuda.ByteTensor)\n"
+    assert fix("DEV104", text) == "import torch\n" + DEVICE + "y = x.to(device=device, dtype=torch.uint8)\n"
+
+
+# -- DEV105 -------------------------------------------------------------------------------------
+
+
+def test_dev105_keeps_crlf_and_indentation() -> None:
+    text = "import torch\r\nif gpu:\r\n\ttorch.set_default_tensor_type('torch.cuda.FloatTensor')\r\n"
+    expected = (
+        "import torch\r\n" + DEVICE.replace("\n", "\r\n") + "if gpu:\r\n"
+        "\ttorch.set_default_dtype(torch.float32)\r\n\ttorch.set_default_device(device)\r\n"
+    )
+    assert fix("DEV105", text) == expected
+
+
+def test_dev105_integer_types_have_no_fix() -> None:
+    (finding,) = lint("DEV105", "import torch\ntorch.set_default_tensor_type(torch.cuda.LongTensor)\n")
+    assert finding.fix is None
+
+
+# -- DEV201 -------------------------------------------------------------------------------------
+
+
+def test_dev201_message_is_stronger_after_import_torch() -> None:
+    before = 'import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0"\nimport torch\n'
+    after = 'import os\nimport torch\nos.environ["CUDA_VISIBLE_DEVICES"] = "0"\n'
+    (early,) = lint("DEV201", before)
+    (late,) = lint("DEV201", after)
+    assert "already imported" not in early.message
+    assert "already imported" in late.message
+
+
+def test_dev201_span_is_the_whole_assignment() -> None:
+    (finding,) = lint("DEV201", 'import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0"  # one GPU\n')
+    assert span(finding) == (2, 1, 2, 41)
+
+
+def test_dev201_os_imported_under_another_name_for_environ() -> None:
+    text = 'from os import environ as env\nenv["CUDA_VISIBLE_DEVICES"] = "2"\n'
+    assert fix("DEV201", text, unsafe=True) == 'from os import environ as env\nenv.setdefault("CUDA_VISIBLE_DEVICES", "2")\n'
+
+
+# -- DEV401 -------------------------------------------------------------------------------------
+
+
+def test_dev401_fix_uses_the_device_in_scope_where_the_loss_is_built() -> None:
+    text = (
+        "import torch\n\ndef build(model, dev: torch.device):\n"
+        "    crit = torch.nn.CrossEntropyLoss(weight=torch.ones(3))\n"
+        "    return model.to(dev), crit\n"
+    )
+    (finding,) = lint("DEV401", text)
+    assert span(finding) == (4, 12, 4, 59)
+    assert "`crit`" in finding.message and "`weight`" in finding.message
+    assert "crit = torch.nn.CrossEntropyLoss(weight=torch.ones(3)).to(dev)\n" in fix("DEV401", text)
+
+
+def test_dev401_positional_pos_weight_of_bce_with_logits() -> None:
+    text = "import torch\nx = x.cuda()\nbce = torch.nn.BCEWithLogitsLoss(None, None, None, 'mean', torch.ones(2))\n"
+    (finding,) = lint("DEV401", text)
+    assert "`pos_weight`" in finding.message
+
+
+def test_dev401_moved_through_an_attribute() -> None:
+    text = (
+        "import torch\n\nclass Trainer:\n    def __init__(self):\n"
+        "        self.crit = torch.nn.NLLLoss(weight=torch.ones(3))\n\n"
+        "    def setup(self, device):\n        self.crit.to(device)\n"
+    )
+    assert lint("DEV401", text) == []
+
+
+def test_every_fix_here_leaves_parseable_code() -> None:
+    """All six rules on one file at once, applied with unsafe fixes, twice."""
+    text = (
+        "import os\nimport torch\nfrom torch import nn\nfrom torch.cuda import FloatTensor as CF\n"
+        'os.environ["CUDA_VISIBLE_DEVICES"] = "0"\n'
+        "torch.set_default_tensor_type('torch.cuda.FloatTensor')\n"
+        "w = torch.ones(3)\ncrit = nn.CrossEntropyLoss(weight=w)\n"
+        'x = CF(3).cuda(0).to("cuda:0")\ny = torch.zeros(2, device="cuda").type(torch.cuda.HalfTensor)\n'
+    )
+    rules = [rule_by_code(code) for code in ("DEV102", "DEV103", "DEV104", "DEV105", "DEV201", "DEV401")]
+    once = fix_text(text, "t.py", rules, unsafe=True)
+    cst.parse_module(once.text)
+    assert fix_text(once.text, "t.py", rules, unsafe=True).text == once.text
+    assert {f.code for f in once.remaining} == {"DEV104"}  # the import: reported, never fixed
+    # later rounds see `device=device` inside a receiver and still reuse that one definition
+    assert once.text.count("torch.device(") == 1
+
+
+def test_dev103_device_call_inside_an_f_string_is_not_rewritten() -> None:
+    (finding,) = lint("DEV103", "import torch\nprint(f\"{torch.device('cuda')}\")\n")
+    assert finding.fix is None
+
+
+def test_a_device_bound_only_under_a_module_level_if_is_not_reused() -> None:
+    text = (
+        "import torch\nif torch.cuda.is_available():\n    gpu = torch.device('cuda:0')\n"
+        "gen = torch.Generator(device='cuda')\n"
+    )
+    assert fix("DEV103", text, unsafe=True).endswith("gen = torch.Generator(device=device)\n")
+
+
+@pytest.mark.parametrize(
+    "flag",
+    ["torch.cuda.is_available()", "True if torch.cuda.is_available() else False", "torch.cuda.device_count() > 0"],
+)
+def test_dev104_alias_chosen_by_an_availability_flag_is_safe(flag: str) -> None:
+    text = f"import torch\ncuda = {flag}\nT = torch.cuda.FloatTensor if cuda else torch.FloatTensor\nx = T(3)\n"
+    findings = lint("DEV104", text)
+    assert [f.fix.applicability if f.fix else None for f in findings] == [None, "safe"]
+
+
+@pytest.mark.parametrize(
+    ("code", "text"),
+    [
+        ("DEV103", 'import torch\nx = x.to("\\x63uda")\ny = torch.zeros(2, device="cu" "da")\n'),
+        ("DEV104", 'import torch\ny = x.type("torch.\\x63uda.FloatTensor")\n'),
+        ("DEV201", 'import os\nos.environ["CUDA_" "VISIBLE_DEVICES"] = "0"\nos.putenv("\\x43UDA_VISIBLE_DEVICES", "1")\n'),
+    ],
+)
+def test_literals_the_prefilter_cannot_see_are_not_findings(code: str, text: str) -> None:
+    """The textual triggers must stay sound: a finding needs its trigger spelled out in the file."""
+    rule = rule_by_code(code)
+    assert not any(trigger in text for trigger in rule.triggers)
+    assert lint_text(text, "t.py", [rule], prefilter=False) == []
+
+
+def test_fixes_inside_blocks_keep_the_indentation_of_continuation_lines() -> None:
+    text = (
+        "import torch\n\ndef build(model):\n    if model:\n"
+        "        crit = torch.nn.CrossEntropyLoss(\n            weight=torch.ones(3),\n        )\n"
+        "        model.cuda()\n        w = torch.cuda.FloatTensor(\n            [1.0,\n             2.0])\n"
+        "    return crit, w\n"
+    )
+    rules = [rule_by_code("DEV104"), rule_by_code("DEV401")]
+    fixed = fix_text(text, "t.py", rules).text
+    assert "        crit = torch.nn.CrossEntropyLoss(\n            weight=torch.ones(3),\n        ).to(device)\n" in fixed
+    assert "        w = torch.tensor([1.0,\n             2.0], dtype=torch.float32, device=device)\n" in fixed
