@@ -75,6 +75,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("devlint: interrupted\n")
         return 130
+    except Exception as error:
+        # A bug still ends in one line and exit status 2; DEVLINT_TRACEBACK=1 shows the traceback.
+        import os
+
+        if os.environ.get("DEVLINT_TRACEBACK"):
+            raise
+        detail = " ".join(str(error).split())
+        sys.stderr.write(f"devlint: internal error: {type(error).__name__}: {detail} (please report this)\n")
+        return EXIT_ERROR
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -1,0 +1,107 @@
+"""`devlint verify`: fix each program in memory, run original and fixed code, compare, report.
+
+This process never imports torch: finding torch, fixing and judging are static work. Everything
+that runs user code or torch happens in child processes (see session.py and harness.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from pathlib import Path
+from typing import TextIO
+
+from devlint.findings import FileError
+from devlint.verify.environment import base_environment, run_environment, torch_root
+from devlint.verify.report import Report, write_full, write_json
+from devlint.verify.runners import SubprocessRunner, hidden_gpu_runner
+from devlint.verify.session import Probe, ProbeError, RunRecord, Session
+from devlint.verify.targets import DEFAULT_TARGET, Program, discover, prepare
+from devlint.verify.verdict import Tolerance, judge, pairs
+
+EXIT_OK, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
+
+
+class UsageError(Exception):
+    pass
+
+
+def run_verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    try:
+        jobs = _check_options(args)
+        torch_at = torch_root()
+        if torch_at is None:
+            raise UsageError(
+                "verify runs the programs with PyTorch, which is not installed here: pip install devlint[verify]"
+            )
+        programs, errors = _programs(args.paths, args.unsafe_fixes)
+        for message in errors:
+            err.write(f"devlint verify: error: {message}\n")
+        if not programs:
+            return EXIT_ERROR if errors else _usage(err, "no Python programs to verify")
+        probe, runs, answers = _run(programs, torch_at, args, jobs)
+    except (UsageError, ProbeError) as error:
+        return _usage(err, str(error))
+    tolerance = Tolerance(args.rtol, args.atol)
+    rows = [judge(i, program, runs[i], answers, probe, tolerance) for i, program in enumerate(programs)]
+    exit_code = EXIT_ERROR if errors else EXIT_FAIL if any(row.failed for row in rows) else EXIT_OK
+    report = Report(rows, probe, errors, exit_code)
+    (write_json if args.output_format == "json" else write_full)(report, out)
+    return exit_code
+
+
+def _usage(err: TextIO, message: str) -> int:
+    err.write(f"devlint verify: error: {message}\n")
+    return EXIT_ERROR
+
+
+def _check_options(args: argparse.Namespace) -> int:
+    """The number of runs at a time; a UsageError for options that cannot work."""
+    if (args.rtol is None) != (args.atol is None):
+        raise UsageError("give --rtol and --atol together (as torch.testing.assert_close takes them)")
+    if args.timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    jobs = args.jobs if args.jobs is not None else os.cpu_count() or 1
+    if jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    return jobs
+
+
+def _programs(paths: list[str], unsafe: bool) -> tuple[list[Program], list[str]]:
+    if not paths:
+        if not DEFAULT_TARGET.is_dir():
+            raise UsageError(
+                f"no PATH given and there is no {DEFAULT_TARGET}/ in the current directory; name the programs to verify"
+            )
+        paths = [str(DEFAULT_TARGET)]
+    files, errors = discover(paths)
+    programs: list[Program] = []
+    for path in files:
+        prepared = prepare(path, unsafe)
+        if isinstance(prepared, FileError):
+            errors.append(str(prepared))
+        else:
+            programs.append(prepared)
+    return programs, errors
+
+
+def _run(
+    programs: list[Program], torch_at: Path, args: argparse.Namespace, jobs: int
+) -> tuple[Probe, list[dict[str, RunRecord]], dict[str, dict]]:
+    """Probe the machine, run every program in every mode, compare the saved results."""
+    with tempfile.TemporaryDirectory(prefix="devlint-verify-") as temp:
+        root = Path(temp)
+        env = base_environment(torch_at=torch_at)
+        server = root / "server"
+        server.mkdir()
+        hidden = hidden_gpu_runner(run_environment(env, True, server), server, root / "server.log")
+        try:
+            session = Session(root, hidden, SubprocessRunner(), env, args.timeout)
+            probe = session.probe()
+            modes = ["original", "cpu", "meta"] + (["cuda"] if probe.cuda else [])
+            runs = session.run_programs(programs, modes, probe.cuda, jobs)
+            answers = session.compare([p for i, r in enumerate(runs) for p in pairs(i, r)], args.rtol, args.atol)
+        finally:
+            hidden.close()
+    return probe, runs, answers

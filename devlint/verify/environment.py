@@ -1,0 +1,69 @@
+"""The clean environment of the child processes, and where torch lives (found without importing it)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+# What a run keeps of the caller's environment: enough to find programs, libraries and GPUs.
+KEPT = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "SYSTEMROOT",
+    "LD_LIBRARY_PATH",
+    "DYLD_LIBRARY_PATH",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "CUDA_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+)
+FIXED = {
+    "PYTHONHASHSEED": "0",
+    "PYTHONIOENCODING": "utf-8",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    # Runs go in parallel: one CPU thread each, instead of every run claiming every core.
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
+HIDE_GPUS = {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "", "ROCR_VISIBLE_DEVICES": ""}
+
+
+def torch_root() -> Path | None:
+    """The folder that holds the ``torch`` package this interpreter would import; None: no torch."""
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))).resolve().parent
+
+
+def base_environment(parent: Mapping[str, str] | None = None, torch_at: Path | None = None) -> dict[str, str]:
+    """The caller's environment reduced to ``KEPT``, plus ``FIXED``; ``PYTHONPATH`` only when the
+    caller's ``PYTHONPATH`` is how torch is found, and then only that one folder."""
+    parent = os.environ if parent is None else parent
+    env = {name: parent[name] for name in KEPT if name in parent}
+    env.update(FIXED)
+    if torch_at is not None:
+        entries = [Path(entry).resolve() for entry in parent.get("PYTHONPATH", "").split(os.pathsep) if entry]
+        if torch_at in entries:
+            env["PYTHONPATH"] = str(torch_at)
+    return env
+
+
+def run_environment(base: Mapping[str, str], hide_gpus: bool, tmp: Path) -> dict[str, str]:
+    """One run's environment: its own temporary folder; no visible GPU for the CPU and meta runs."""
+    env = dict(base)
+    env.update({"TMPDIR": str(tmp), "TEMP": str(tmp), "TMP": str(tmp)})
+    if hide_gpus:
+        env.update(HIDE_GPUS)
+    return env

@@ -1,0 +1,204 @@
+"""One verify run's processes: the probe, every program in every mode, and the comparisons.
+
+Each run gets a folder under the session's temporary root::
+
+    NN-name/MODE/job.json     what the harness is asked to do
+    NN-name/MODE/work/NAME    the program (original, fixed or fixed-on-meta); the working directory
+    NN-name/MODE/tmp/         TMPDIR of the run
+    NN-name/MODE/stdout.txt, stderr.txt, status.json, result.pt
+"""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from devlint.verify.environment import run_environment
+from devlint.verify.runners import HarnessError, Job, Runner
+from devlint.verify.targets import Program
+
+# How much of a run's stderr a report quotes.
+STDERR_TAIL = 1500
+# The probe and the comparisons run no user code: --timeout is not theirs, but they too must end.
+SERVICE_TIMEOUT = 600.0
+
+
+@dataclass
+class RunRecord:
+    """What one run left behind."""
+
+    mode: str
+    status: dict[str, Any] | None
+    stdout: str
+    stderr: str
+    rc: int | None
+    timed_out: bool
+    result: Path
+    limit: float = 0.0
+    problem: str | None = None
+
+    @property
+    def outcome(self) -> str:
+        if self.problem is not None:
+            return "harness"
+        if self.timed_out:
+            return "timeout"
+        if self.status is None:
+            return "died"
+        return str(self.status["outcome"])
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "ok"
+
+    @property
+    def has_result(self) -> bool:
+        return self.ok and bool(self.status and self.status.get("result"))
+
+    @property
+    def cuda_used(self) -> bool:
+        return bool(self.status and self.status.get("cuda_used"))
+
+    def stderr_tail(self) -> str:
+        return self.stderr[-STDERR_TAIL:].strip()
+
+
+@dataclass(frozen=True)
+class Probe:
+    torch: str
+    cuda: bool
+    gpu: str | None
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Compare the saved result of ``actual`` with that of ``expected``."""
+
+    id: str
+    actual: Path
+    expected: Path
+
+
+class ProbeError(RuntimeError):
+    pass
+
+
+class Session:
+    """``hidden`` starts the runs that must not see a GPU, ``visible`` the others (see runners.py)."""
+
+    def __init__(self, root: Path, hidden: Runner, visible: Runner, base_env: dict[str, str], timeout: float) -> None:
+        self.root = root
+        self.hidden = hidden
+        self.visible = visible
+        self.base_env = base_env
+        self.timeout = timeout
+
+    def probe(self) -> Probe:
+        record = self._start(self.root / "probe", {"kind": "probe"}, hide_gpus=False, limit=SERVICE_TIMEOUT)
+        if not record.ok or record.status is None:
+            lines = record.stderr_tail().splitlines()
+            why = record.problem or (lines[-1] if lines else f"exit status {record.rc}")
+            raise ProbeError(f"cannot run torch in a child process: {why}")
+        return Probe(record.status["torch"], record.status["cuda"], record.status["gpu"])
+
+    def run_programs(
+        self, programs: list[Program], modes: list[str], gpu: bool, jobs: int
+    ) -> list[dict[str, RunRecord]]:
+        """Every program in every mode; ``gpu``: torch sees one (the original then runs on it)."""
+        work = [(index, program, mode) for index, program in enumerate(programs) for mode in modes]
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            records = list(pool.map(lambda item: self._run_program(*item, gpu), work))
+        found: list[dict[str, RunRecord]] = [{} for _ in programs]
+        for (index, _, mode), record in zip(work, records):
+            found[index][mode] = record
+        return found
+
+    def compare(self, pairs: list[Pair], rtol: float | None, atol: float | None) -> dict[str, dict[str, Any]]:
+        """Answers by pair id: ``{"mismatches": [...], "error": str | None}``."""
+        if not pairs:
+            return {}
+        job = {
+            "kind": "compare",
+            "pairs": [{"id": p.id, "actual": str(p.actual), "expected": str(p.expected)} for p in pairs],
+            "rtol": rtol,
+            "atol": atol,
+        }
+        record = self._start(self.root / "compare", job, hide_gpus=True, limit=SERVICE_TIMEOUT)
+        if record.ok and record.status is not None:
+            return {answer["id"]: answer for answer in record.status["answers"]}
+        why = record.problem or f"the comparison did not finish ({record.outcome}): {record.stderr_tail()[-300:]}"
+        return {p.id: {"mismatches": [], "error": why} for p in pairs}
+
+    def _run_program(self, index: int, program: Program, mode: str, gpu: bool) -> RunRecord:
+        folder = self.root / f"{index:03d}-{program.path.stem}" / mode
+        source = {"original": program.original, "meta": program.meta}.get(mode, program.fixed)
+        work = folder / "work"
+        work.mkdir(parents=True)
+        target = work / program.path.name
+        target.write_bytes(source)
+        job = {
+            "kind": "run",
+            "program": str(target),
+            "mode": mode,
+            "protocol": program.protocol,
+            "module": program.module,
+        }
+        hide = mode in ("cpu", "meta") or (mode == "original" and not gpu)
+        return self._start(folder, job, hide_gpus=hide, mode=mode)
+
+    def _start(
+        self, folder: Path, job: dict[str, Any], hide_gpus: bool, mode: str = "", limit: float | None = None
+    ) -> RunRecord:
+        limit = self.timeout if limit is None else limit
+        work, tmp = folder / "work", folder / "tmp"
+        work.mkdir(parents=True, exist_ok=True)
+        tmp.mkdir(exist_ok=True)
+        env = run_environment(self.base_env, hide_gpus, tmp)
+        paths = {name: folder / name for name in ("stdout.txt", "stderr.txt", "status.json", "result.pt")}
+        job = {
+            **job,
+            "workdir": str(work),
+            "stdout": str(paths["stdout.txt"]),
+            "stderr": str(paths["stderr.txt"]),
+            "status": str(paths["status.json"]),
+            "result": str(paths["result.pt"]),
+            "env": env,
+        }
+        job_file = folder / "job.json"
+        job_file.write_text(json.dumps(job), encoding="utf-8")
+        problem = None
+        rc, timed_out = None, False
+        try:
+            runner = self.hidden if hide_gpus else self.visible
+            ended = runner.run(Job(job_file, work, env, paths["stdout.txt"], paths["stderr.txt"], limit))
+            rc, timed_out = ended.rc, ended.timed_out
+        except HarnessError as error:
+            problem = str(error)
+        return RunRecord(
+            mode=mode,
+            status=_read_json(paths["status.json"]),
+            stdout=_read_text(paths["stdout.txt"]),
+            stderr=_read_text(paths["stderr.txt"]),
+            rc=rc,
+            timed_out=timed_out,
+            result=paths["result.pt"],
+            limit=limit,
+            problem=problem,
+        )
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""

@@ -1,0 +1,158 @@
+"""The programs a verify run checks, and the three texts of each: original, fixed, fixed-on-meta."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from devlint.context import FixSettings
+from devlint.findings import FileError
+from devlint.process import Job, process_source
+from devlint.registry import select_rules
+from devlint.source import SourceError, decode
+from devlint.verify.meta_source import META_EXPRESSION, to_meta
+
+DEFAULT_TARGET = Path("fixtures") / "programs"
+
+
+@dataclass(frozen=True)
+class Program:
+    path: Path
+    display: str
+    # The name the program is imported under when it has a main() (see harness.py).
+    module: str
+    # "main": compare what main() returns; "script": run as __main__ and compare stdout.
+    protocol: str
+    original: bytes
+    # What `devlint fix` (with --unsafe-fixes when asked) would write; the original when no fix applies.
+    fixed: bytes
+    # The fixed program with its device set to meta (see meta_source.py).
+    meta: bytes
+    fixes_applied: int
+    # Codes of the findings no fix removed.
+    remaining: tuple[str, ...]
+    # Line numbers of the fixed and the meta program -> those of the original (where one exists).
+    fixed_lines: dict[int, int] = field(default_factory=dict)
+    meta_lines: dict[int, int] = field(default_factory=dict)
+
+    def original_line(self, mode: str, line: int) -> int | None:
+        """The original's line for ``line`` of the code that ``mode`` ran; None for a line a fix added."""
+        if mode == "original":
+            return line
+        return (self.meta_lines if mode == "meta" else self.fixed_lines).get(line)
+
+
+def discover(paths: list[str]) -> tuple[list[Path], list[str]]:
+    """Python files named or found under folders (sorted, hidden folders and caches skipped);
+    problems come back as messages."""
+    found: list[Path] = []
+    problems: list[str] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            found += sorted(
+                p
+                for p in path.rglob("*.py")
+                if not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(path).parts)
+            )
+        elif path.is_file() and path.suffix == ".py":
+            found.append(path)
+        elif path.is_file():
+            problems.append(f"{given}: not a Python program (verify runs .py files; notebooks are not supported)")
+        else:
+            problems.append(f"{given}: no such file or folder")
+    seen: set[Path] = set()
+    unique = []
+    for path in found:
+        if path.resolve() not in seen:
+            seen.add(path.resolve())
+            unique.append(path)
+    return unique, problems
+
+
+def prepare(path: Path, unsafe: bool) -> Program | FileError:
+    filename = _display(path)
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        return FileError(filename, f"cannot read: {error.strerror}")
+    codes = tuple(rule.code for rule in select_rules())
+    fixed_result, fixed = process_source(data, filename, Job(codes, FixSettings(), fix=True, unsafe=unsafe))
+    if fixed_result.error is not None:
+        return fixed_result.error
+    meta_result, meta = process_source(
+        data, filename, Job(codes, FixSettings(device_expression=META_EXPRESSION), fix=True, unsafe=unsafe)
+    )
+    if meta_result.error is not None:
+        return meta_result.error
+    try:
+        original = decode(data).text
+        decoded = decode(meta if meta is not None else data)
+        meta_text = to_meta(decoded.text)
+        fixed_text = decode(fixed).text if fixed is not None else original
+        protocol = _protocol(original)
+    except SourceError as error:
+        return FileError(filename, error.message, error.row)
+    except SyntaxError as error:
+        return FileError(filename, f"syntax error: {error.msg}", error.lineno, error.offset)
+    return Program(
+        path=path,
+        display=filename,
+        module=path.stem if path.stem.isidentifier() else "program",
+        protocol=protocol,
+        original=data,
+        fixed=fixed if fixed is not None else data,
+        meta=decoded.encode(meta_text),
+        fixes_applied=fixed_result.fixes_applied,
+        remaining=tuple(sorted({finding.code for finding in fixed_result.findings})),
+        fixed_lines=line_map(fixed_text, original),
+        meta_lines=line_map(meta_text, original),
+    )
+
+
+def line_map(changed: str, original: str) -> dict[int, int]:
+    """1-based rows of ``changed`` -> rows of ``original``: unchanged lines, and lines a fix edited
+    (matched, in order, to the most similar line of the block they replace). Added lines have none."""
+    ours, theirs = changed.splitlines(), original.splitlines()
+    mapping: dict[int, int] = {}
+    matcher = difflib.SequenceMatcher(None, theirs, ours, autojunk=False)
+    for tag, their_start, their_end, our_start, our_end in matcher.get_opcodes():
+        if tag == "equal":
+            mapping.update((our_start + i + 1, their_start + i + 1) for i in range(our_end - our_start))
+        elif tag == "replace":
+            candidate = their_start
+            for row in range(our_start, our_end):
+                scores = [(_similarity(ours[row], theirs[k]), k) for k in range(candidate, their_end)]
+                score, best = max(scores, default=(0.0, candidate))
+                if score >= _SIMILAR:
+                    mapping[row + 1] = best + 1
+                    candidate = best + 1
+    return mapping
+
+
+# How alike an edited line must be to the line it came from (difflib ratio).
+_SIMILAR = 0.5
+
+
+def _similarity(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
+
+
+def _protocol(text: str) -> str:
+    """``main`` when the program has a top-level ``def main`` callable without arguments."""
+    for stmt in ast.parse(text).body:
+        if isinstance(stmt, ast.FunctionDef) and stmt.name == "main":
+            args = stmt.args
+            required = len(args.posonlyargs) + len(args.args) - len(args.defaults)
+            required_kw = sum(1 for default in args.kw_defaults if default is None)
+            return "main" if required == 0 and required_kw == 0 else "script"
+    return "script"
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
