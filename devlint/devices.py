@@ -181,7 +181,7 @@ def _latest_usable(
         return None
     latest = visible[-1]
     if latest.kind == "param":
-        return _is_device_param(model, latest) or bool(device_value(model, latest.value))
+        return _is_device_param(model, latest) or _reusable(model, latest.value)
     if scope.kind == "module" and not own_function and len(visible) != len(bindings):
         return False
     if latest.conditional:
@@ -190,8 +190,25 @@ def _latest_usable(
         since = next((i for i in range(len(visible) - 1, -1, -1) if not visible[i].conditional), None)
         if since is None:
             return False
-        return all(bool(device_value(model, b.value)) for b in visible[since:])
-    return bool(device_value(model, latest.value))
+        return all(_reusable(model, b.value) for b in visible[since:])
+    return _reusable(model, latest.value)
+
+
+def _reusable(model: SemanticModel, value: cst.BaseExpression | None) -> bool:
+    """A device a fix may put in place of `.cuda()`: CUDA when there is a GPU (or unknown), and
+    not one GPU picked by index: reusing `torch.device("cuda:1")` would switch GPUs."""
+    return bool(device_value(model, value)) and not _names_gpu_index(model, value)
+
+
+def _names_gpu_index(model: SemanticModel, node: cst.BaseExpression | None) -> bool:
+    if node is None:
+        return False
+    if isinstance(node, cst.IfExp):
+        return _names_gpu_index(model, node.body) or _names_gpu_index(model, node.orelse)
+    literal = _device_literal(model, node)
+    if literal is not None and literal.startswith("cuda:"):
+        return True
+    return isinstance(node, cst.Call) and model.qualname(node.func) == "torch.device" and len(node.args) > 1
 
 
 def free_name(model: SemanticModel, preferred: str) -> str:

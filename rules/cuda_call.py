@@ -111,6 +111,11 @@ class CudaCall(Rule):
             "import torch\n\nclass Batch:\n    def cuda(self):\n        return Batch(self.x.cuda())\n",
             "import torch\n" + DEVICE + "\nclass Batch:\n    def cuda(self):\n        return Batch(self.x.to(device))\n",
         ),
+        # a device pinned to one GPU is not reused: `.cuda()` means the current GPU
+        Invalid(
+            'import torch\nsecond = torch.device("cuda:1")\nx = torch.ones(1).cuda()\n',
+            "import torch\n" + DEVICE + 'second = torch.device("cuda:1")\nx = torch.ones(1).to(device)\n',
+        ),
         # guarded code is still reported; the fix keeps what a CPU-only run does
         Invalid(
             "import torch\nif torch.cuda.is_available():\n    model.cuda()\n",
