@@ -165,6 +165,19 @@ def _enclosing_class_has_own(ctx: FileContext, site: Site, method: str) -> bool:
     return scope is not None and ctx.model.has_own_method(scope.name, method)
 
 
+def forwards_own_parameter(site: Site, value: cst.BaseExpression, name: str) -> bool:
+    """Inside a method called ``name``, ``value`` is one of that method's own parameters: the
+    method passes its caller's device on (``def cuda(self, device): ... t.cuda(device)``)."""
+    if not isinstance(value, cst.Name):
+        return False
+    scope = site.scope
+    while scope is not None:
+        if scope.kind == "function" and scope.name == name:
+            return value.value in scope.params
+        scope = scope.parent
+    return False
+
+
 def delegates_to_own_method(site: Site, receiver: cst.BaseExpression, name: str) -> bool:
     """``super().cuda()`` or ``self.cuda()`` inside a method called ``cuda``: a class implementing
     the method by delegation, not code that moves a tensor."""

@@ -8,6 +8,7 @@ from devlint.astutil import (
     arg,
     code_in_place,
     delegates_to_own_method,
+    forwards_own_parameter,
     keyword,
     method_call,
     names_in,
@@ -56,6 +57,9 @@ class CudaCallWithIndex(Rule):
     triggers = ("cuda",)
 
     VALID = (
+        # a class implementing cuda() itself passes its caller's device on (as nn.Module.cuda does)
+        "import torch\n\nclass Holder(torch.nn.Module):\n    def cuda(self, device=None):\n"
+        "        return self._apply(lambda t: t.cuda(device))\n",
         # no index: DEV101's business
         "import torch\nx = torch.ones(3).cuda()\nx = x.cuda(non_blocking=True)\n",
         # already device-agnostic
@@ -147,6 +151,8 @@ class CudaCallWithIndex(Rule):
             return
         site = self.ctx.site(node)
         if delegates_to_own_method(site, attribute.value, "cuda") or receiver_is_foreign(self.ctx, attribute.value, site, "cuda"):
+            return
+        if forwards_own_parameter(site, given.value, "cuda"):
             return
         shown = self.ctx.module.code_for_node(given.value)
         if len(shown) > _SHOWN_LIMIT or "\n" in shown:
