@@ -4,7 +4,8 @@ The columns:
 
 - ``original``: the program as written, on CUDA when torch sees a GPU, else on the CPU. It is
   the reference the fixed code is compared with. Without a GPU, a program that fails because
-  CUDA is unavailable is ``skipped (needs CUDA)``; any other failure is a FAIL.
+  CUDA is unavailable is ``skipped (needs CUDA)``; any other failure is ``skipped (original
+  fails: ...)``: no reference, and the fixed runs are judged on their own.
 - ``cpu``: the fixed program with every GPU hidden, compared with the original.
 - ``cuda``: the fixed program on the GPU, compared with the original (or, when the original did
   not run, with the fixed program on the CPU); ``skipped (torch sees no GPU)`` without one.
