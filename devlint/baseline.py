@@ -53,7 +53,7 @@ def fingerprints(findings: list[Finding], path_of: Callable[[str], str]) -> list
         key = (path, finding.code, normalise(finding.source_line))
         occurrence = seen[key]
         seen[key] += 1
-        digest = hashlib.sha256("\0".join((*key, str(occurrence))).encode("utf-8"))
+        digest = hashlib.sha256("\0".join((*key, str(occurrence))).encode("utf-8", "surrogateescape"))
         result[index] = digest.hexdigest()[:32]
     return result
 

@@ -120,7 +120,7 @@ class FileContext:
             start = positions[report.start].start
             end = positions[report.node].end
             fix = None
-            if plan is not None:
+            if plan is not None and not self._breaks_fstring(plan):
                 edits = [self._edit(r, positions, lines) for r in plan.replacements]
                 uses_definition = plan.device is not None and plan.device.inserted
                 if (plan.needs_torch or uses_definition) and "torch" in insertions:
@@ -144,10 +144,32 @@ class FileContext:
         findings.sort(key=Finding.sort_key)
         return findings
 
+    def _breaks_fstring(self, plan: FixPlan) -> bool:
+        """Before Python 3.12 an f-string's replacement field may not reuse its quote character:
+        a fix writing `"cuda"` inside `f"{...}"` would not compile there, so it is not offered."""
+        for replace in plan.replacements:
+            quotes = {
+                node.start.lstrip("rRbBfF")[0]
+                for node in self.ancestors(replace.node)
+                if isinstance(node, cst.FormattedString)
+            }
+            new = replace.new
+            if isinstance(new, cst.CSTNode):
+                new = self.module.code_for_node(new)
+            text = "".join(new) if isinstance(new, tuple) else new
+            if any(quote in text for quote in quotes):
+                return True
+        return False
+
     def render(self, original: cst.CSTNode, new: cst.CSTNode) -> str:
         """The source of ``new`` as it reads where ``original`` stands, block indentation included."""
         blocks = [node for node in self.ancestors(original) if isinstance(node, cst.IndentedBlock)]
         indent = "".join(self.module.default_indent if b.indent is None else b.indent for b in reversed(blocks))
+        # A node's source span excludes its own parentheses (they stay in the file around the
+        # edit), while rendering includes them: drop as many as the original owns.
+        own = len(getattr(original, "lpar", ()))
+        if own and len(getattr(new, "lpar", ())) >= own:
+            new = new.with_changes(lpar=new.lpar[own:], rpar=new.rpar[: len(new.rpar) - own])
         return code_at_indent(self.module, new, indent)
 
     def _edit(self, replace: Replace, positions, lines: LineIndex) -> Edit:

@@ -116,6 +116,12 @@ class CudaCall(Rule):
             'import torch\nsecond = torch.device("cuda:1")\nx = torch.ones(1).cuda()\n',
             "import torch\n" + DEVICE + 'second = torch.device("cuda:1")\nx = torch.ones(1).to(device)\n',
         ),
+        # parentheses around the call stay as they are, comments inside them too
+        Invalid(
+            "import torch\nx = (torch.ones(1).cuda())\ny = (\n    torch.zeros(2).cuda()  # keep\n)\n",
+            HEADER + DEVICE + "x = (torch.ones(1).to(device))\ny = (\n    torch.zeros(2).to(device)  # keep\n)\n",
+            count=2,
+        ),
         # guarded code is still reported; the fix keeps what a CPU-only run does
         Invalid(
             "import torch\nif torch.cuda.is_available():\n    model.cuda()\n",

@@ -115,3 +115,12 @@ def test_readme_baseline_commands_run_as_written(project: Path, capsys) -> None:
     assert main([*commands[0][1:-1], "src"]) == 0
     assert main([*commands[1][1:-1], "--output-format", "concise", "src"]) == 0
     assert capsys.readouterr().out == ""
+
+
+def test_fingerprints_accept_file_names_that_are_not_utf8(tmp_path: Path) -> None:
+    from devlint.baseline import fingerprints
+    from devlint.findings import Finding, Location
+
+    name = str(tmp_path / "caf\udce9.py")  # the byte 0xE9 from a latin-1 file name
+    finding = Finding("DEV101", "cuda-call", "m", name, Location(1, 1), Location(1, 2), source_line="x.cuda()")
+    assert len(fingerprints([finding], str)) == 1

@@ -42,7 +42,7 @@ def issues(report: RunReport) -> list[dict[str, Any]]:
                 "type": "issue",
                 "description": f"devlint could not check this file: {error.message}",
                 "check_name": "devlint-error",
-                "fingerprint": hashlib.sha256(f"{path}\0{error.message}".encode()).hexdigest()[:32],
+                "fingerprint": hashlib.sha256(f"{path}\0{error.message}".encode("utf-8", "surrogateescape")).hexdigest()[:32],
                 "severity": "critical",
                 "location": {"path": path, "lines": {"begin": error.row or 1}},
             }
