@@ -7,7 +7,10 @@ import sys
 from collections.abc import Sequence
 
 from devlint import __version__
-from devlint.app import EXIT_ERROR, Options, run_check
+
+# devlint.app (and with it LibCST and the rules) is imported inside main(), where Ctrl-C during
+# the imports still ends in "interrupted" rather than a traceback.
+EXIT_ERROR = 2
 
 FORMATS = ("full", "concise", "json", "github", "sarif", "junit", "gitlab")
 
@@ -63,8 +66,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _print_names_as_their_bytes() -> None:
+    """File names that are not UTF-8 reach Python as lone surrogates; a strict stdout would fail
+    on them. ``surrogateescape`` prints the bytes the name really has, as ``ls`` does."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None and getattr(sys.stdout, "errors", None) == "strict":
+        reconfigure(errors="surrogateescape")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
+        _print_names_as_their_bytes()
         return _main(argv)
     except BrokenPipeError:
         # `devlint check | head`: the reader left; say nothing more.
@@ -104,6 +116,8 @@ def _main(argv: Sequence[str] | None) -> int:
         from devlint.verify.command import run_verify
 
         return run_verify(args, sys.stdout, sys.stderr)
+    from devlint.app import Options, run_check
+
     options = Options(
         # --stdin-filename without a path reads stdin, as with ruff
         paths=args.paths or (["-"] if args.stdin_filename else ["."]),

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +76,24 @@ def is_excluded(path: Path, patterns: tuple[str, ...], root: Path) -> bool:
     return any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(rel, p) for p in patterns)
 
 
+def unreadable(path: Path) -> str | None:
+    """Why ``path`` can be neither read as a file nor walked as a folder, or None.
+
+    Reading a FIFO or a device named ``x.py`` would block or never end: only regular files
+    and folders are taken."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return "symbolic link loop"
+        if error.errno == errno.ENOENT:
+            return "dangling symbolic link: its target does not exist" if path.is_symlink() else "no such file or directory"
+        return f"cannot read: {error.strerror}"
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return "not a regular file (a FIFO, socket or device); skipped"
+
+
 @dataclass
 class Discovery:
     files: list[Path]
@@ -96,11 +116,9 @@ def discover(
     seen: set[Path] = set()
     for raw in paths:
         path = Path(raw)
-        if path.is_symlink() and not path.exists():
-            errors.append(FileError(raw, "dangling symbolic link (or a symlink loop)"))
-            continue
-        if not path.exists():
-            errors.append(FileError(raw, "no such file or directory"))
+        problem = unreadable(path)
+        if problem is not None:
+            errors.append(FileError(raw, problem))
             continue
         if path.is_dir():
             for found in _walk(path, patterns, respect_gitignore, errors, skip):
@@ -145,8 +163,9 @@ def _walk(
                 continue
             if skip is not None and skip(path, False):
                 continue
-            if path.is_symlink() and not path.exists():
-                errors.append(FileError(str(path), "dangling symbolic link (or a symlink loop)"))
+            problem = unreadable(path)
+            if problem is not None:
+                errors.append(FileError(str(path), problem))
                 continue
             found.append(path)
     return found
