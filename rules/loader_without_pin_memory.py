@@ -18,6 +18,9 @@ _PIN_MEMORY_POSITION = 7
 HEAD = "import torch\nfrom torch.utils.data import DataLoader\n\n"
 
 
+_DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
+
+
 @dataclass
 class _Argument:
     """A DataLoader passed to a module-level function: ``f(loader)`` or ``f(data=loader)``."""
@@ -61,6 +64,10 @@ class LoaderWithoutPinMemory(FlowRule):
         "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
         "data = TensorDataset(torch.randn(8, 2, device=device), torch.zeros(8, device=device))\n"
         "loader = DataLoader(data, batch_size=4)\nfor x, y in loader:\n    x = x.to(device)\n",
+        # the default device may be the GPU: the dataset's tensors may not be pinnable
+        "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
+        "torch.set_default_tensor_type('torch.cuda.FloatTensor')\n"
+        "loader = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=4)\nfor (x,) in loader:\n    x = x.to(device)\n",
         # the options come from elsewhere
         HEAD + "loader = DataLoader(data, **options)\nfor x, y in loader:\n    x = x.to(device)\n",
         # not torch's DataLoader
@@ -104,6 +111,9 @@ class LoaderWithoutPinMemory(FlowRule):
         self._moved_params: dict[tuple[int, str], Scope] = {}
         self._functions: dict[str, list[Scope]] = {}
         self._arguments: list[_Argument] = []
+        # torch.set_default_device / set_default_tensor_type may put every new tensor, the
+        # dataset's too, on the GPU, and CUDA tensors cannot be pinned: then say nothing.
+        self._default_device_changed = False
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         scope = self.ctx.model.scope  # the walk has entered the function's own scope
@@ -111,6 +121,8 @@ class LoaderWithoutPinMemory(FlowRule):
             self._functions.setdefault(node.name.value, []).append(scope)
 
     def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.model.qualname(node.func) in _DEFAULT_DEVICE_SETTERS:
+            self._default_device_changed = True
         if self._unpinned_dataloader(node):
             self._candidates.append(node)
         batch = self.flow.batch_move(node)
@@ -141,6 +153,8 @@ class LoaderWithoutPinMemory(FlowRule):
             self._arguments.append(_Argument(function, None if name else position, name, loader.call))
 
     def finish(self) -> None:
+        if self._default_device_changed:
+            return
         moved = set(self._moved)
         for passed in self._arguments:
             scopes = self._functions.get(passed.function, [])
