@@ -16,7 +16,8 @@ from devlint.config import ConfigError, FileSettings, Overrides, Resolver
 from devlint.discovery import discover
 from devlint.findings import FileError, Finding
 from devlint.formats import RunReport, where, writers
-from devlint.execute import execute
+from devlint.cache import Cache
+from devlint.execute import Executor, execute  # noqa: F401 - tests patch around app.execute
 from devlint.process import FileResult, Job, process_source
 from devlint.progress import run_with_progress
 from devlint.registry import UnknownCodeError, select_rules
@@ -92,7 +93,8 @@ def run_check(
         else:
             found = discover(options.paths, exclude=(), skip=resolver.excluded)
             work = [(path, job_for(path)) for path in found.files]
-            results = run_with_progress(execute, work, err)
+            with Executor(options.jobs, None if options.no_cache else Cache()) as run:
+                results = run_with_progress(run, work, err)
             files, found_errors = [str(path) for path in found.files], found.errors
     except (ConfigError, BaselineError) as error:
         err.write(f"devlint: error: {error}\n")

@@ -4,11 +4,13 @@ so everything it takes and returns is plain, picklable data."""
 from __future__ import annotations
 
 import difflib
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from devlint.context import FixSettings
 from devlint.findings import FileError, Finding
+from devlint.nesting import call_with_deep_stack
 from devlint.registry import rule_by_code
 from devlint.runner import ParseError, fix_text, lint_text
 from devlint.source import SourceError, decode
@@ -44,7 +46,24 @@ def unified_diff(filename: str, before: str, after: str) -> str:
 
 
 def process_source(data: bytes, filename: str, job: Job) -> tuple[FileResult, bytes | None]:
-    """Lint (or fix) one file's bytes; returns the result and the new bytes when a fix changed them."""
+    """Lint (or fix) one file's bytes; returns the result and the new bytes when a fix changed them.
+
+    Runs on a deep stack (devlint.nesting). A bug that escapes for one file becomes that file's
+    one-line error, and the run goes on with the other files."""
+    try:
+        return call_with_deep_stack(_process_source, data, filename, job)
+    except Exception as error:
+        return FileResult(filename, error=FileError(filename, _internal_error(error))), None
+
+
+def _internal_error(error: Exception) -> str:
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    detail = " ".join(str(error).split())
+    return f"internal error{where}: {type(error).__name__}: {detail}; file left unchanged (please report this)"
+
+
+def _process_source(data: bytes, filename: str, job: Job) -> tuple[FileResult, bytes | None]:
     rules = [rule_by_code(code) for code in job.codes]
     if filename.endswith(".ipynb"):
         # Imported here: devlint.notebook builds on this module.
@@ -58,14 +77,15 @@ def process_source(data: bytes, filename: str, job: Job) -> tuple[FileResult, by
         if not (job.fix or job.diff):
             return FileResult(filename, apply_noqa(decoded.text, lint_text(decoded.text, filename, rules, job.settings))), None
         result = fix_text(decoded.text, filename, rules, job.settings, job.unsafe, keep=apply_noqa)
+        new = None if result.text == decoded.text else decoded.encode(result.text)
     except SourceError as error:
         return FileResult(filename, error=FileError(filename, error.message, error.row)), None
     except ParseError as error:
         return FileResult(filename, error=FileError(filename, error.message, error.row, error.column)), None
-    if result.text == decoded.text:
+    if new is None:
         return FileResult(filename, result.remaining), None
     diff = unified_diff(filename, decoded.text, result.text) if job.diff else ""
-    return FileResult(filename, result.remaining, fixes_applied=result.applied, diff=diff), decoded.encode(result.text)
+    return FileResult(filename, result.remaining, fixes_applied=result.applied, diff=diff), new
 
 
 def process_file(path: Path, job: Job) -> FileResult:
@@ -76,6 +96,12 @@ def process_file(path: Path, job: Job) -> FileResult:
         return FileResult(filename, error=FileError(filename, "is a directory, not a file"))
     except OSError as error:
         return FileResult(filename, error=FileError(filename, f"cannot read: {error.strerror}"))
+    return process_data(path, data, job)
+
+
+def process_data(path: Path, data: bytes, job: Job) -> FileResult:
+    """``process_file`` once the bytes are read (devlint.execute reads them to key its cache)."""
+    filename = str(path)
     result, new = process_source(data, filename, job)
     if new is not None and job.fix and not job.diff:
         try:

@@ -11,6 +11,8 @@ import libcst as cst
 from devlint.context import FileContext, FixSettings
 from devlint.findings import Finding
 from devlint.fixes import applicable, apply_fixes
+from devlint.prefilter import matching_rules
+from devlint.nesting import nesting_problem
 from devlint.rule import Rule
 from devlint.walker import walk
 
@@ -26,23 +28,18 @@ class ParseError(Exception):
         self.column = column
 
 
-def triggers(rules: Sequence[type[Rule]]) -> tuple[str, ...]:
-    return tuple(sorted({token for rule in rules for token in rule.triggers}))
-
-
-def may_match(text: str, rules: Sequence[type[Rule]]) -> bool:
-    """False when no selected rule can fire: the file is not even parsed."""
-    return any(token in text for token in triggers(rules))
-
-
 def parse(text: str) -> cst.Module:
+    problem = nesting_problem(text)
+    if problem is not None:
+        # Checked first: LibCST's native parser would overflow the C stack on such input.
+        raise ParseError(f"syntax error: {problem.message}", problem.row, problem.column)
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as error:
         raise _cpython_error(text) or ParseError(
             f"syntax error: {error.message}", error.raw_line, error.raw_column + 1
         ) from None
-    except RecursionError:
+    except (RecursionError, MemoryError):
         raise ParseError("too deeply nested to parse") from None
 
 
@@ -75,9 +72,12 @@ def lint_text(
     settings: FixSettings = FixSettings(),
     prefilter: bool = True,
 ) -> list[Finding]:
-    if prefilter and not may_match(text, rules):
-        check_syntax(text)
-        return []
+    if prefilter:
+        # A file without any trigger is not parsed; one with some is walked by their rules only.
+        rules = matching_rules(text, rules)
+        if not rules:
+            check_syntax(text)
+            return []
     module = parse(text)
     ctx = FileContext(filename, text, module, settings)
     try:
@@ -105,6 +105,7 @@ def fix_text(
     """Apply fixes until none is left to apply; the findings that remain come back too.
     ``keep(text, findings)`` drops findings that must be neither fixed nor reported (noqa)."""
     applied = 0
+    original = text
     findings = lint_text(text, filename, rules, settings)
     findings = keep(text, findings) if keep is not None else findings
     for _ in range(MAX_FIX_ROUNDS):
@@ -120,4 +121,15 @@ def fix_text(
             raise ParseError(f"internal error: a fix produced code that does not parse ({error.message}); file left unchanged") from None
         text = new_text
         applied += count
+    if applied:
+        _refuse_what_cpython_rejects(original, text)
     return FixResult(text, applied, findings)
+
+
+def _refuse_what_cpython_rejects(original: str, fixed: str) -> None:
+    """LibCST accepts syntax newer than the running interpreter (quotes reused inside an
+    f-string, PEP 701): a fix must not turn a file this Python compiles into one it rejects."""
+    error = _cpython_error(fixed)
+    if error is not None and _cpython_error(original) is None:
+        where = f" at line {error.row}" if error.row is not None else ""
+        raise ParseError(f"internal error: a fix produced code this Python rejects ({error.message}{where}); file left unchanged")

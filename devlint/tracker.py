@@ -8,9 +8,20 @@ from devlint.semantic import Binding, SemanticModel
 
 _COMPOUND = (cst.If, cst.Try, cst.TryStar, cst.With, cst.For, cst.While, cst.Match)
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+# Every node passes through enter/leave and LibCST classes are ABCs (a slow isinstance): the
+# classes above have no subclasses, so the type alone decides whether a node needs work.
+_SCOPES = frozenset((cst.FunctionDef, cst.Lambda, cst.ClassDef, *_COMPREHENSIONS))
+_COMPOUND_TYPES = frozenset(_COMPOUND)
+_RECORDED = _SCOPES | _COMPOUND_TYPES | {
+    cst.Import, cst.ImportFrom, cst.Module, cst.Assign, cst.AnnAssign, cst.AugAssign,
+    cst.CompFor, cst.WithItem, cst.NamedExpr, cst.ExceptHandler,
+}
 
 
 class ScopeTracker:
+    # The node types whose leave() does something: the walker leaves no other node.
+    LEFT_TYPES = _SCOPES | _COMPOUND_TYPES
+
     def __init__(self, model: SemanticModel) -> None:
         self.model = model
         self.order = 0
@@ -25,18 +36,21 @@ class ScopeTracker:
         self.order += 1
         model = self.model
         order = self.order
-        if isinstance(node, cst.Name):
+        kind = type(node)
+        if kind is cst.Name:
             if id(node) in self._not_identifiers:
                 self._not_identifiers.discard(id(node))
             else:
                 model.identifiers.add(node.value)
             return
-        if isinstance(node, cst.Attribute):
+        if kind is cst.Attribute:
             self._not_identifiers.add(id(node.attr))
             return
-        if isinstance(node, cst.Arg):
+        if kind is cst.Arg:
             if node.keyword is not None:
                 self._not_identifiers.add(id(node.keyword))
+            return
+        if kind not in _RECORDED:
             return
         if isinstance(node, (cst.Import, cst.ImportFrom)):
             model.record_import(node, order)
@@ -76,9 +90,10 @@ class ScopeTracker:
             self._module_compound_depth += 1
 
     def leave(self, node: cst.CSTNode) -> None:
-        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef) + _COMPREHENSIONS):
+        kind = type(node)
+        if kind in _SCOPES:
             self.model.pop_scope()
-        elif isinstance(node, _COMPOUND) and self.model.scope.kind == "module":
+        elif kind in _COMPOUND_TYPES and self.model.scope.kind == "module":
             self._module_compound_depth -= 1
 
     def _conditional(self) -> bool:

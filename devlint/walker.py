@@ -48,16 +48,30 @@ def _child_fields(node_type: type) -> tuple[str, ...]:
     return fields
 
 
+class _Walked(dict):
+    """Concrete type -> whether the walk visits values of it. LibCST node classes are ABCs, so an
+    ``isinstance`` against them runs Python code; one dict lookup on ``type(value)`` does not."""
+
+    def __missing__(self, kind: type) -> bool:
+        walked = issubclass(kind, cst.CSTNode) and not issubclass(kind, _SKIPPED_TYPES)
+        self[kind] = walked
+        return walked
+
+
+_WALKED = _Walked()
+
+
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The child nodes rules care about, in dataclass field order (close to source order)."""
     result: list[cst.CSTNode] = []
+    walked = _WALKED
     for name in _child_fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            if not isinstance(value, _SKIPPED_TYPES):
-                result.append(value)
-        elif isinstance(value, (tuple, list)):
-            result.extend(v for v in value if isinstance(v, cst.CSTNode) and not isinstance(v, _SKIPPED_TYPES))
+        kind = type(value)
+        if kind is tuple or kind is list:
+            result.extend([v for v in value if walked[type(v)]])
+        elif walked[kind]:
+            result.append(value)
     return result
 
 
@@ -78,22 +92,42 @@ def walk(ctx: FileContext, rules: list[Rule]) -> None:
     visit = _hooks(rules, "visit_")
     leave = _hooks(rules, "leave_")
     semantic = ctx.tracker
-    stack: list[tuple[cst.CSTNode, bool]] = [(ctx.module, False)]
+    enter = semantic.enter
+    parents = ctx.parents
+    walked = _WALKED
+    # A node is left (hooks, then the tracker) only where something happens on leaving: most
+    # nodes are leaves of the tree with no leave work at all.
+    left = frozenset(leave) | semantic.LEFT_TYPES
+    # Entries are nodes to enter, or 1-tuples holding a node to leave.
+    stack: list = [ctx.module]
+    pop, push = stack.pop, stack.append
     while stack:
-        node, leaving = stack.pop()
+        node = pop()
         node_type = type(node)
-        if leaving:
-            for hook in leave.get(node_type, ()):
+        if node_type is tuple:
+            node = node[0]
+            for hook in leave.get(type(node), ()):
                 hook(node)
             semantic.leave(node)
             continue
-        semantic.enter(node)
-        for hook in visit.get(node_type, ()):
-            hook(node)
-        stack.append((node, True))
-        kids = children(node)
-        for child in reversed(kids):
-            ctx.parents[child] = node
-            stack.append((child, False))
+        enter(node)
+        hooks = visit.get(node_type)
+        if hooks is not None:
+            for hook in hooks:
+                hook(node)
+        if node_type in left:
+            push((node,))
+        kids: list[cst.CSTNode] = []
+        for name in _child_fields(node_type):
+            value = getattr(node, name)
+            kind = type(value)
+            if kind is tuple or kind is list:
+                kids.extend([v for v in value if walked[type(v)]])
+            elif walked[kind]:
+                kids.append(value)
+        for child in kids:
+            parents[child] = node
+        kids.reverse()
+        stack.extend(kids)
     for rule in rules:
         rule.finish()

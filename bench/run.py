@@ -1,0 +1,353 @@
+"""devlint's benchmark: how fast a check is next to TorchFix and to parsing alone, on real code.
+
+    .venv/bin/python bench/run.py                 # everything (15-25 minutes on 2 cores)
+    .venv/bin/python bench/run.py --no-torchfix   # without installing and running TorchFix
+    .venv/bin/python bench/run.py --limit 300     # a quick look on every n-th file
+
+The corpus is the installed torch package's own ``.py`` files, copied into a temporary folder.
+On the same files, in one run, it measures: devlint check cold (``--no-cache``) with ``--jobs 1``
+and with the default jobs, devlint warm (the cache primed by a first run), devlint fix (on a
+copy), TorchFix 0.7.0 (installed into its own virtual environment: torch pinned to 2.13.0 and
+installed first, then torchfix), and the LibCST parse floor (every file parsed once, one
+process). Then the same devlint cold check on 1x, 2x and 4x copies of a sample of the corpus
+shows how time and memory grow with size. Each command's peak resident memory is measured: the
+largest single process (``wait4``) and the whole process tree (``/proc`` sampled every 0.1 s).
+
+It prints one markdown table and the ratios, each against its target. It is no test: the
+numbers depend on the machine and on what else runs on it (the load average is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TORCH_VERSION = "2.13.0"
+TORCHFIX_VERSION = "0.7.0"
+DEFAULT_TORCHFIX_VENV = ROOT / "bench" / ".venv-torchfix"
+# Wheels of these would mean pip is about to download CUDA builds (gigabytes): refuse.
+CUDA_PACKAGES = ("nvidia-", "triton")
+SCALES = (1, 2, 4)
+
+FLOOR_SCRIPT = """
+import sys, time, pathlib, libcst
+files = sorted(pathlib.Path(sys.argv[1]).rglob("*.py"))
+failed = 0
+for path in files:
+    try:
+        libcst.parse_module(path.read_bytes())
+    except Exception:
+        failed += 1
+print(f"{len(files)} files, {failed} not parsed")
+"""
+
+
+@dataclass
+class Measurement:
+    name: str
+    seconds: float
+    peak_process_mb: float
+    peak_tree_mb: float
+    returncode: int
+    output: str = ""
+
+
+@dataclass
+class Results:
+    rows: list[Measurement] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def get(self, name: str) -> Measurement | None:
+        return next((row for row in self.rows if row.name == name), None)
+
+
+# -- measuring one command ----------------------------------------------------------------------
+
+
+def _tree_rss(pid: int) -> int:
+    """Resident bytes of ``pid`` and all its descendants, 0 once it is gone."""
+    total = 0
+    pending = [pid]
+    page = os.sysconf("SC_PAGE_SIZE")
+    while pending:
+        current = pending.pop()
+        try:
+            with open(f"/proc/{current}/statm") as stream:
+                total += int(stream.read().split()[1]) * page
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children") as stream:
+                    pending.extend(int(child) for child in stream.read().split())
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def measure(name: str, command: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> Measurement:
+    """Run ``command`` to the end; its wall time and peak memory (its output is kept)."""
+    print(f"  {name}", file=sys.stderr, flush=True)
+    with tempfile.TemporaryFile() as output:
+        start = time.perf_counter()
+        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, env=env, cwd=cwd)
+        peak_tree = 0
+        done = threading.Event()
+
+        def sample() -> None:
+            nonlocal peak_tree
+            while not done.wait(0.1):
+                peak_tree = max(peak_tree, _tree_rss(process.pid))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        if Path("/proc").is_dir():
+            sampler.start()
+        # wait4: the peak of the largest single process among the command and what it waited for.
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - start
+        done.set()
+        process.returncode = os.waitstatus_to_exitcode(status)
+        output.seek(0)
+        text = output.read().decode("utf-8", "replace")
+    peak_process = usage.ru_maxrss * 1024 if sys.platform != "darwin" else usage.ru_maxrss
+    return Measurement(name, seconds, peak_process / 2**20, max(peak_tree, peak_process) / 2**20, process.returncode, text)
+
+
+# -- corpora ------------------------------------------------------------------------------------
+
+
+def torch_directory(python: str) -> Path:
+    command = [python, "-c", "import torch, os; print(os.path.dirname(torch.__file__))"]
+    return Path(subprocess.run(command, check=True, capture_output=True, text=True).stdout.strip())
+
+
+def build_corpus(source: Path, target: Path, every: int = 1) -> tuple[int, int]:
+    """Copy every ``every``-th ``.py`` file of ``source`` (sorted) to ``target``; (files, bytes)."""
+    files = sorted(path for path in source.rglob("*.py") if path.is_file())[::every]
+    size = 0
+    for path in files:
+        destination = target / path.relative_to(source)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, destination)
+        size += destination.stat().st_size
+    return len(files), size
+
+
+def scaled_copies(sample: Path, target: Path, copies: int) -> None:
+    for index in range(copies):
+        shutil.copytree(sample, target / f"copy{index}")
+
+
+# -- TorchFix -----------------------------------------------------------------------------------
+
+
+def torchfix_executable(venv: Path, install: bool) -> tuple[Path | None, str]:
+    """TorchFix's command in its own virtual environment, installing it when asked; else why not."""
+    executable = venv / "bin" / "torchfix"
+    if executable.exists():
+        return executable, ""
+    if not install:
+        return None, "not installed (run without --no-torchfix-install to install it)"
+    pip = venv / "bin" / "pip"
+    try:
+        if not pip.exists():
+            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+        # torch first and pinned: with it in place torchfix's own torch requirement is already met.
+        report = subprocess.run(
+            [str(pip), "install", "--dry-run", "--quiet", "--report", "-", f"torch=={TORCH_VERSION}"],
+            check=True, capture_output=True, text=True,
+        )
+        planned = [item["metadata"]["name"].lower() for item in json.loads(report.stdout).get("install", [])]
+        heavy = [name for name in planned if name.startswith(CUDA_PACKAGES)]
+        if heavy:
+            return None, f"pip would download CUDA packages for torch=={TORCH_VERSION} ({', '.join(heavy[:3])}, ...): skipped"
+        subprocess.run([str(pip), "install", "--quiet", f"torch=={TORCH_VERSION}"], check=True, capture_output=True, text=True)
+        subprocess.run([str(pip), "install", "--quiet", f"torchfix=={TORCHFIX_VERSION}"], check=True, capture_output=True, text=True)
+    except subprocess.CalledProcessError as error:
+        last = (error.stderr or error.stdout or "").strip().splitlines()[-1:] or ["no output"]
+        return None, f"could not be installed: {last[0]}"
+    except (OSError, ValueError, KeyError) as error:
+        return None, f"could not be installed: {error}"
+    return (executable, "") if executable.exists() else (None, "installed, but no torchfix command was found")
+
+
+# -- the run ------------------------------------------------------------------------------------
+
+
+def prefilter_note(corpus: Path) -> str:
+    """How much of the corpus the default rules' prefilter lets through to the parser."""
+    from devlint.prefilter import may_match
+    from devlint.registry import select_rules
+
+    rules = select_rules(None)
+    sizes = [(path.stat().st_size, may_match(path.read_text("utf-8", "replace"), rules)) for path in corpus.rglob("*.py")]
+    parsed = [size for size, matched in sizes if matched]
+    return (
+        f"prefilter (default rules): {len(parsed)} of {len(sizes)} files, {sum(parsed) / 2**20:.1f} of "
+        f"{sum(size for size, _ in sizes) / 2**20:.1f} MiB, hold a trigger and are parsed; largest file "
+        f"{max(size for size, _ in sizes) / 1024:.0f} KiB"
+    )
+
+
+def snapshot_devlint(target: Path) -> dict[str, str]:
+    """A copy of devlint's code taken now, and the environment that runs it (from a folder other
+    than the repository, whose devlint/ would come first): every devlint command of the run is
+    the same code, and so has the same cache key, whatever is edited meanwhile."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(ROOT / "devlint", target / "devlint", ignore=ignore)
+    shutil.copytree(ROOT / "rules", target / "devlint" / "rules", ignore=ignore)
+    return {**os.environ, "PYTHONPATH": str(target), "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def devlint(*arguments: str) -> list[str]:
+    return [sys.executable, "-m", "devlint", *arguments, "--output-format", "concise", "--exit-zero", "--quiet"]
+
+
+def findings_of(measurement: Measurement) -> list[str]:
+    return sorted(line for line in measurement.output.splitlines() if ": DEV" in line)
+
+
+def run(args: argparse.Namespace) -> Results:
+    results = Results()
+    work = Path(tempfile.mkdtemp(prefix="devlint-bench-", dir=args.work))
+    try:
+        source = args.corpus or torch_directory(sys.executable)
+        corpus = work / "torch"
+        every = 1
+        if args.limit:
+            total = sum(1 for _ in source.rglob("*.py"))
+            every = max(1, total // args.limit)
+        count, size = build_corpus(source, corpus, every)
+        results.notes.append(f"corpus: {count} files, {size / 2**20:.1f} MiB, from {source}" + (f" (every {every}th file)" if every > 1 else ""))
+        results.notes.append(prefilter_note(corpus))
+        plain = snapshot_devlint(work / "code")
+        cached = {**plain, "DEVLINT_CACHE_DIR": str(work / "cache")}
+        print("measuring (each command runs once):", file=sys.stderr)
+
+        floor = measure("LibCST parse floor (1 process)", [sys.executable, "-c", FLOOR_SCRIPT, str(corpus)], cwd=work)
+        cold1 = measure("devlint check, cold, --jobs 1", devlint("check", str(corpus), "--no-cache", "--jobs", "1"), env=plain, cwd=work)
+        cold = measure("devlint check, cold, default jobs", devlint("check", str(corpus), "--no-cache"), env=plain, cwd=work)
+        prime = measure("devlint check, first run (writes cache)", devlint("check", str(corpus)), env=cached, cwd=work)
+        warm = measure("devlint check, warm (cache primed)", devlint("check", str(corpus)), env=cached, cwd=work)
+        fix_copy = work / "fix"
+        shutil.copytree(corpus, fix_copy)
+        fix = measure("devlint fix (a copy), cold", devlint("fix", str(fix_copy), "--no-cache"), env=plain, cwd=work)
+        results.rows += [floor, cold1, cold, prime, warm, fix]
+        stores = list((work / "cache").glob("*.json"))
+        results.notes.append(f"cache: {len(stores)} store file(s), {sum(p.stat().st_size for p in stores) / 1024:.0f} KiB")
+        reference = findings_of(cold1)
+        for row in (cold, prime, warm):
+            if findings_of(row) != reference:
+                results.notes.append(f"MISMATCH: {row.name} reported other findings than --jobs 1 --no-cache")
+        results.notes.append(f"findings: {len(reference)} (identical across jobs 1, default jobs, cold and warm: {all(findings_of(r) == reference for r in (cold, prime, warm))})")
+
+        if args.torchfix:
+            executable, why = torchfix_executable(args.torchfix_venv, args.torchfix_install)
+            if executable is None:
+                print(f"TorchFix {TORCHFIX_VERSION}: {why}", file=sys.stderr)
+                results.notes.append(f"TorchFix {TORCHFIX_VERSION}: {why}")
+            else:
+                results.rows.append(measure(f"TorchFix {TORCHFIX_VERSION} (default rules)", [str(executable), str(corpus)], cwd=work))
+
+        sample = work / "sample"
+        sample_count, sample_size = build_corpus(corpus, sample, args.sample_every)
+        results.notes.append(f"scaling sample: every {args.sample_every}th file of the corpus, {sample_count} files, {sample_size / 2**20:.1f} MiB per copy")
+        for copies in SCALES:
+            target = work / f"scale{copies}"
+            scaled_copies(sample, target, copies)
+            results.rows.append(measure(f"devlint check, cold, default jobs, {copies}x sample", devlint("check", str(target), "--no-cache"), env=plain, cwd=work))
+            shutil.rmtree(target)
+    finally:
+        if args.keep:
+            print(f"kept: {work}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return results
+
+
+# -- the report ---------------------------------------------------------------------------------
+
+
+def _ratio(name: str, value: float | None, target: str, met: bool | None) -> str:
+    if value is None:
+        return f"| {name} | n/a | {target} | |"
+    verdict = "" if met is None else ("met" if met else "**missed**")
+    return f"| {name} | {value:.3g} | {target} | {verdict} |"
+
+
+def report(results: Results) -> str:
+    lines = [
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end",
+        *results.notes,
+        "",
+        "| what | seconds | peak RSS, largest process (MiB) | peak RSS, all processes (MiB) |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for row in results.rows:
+        failed = f" (exit {row.returncode})" if row.returncode not in (0, 1) else ""
+        lines.append(f"| {row.name}{failed} | {row.seconds:.2f} | {row.peak_process_mb:.0f} | {row.peak_tree_mb:.0f} |")
+
+    def seconds(prefix: str) -> float | None:
+        row = next((r for r in results.rows if r.name.startswith(prefix)), None)
+        return row.seconds if row is not None else None
+
+    cold, cold1 = seconds("devlint check, cold, default jobs"), seconds("devlint check, cold, --jobs 1")
+    warm, floor, torchfix = seconds("devlint check, warm"), seconds("LibCST parse floor"), seconds("TorchFix")
+    devlint_rows = [r for r in results.rows if r.name.startswith("devlint")]
+    peak = max((r.peak_process_mb for r in devlint_rows), default=None)
+
+    def divide(a: float | None, b: float | None) -> float | None:
+        return a / b if a is not None and b else None
+
+    lines += ["", "| ratio | value | target | |", "| --- | ---: | --- | --- |"]
+    value = divide(cold, torchfix)
+    lines.append(_ratio("cold / TorchFix", value, "<= 0.1", None if value is None else value <= 0.1))
+    value = divide(cold, floor)
+    lines.append(_ratio("cold / LibCST parse floor", value, "<= 1.0", None if value is None else value <= 1.0))
+    value = divide(cold1, floor)
+    lines.append(_ratio("cold --jobs 1 / LibCST parse floor", value, "(one process each)", None))
+    value = divide(warm, cold)
+    lines.append(_ratio("warm / cold", value, "<= 0.05", None if value is None else value <= 0.05))
+    value = divide(cold1, cold)
+    lines.append(_ratio("speed-up of default jobs over --jobs 1", value, ">= 1.6 on 2 cores", None if value is None else value >= 1.6))
+    lines.append(_ratio("peak RSS of any devlint process (MiB)", peak, "<= 250", None if peak is None else peak <= 250))
+    floor_row = next((r for r in results.rows if r.name.startswith("LibCST parse floor")), None)
+    value = divide(peak, floor_row.peak_process_mb if floor_row else None)
+    lines.append(_ratio("that peak / LibCST parse floor's peak", value, "(the largest file's tree)", None))
+    base = seconds("devlint check, cold, default jobs, 1x")
+    for copies in SCALES[1:]:
+        value = divide(seconds(f"devlint check, cold, default jobs, {copies}x"), base)
+        lines.append(_ratio(f"time {copies}x sample / 1x sample", value, f"~{copies}", None if value is None else abs(value - copies) <= 0.25 * copies))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, help="a folder of .py files instead of the installed torch package")
+    parser.add_argument("--limit", type=int, default=0, help="about this many files: every n-th file of the corpus")
+    parser.add_argument("--sample-every", type=int, default=8, help="the scaling sample takes every n-th corpus file (default 8)")
+    parser.add_argument("--no-torchfix", dest="torchfix", action="store_false", help="do not measure TorchFix")
+    parser.add_argument("--no-torchfix-install", dest="torchfix_install", action="store_false", help="use TorchFix only if already installed")
+    parser.add_argument("--torchfix-venv", type=Path, default=DEFAULT_TORCHFIX_VENV, help=f"where TorchFix lives (default {DEFAULT_TORCHFIX_VENV.relative_to(ROOT)})")
+    parser.add_argument("--work", type=Path, default=None, help="where to build the corpora (default: the temp folder)")
+    parser.add_argument("--keep", action="store_true", help="keep the corpora afterwards")
+    parser.add_argument("--markdown", type=Path, help="also write the report to this file")
+    args = parser.parse_args(argv)
+    text = report(run(args))
+    print(text)
+    if args.markdown:
+        args.markdown.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
