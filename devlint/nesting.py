@@ -143,6 +143,7 @@ def _recursion_limit(limit: int) -> Iterator[None]:
 def call_with_deep_stack(function: Callable[..., T], *args: object) -> T:
     """``function(*args)`` in a thread with a large stack; its exception, if any, is re-raised."""
     outcome: list[tuple[bool, object]] = []
+    done = threading.Event()
 
     def target() -> None:
         try:
@@ -150,26 +151,38 @@ def call_with_deep_stack(function: Callable[..., T], *args: object) -> T:
                 outcome.append((True, function(*args)))
         except BaseException as error:  # handed to the calling thread as it is
             outcome.append((False, error))
+        finally:
+            done.set()
 
     try:
         previous_size = threading.stack_size(STACK_BYTES)
     except (ValueError, RuntimeError):
         # No settable thread stack on this platform: run in place, guarded by the scan alone.
         return function(*args)
-    thread = threading.Thread(target=target, name="devlint-deep-stack", daemon=True)
     # The native parser cannot be stopped, and an interpreter that exits while it runs in another
-    # thread aborts (SIGABRT): once the thread starts, Ctrl-C waits for the file in hand.
+    # thread aborts (SIGABRT): the thread is not a daemon (exit waits for it), and Ctrl-C waits
+    # for the file in hand. Waiting on an Event rather than join(): in Python 3.11 a join()
+    # interrupted by Ctrl-C can mark the thread stopped while it still runs.
+    thread = threading.Thread(target=target, name="devlint-deep-stack", daemon=False)
+    interrupted = False
     try:
-        try:
-            with interrupts_deferred():
-                thread.start()
-        finally:
-            threading.stack_size(previous_size)
-        thread.join()
+        with interrupts_deferred():
+            thread.start()
     except KeyboardInterrupt:
-        if thread.ident is not None:
-            thread.join()
-        raise
+        if thread.ident is None:
+            raise
+        interrupted = True
+    finally:
+        threading.stack_size(previous_size)
+    while True:
+        try:
+            done.wait()
+            break
+        except KeyboardInterrupt:
+            interrupted = True
+    thread.join()
+    if interrupted:
+        raise KeyboardInterrupt
     ok, value = outcome[0]
     if not ok:
         raise value  # type: ignore[misc]
