@@ -46,7 +46,8 @@ class DeprecatedCudaAmp(Rule):
         '"cuda" on purpose: `device.type` instead would switch on CPU autocast, which changes CPU '
         "numerics. An import from `torch.cuda.amp` that becomes unused is left for your import linter."
     )
-    triggers = ("amp",)
+    # Every finding names `autocast` or `GradScaler` somewhere: the call, its import, or an alias.
+    triggers = ("autocast", "GradScaler")
 
     VALID = (
         HEAD + 'scaler = torch.amp.GradScaler("cuda")\nwith torch.amp.autocast("cuda", enabled=use_amp):\n    pass\n',
