@@ -1,6 +1,6 @@
 """devlint's benchmark: how fast a check is next to TorchFix and to parsing alone, on real code.
 
-    .venv/bin/python bench/run.py                 # everything (15-25 minutes on 2 cores)
+    .venv/bin/python bench/run.py                 # everything (20-30 minutes on 2 cores)
     .venv/bin/python bench/run.py --no-torchfix   # without installing and running TorchFix
     .venv/bin/python bench/run.py --limit 300     # a quick look on every n-th file
 
