@@ -17,13 +17,11 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-import libcst as cst
 
 from devlint.context import FileContext
 from devlint.registry import select_rules
-from devlint.nesting import nesting_problem
 from devlint.prefilter import matching_rules
-from devlint.runner import ParseError, check_syntax
+from devlint.runner import ParseError, check_syntax, parse
 from devlint.source import SourceError, decode
 from devlint.walker import walk
 
@@ -62,12 +60,10 @@ def main(argv: list[str] | None = None) -> int:
                 counts["syntax errors"] += 1
             continue
         counts["parsed"] += 1
-        if timed("nesting scan (devlint.nesting)", lambda: nesting_problem(text)) is not None:
-            counts["syntax errors"] += 1
-            continue
         try:
-            module = timed("parse (LibCST)", lambda: cst.parse_module(text))
-        except cst.ParserSyntaxError:
+            # devlint.runner.parse: the nesting scan, then LibCST (in sections for a large file).
+            module = timed("parse (nesting scan + LibCST)", lambda: parse(text))
+        except ParseError:
             counts["syntax errors"] += 1
             continue
         ctx = FileContext(str(path), text, module)

@@ -52,10 +52,14 @@ class Report:
 
 
 class FileContext:
-    def __init__(self, filename: str, text: str, module: cst.Module, settings: FixSettings = FixSettings()) -> None:
+    def __init__(
+        self, filename: str, text: str, module: cst.Module, settings: FixSettings = FixSettings(), stitched: bool = False
+    ) -> None:
         self.filename = filename
         self.text = text
         self.module = module
+        # Parsed in sections (devlint.sections): it must print back to the text exactly.
+        self.stitched = stitched
         self.settings = settings
         self.model = SemanticModel(module)
         self.tracker = ScopeTracker(self.model)
@@ -108,7 +112,7 @@ class FileContext:
         # Only these nodes' positions are needed (devlint.positions; any other is still found).
         wanted = [node for report in self.reports for node in (report.start, report.node)]
         wanted += [r.node for plan in plans if plan is not None for r in plan.replacements]
-        positions = node_positions(self.module, lines, [*wanted, *self.module.body])
+        positions = node_positions(self.module, lines, [*wanted, *self.module.body], strict=self.stitched)
         needing = [
             report.site
             for report, plan in zip(self.reports, plans)

@@ -6,14 +6,16 @@ need the ranges of a handful of nodes, so this module prints the module once and
 those, as text offsets that ``LineIndex`` turns into rows and columns.
 
 The ranges are exactly the ones ``PositionProvider`` gives (syntactic positions: the node without
-its surrounding whitespace); where this shortcut cannot be sure (a node it was not asked for, or
-printed code that differs from the text), it answers from ``PositionProvider`` itself.
+its surrounding whitespace); where this shortcut cannot be sure (a node it was not asked for), it
+answers from ``PositionProvider`` itself, as it does for a module that prints differently from
+its text (LibCST turns lone ``\r`` line endings into others). Asked to be ``strict`` (a module
+stitched from sections, devlint.sections), such a mismatch raises ``TreeMismatch`` instead: it
+would mean a stitching bug, and positions in that tree would point at the wrong text.
 """
 
 from __future__ import annotations
 
 import bisect
-import itertools
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any
@@ -26,6 +28,10 @@ from devlint.fixes import LineIndex
 
 # Reused for every node whose position nobody asked for: it does nothing and holds no state.
 _NOTHING = nullcontext()
+
+
+class TreeMismatch(Exception):
+    """The module does not print back to the text: its positions cannot be trusted."""
 
 
 class _Recorder(CodegenState):
@@ -44,7 +50,8 @@ class _Recorder(CodegenState):
     def offset(self) -> int:
         tokens = self.tokens
         if self._counted < len(tokens):
-            self._length += sum(map(len, itertools.islice(tokens, self._counted, None)))
+            # A slice copies only the new tokens; islice would step over all the old ones again.
+            self._length += sum(map(len, tokens[self._counted :]))
             self._counted = len(tokens)
         return self._length
 
@@ -56,7 +63,11 @@ class _Recorder(CodegenState):
         key = id(node)
         # A syntactic position recorded inside the node's own printing wins, as in LibCST.
         if key in self.wanted and key not in self.spans:
-            self.spans[key] = (self._starts[key], self.offset())
+            end = self.offset()
+            if type(node) is cst.Module and not node.has_trailing_newline:
+                # LibCST ends such a module after the newline it printed and then took back.
+                end += len(node.default_newline)
+            self.spans[key] = (self._starts[key], end)
 
     def record_syntactic_position(
         self,
@@ -119,10 +130,14 @@ class Positions:
         return CodePosition(row, offset - starts[row - 1])
 
 
-def positions(module: cst.Module, lines: LineIndex, nodes: Iterable[cst.CSTNode]) -> Positions:
+def positions(module: cst.Module, lines: LineIndex, nodes: Iterable[cst.CSTNode], strict: bool = False) -> Positions:
     """The positions of ``nodes`` (any other node is looked up the slow way when asked for)."""
     recorder = _Recorder(module, {id(node) for node in nodes})
     module._codegen(recorder)
-    if not recorder.complete or "".join(recorder.tokens) != lines.text:
+    if "".join(recorder.tokens) != lines.text:
+        if strict:
+            raise TreeMismatch
+        return Positions(module, lines, {})
+    if not recorder.complete:
         return Positions(module, lines, {})
     return Positions(module, lines, recorder.spans)

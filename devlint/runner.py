@@ -11,9 +11,12 @@ import libcst as cst
 from devlint.context import FileContext, FixSettings
 from devlint.findings import Finding
 from devlint.fixes import applicable, apply_fixes
+from devlint.interning import shared_trivia
 from devlint.prefilter import matching_rules
 from devlint.nesting import nesting_problem
+from devlint.positions import TreeMismatch
 from devlint.rule import Rule
+from devlint.sections import SECTION_CHARS, parse_in_sections
 from devlint.walker import walk
 
 # Fixes that overlap (a `.cuda()` inside another `.cuda()` receiver) land over several rounds.
@@ -28,13 +31,24 @@ class ParseError(Exception):
         self.column = column
 
 
-def parse(text: str) -> cst.Module:
+def parse(text: str, section_chars: int = SECTION_CHARS) -> cst.Module:
+    """LibCST's tree of ``text``; a large file is parsed in sections (devlint.sections)."""
+    return _parse(text, section_chars)[0]
+
+
+def _parse(text: str, section_chars: int) -> tuple[cst.Module, bool]:
+    """The tree, and whether it was stitched from sections."""
     problem = nesting_problem(text)
     if problem is not None:
         # Checked first: LibCST's native parser would overflow the C stack on such input.
         raise ParseError(f"syntax error: {problem.message}", problem.row, problem.column)
     try:
-        return cst.parse_module(text)
+        with shared_trivia():
+            if len(text) > 2 * section_chars:
+                module = parse_in_sections(text, cst.parse_module, section_chars)
+                if module is not None:
+                    return module, True
+            return cst.parse_module(text), False
     except cst.ParserSyntaxError as error:
         raise _cpython_error(text) or ParseError(
             f"syntax error: {error.message}", error.raw_line, error.raw_column + 1
@@ -78,8 +92,17 @@ def lint_text(
         if not rules:
             check_syntax(text)
             return []
-    module = parse(text)
-    ctx = FileContext(filename, text, module, settings)
+    try:
+        return _lint_module(_parse(text, SECTION_CHARS), text, filename, rules, settings)
+    except TreeMismatch:
+        # A tree stitched from sections that does not print back to its text: parse it whole.
+        return _lint_module(_parse(text, len(text)), text, filename, rules, settings)
+
+
+def _lint_module(
+    parsed: tuple[cst.Module, bool], text: str, filename: str, rules: Sequence[type[Rule]], settings: FixSettings
+) -> list[Finding]:
+    ctx = FileContext(filename, text, parsed[0], settings, stitched=parsed[1])
     try:
         walk(ctx, [rule(ctx) for rule in rules])
         return ctx.findings()
