@@ -132,11 +132,60 @@ async def runner():
     return total
 '''
 
+NESTED = '''class Outer:
+    """A docstring and one huge nested class."""
+    class Inner(
+        Base,  # c
+    ):  # header comment
+        # leads a
+
+        def a(self):
+            return {"k": [1, 2, 3], "j": {"x": 1, "y": 2, "z": 3}}
+
+        def b(self):
+            pass
+        def c(self): return 1
+
+        class Deeper:
+            x = 1
+
+            def y(self):
+                pass
+
+            # leads z
+            def z(self):
+                pass
+
+        def d(self):
+            pass
+
+
+meta = {
+    "first": {
+        (1, 2): (3, 4),
+        (5, 6): (7, 8),
+        # comment
+        (9, 10): (11, 12),
+    },
+    "second": [
+        [1, 2],
+        [3, 4],
+        [5, 6],
+    ],
+    "third": ({"paren": 1, "b": 2, "c": 3}),
+    "last": {"a": 1, "b": 2, "c": 3},
+}
+class Short: pass
+def body_on_the_header_line(): return 1
+'''
+
 TABS_AND_CRLF = "import torch\r\nclass A:\r\n\tdef f(self):\r\n\t\treturn 1\r\n\r\n\tdef g(self):\r\n\t\treturn 2\r\n\r\n\tdef h(self):\r\n\t\treturn 3\r\nx = [\r\n\t1,\r\n\t2,\r\n\t3,\r\n\t4,\r\n]"
 
 
 @pytest.mark.parametrize("section_chars", [1, 40, 120, 300])
-@pytest.mark.parametrize("text", [TOP_LEVEL, CLASS, DISPLAYS, TABS_AND_CRLF], ids=["top", "class", "displays", "tabs-crlf"])
+@pytest.mark.parametrize(
+    "text", [TOP_LEVEL, CLASS, DISPLAYS, NESTED, TABS_AND_CRLF], ids=["top", "class", "displays", "nested", "tabs-crlf"]
+)
 def test_sections_stitch_into_the_tree_one_parse_gives(text: str, section_chars: int) -> None:
     _assert_same_tree(text, section_chars)
 
@@ -165,8 +214,15 @@ def test_indentation_that_differs_between_sections_is_never_stitched_wrongly() -
 def _module_source(draw: st.DrawFn) -> str:
     trivia = st.sampled_from(["", "\n", "# note\n", "\n\n", "    # indented\n"])
     simple = st.sampled_from(["x = 1\n", "y = torch.ones(2).cuda()\n", "import os\n", "a = b; c = d\n", 's = """x\ny"""\n'])
-    element = st.sampled_from(['    "k",\n', "    f(1, 2),\n", "    # c\n    3,\n", "    (4),\n", "    [5, 6],\n"])
-    method = st.sampled_from(["    def m(self):\n        return 1\n", "    @staticmethod\n    def s():\n        pass\n", "    v = 2\n"])
+    element = st.sampled_from(
+        ['    "k",\n', "    f(1, 2),\n", "    # c\n    3,\n", "    (4),\n", "    [5, 6],\n", "    [\n        7,\n        [8, 9],\n        10,\n    ],\n"]
+    )
+    method = st.sampled_from([
+        "    def m(self):\n        return 1\n",
+        "    @staticmethod\n    def s():\n        pass\n",
+        "    v = 2\n",
+        "    class N:\n        # n\n        a = 1\n\n        def b(self):\n            pass\n        c = {\n            'd': [1, 2],\n            'e': {'f': 3, 'g': 4},\n        }\n",
+    ])
     parts: list[str] = []
     for kind in draw(st.lists(st.sampled_from(["simple", "class", "list", "def"]), min_size=1, max_size=8)):
         parts.append(draw(trivia).replace("    ", "") if not parts else draw(trivia).replace("    # indented\n", "# top\n"))
