@@ -30,6 +30,11 @@ class Invalid:
     count: int = 1
 
 
+class Word(str):
+    """A trigger that counts only as a whole identifier: ``Word("load")`` is in ``torch.load(``
+    and ``from torch import load``, not in ``overload`` or ``load_state_dict``."""
+
+
 class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
@@ -41,7 +46,8 @@ class Rule:
     fix_availability: ClassVar[FixAvailability] = "none"
     fix_note: ClassVar[str] = ""
     default_enabled: ClassVar[bool] = True
-    # A file that contains none of these substrings cannot hold a finding of this rule.
+    # A file that contains none of these substrings (``Word``: whole identifiers) cannot hold a
+    # finding of this rule.
     triggers: ClassVar[tuple[str, ...]]
     VALID: ClassVar[Sequence[str]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()

@@ -7,7 +7,7 @@ import libcst as cst
 from devlint.astutil import append_arg, arg, code_in_place, imported_qualname, keyword, names_in, positional
 from devlint.context import Site
 from devlint.fixes import FixPlan, Replace
-from devlint.rule import Invalid, Rule
+from devlint.rule import Invalid, Rule, Word
 
 HEAD = "import torch\n"
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
@@ -31,7 +31,8 @@ class LoadWithoutMapLocation(Rule):
         "`device` definition the fix inserts. On a CUDA machine a checkpoint saved on the GPU loads "
         "where it did; without one it now loads on the CPU instead of failing."
     )
-    triggers = ("load",)
+    # `torch.load` and `from torch import load [as x]` spell `load` as a whole identifier.
+    triggers = (Word("load"),)
 
     VALID = (
         # map_location built from a device
@@ -43,6 +44,8 @@ class LoadWithoutMapLocation(Rule):
         # other loads
         "import numpy as np\nimport json\narr = np.load('a.npy')\ncfg = json.load(f)\nmodel.load(path)\n",
         HEAD + "module = torch.jit.load('model.pt')\n",
+        # near-misses of the trigger: no `load` identifier at all
+        "from typing import overload\nimport torch\nstate = torch.load_state_dict(path)\npayload = download(url)\n",
     )
     INVALID = (
         Invalid(

@@ -25,7 +25,7 @@ from devlint.interning import SHARED_KINDS
 from devlint.positions import positions
 from devlint.process import FileResult, Job
 from devlint.registry import all_rules, select_rules
-from devlint.rule import Rule
+from devlint.rule import Rule, Word
 from devlint.runner import ParseError, lint_text, parse
 from devlint.source import SourceError, decode
 from devlint.walker import children, walk
@@ -107,6 +107,22 @@ def test_prefilter_matches_triggers_literally() -> None:
 
     assert prefilter.may_match("x = a.b", [Dotted])
     assert not prefilter.may_match("x = axb", [Dotted])
+
+
+def test_word_triggers_match_whole_identifiers_only() -> None:
+    class Loads(Rule):
+        code, name, triggers = "DEV993", "loads", (Word("load"),)
+
+    class Plain(Rule):
+        code, name, triggers = "DEV994", "plain", ("load",)
+
+    for text in ("torch.load(p)", "from torch import load as ld", "load", "x=load\n", "getattr(torch, 'load')"):
+        assert prefilter.may_match(text, [Loads]) and prefilter.matching_rules(text, [Loads]) == [Loads], text
+    for text in ("from typing import overload", "m.load_state_dict(s)", "payload", "_load()", "load2", "unload"):
+        assert not prefilter.may_match(text, [Loads]) and prefilter.matching_rules(text, [Loads]) == [], text
+    # Beside a plain trigger of the same text, the plain one decides.
+    assert prefilter.matching_rules("overload", [Loads, Plain]) == [Plain]
+    assert prefilter.triggers([Loads, Plain]) == ("load",)
 
 
 def test_only_the_rules_whose_triggers_appear_run_in_their_order() -> None:
