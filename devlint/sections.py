@@ -70,13 +70,13 @@ class _Lines:
         return self.text[self.start(row) : self.end(row)]
 
     def offset(self, row: int, byte_column: int) -> int:
-        line = self.text[self.start(row) : self.end(row)]
-        return self.start(row) + len(line.encode("utf-8")[:byte_column].decode("utf-8", "replace"))
+        """``ast`` counts columns in UTF-8 bytes; text offsets count characters."""
+        return self.start(row) + len(self.line(row).encode("utf-8")[:byte_column].decode("utf-8", "replace"))
 
 
 def parse_in_sections(text: str, parse: Parser, section_chars: int = SECTION_CHARS) -> cst.Module | None:
     """The module ``parse(text)`` would give, parsed in sections; None when that cannot be done
-    here (CPython rejects the text, or the pieces do not stitch back to the text)."""
+    here (CPython rejects the text, or a section does not come back in the shape expected)."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
