@@ -33,9 +33,15 @@ import libcst as cst
 SECTION_CHARS = 64 * 1024
 
 Parser = Callable[[str], cst.Module]
+# ``wrap(source)``: a text that parses, holding ``source`` where a huge node stands in the file.
+Wrap = Callable[[str], str]
+Locate = Callable[[cst.Module], "cst.List | cst.Set | cst.Dict"]
 
 # Between two display elements only a comma, whitespace and comments may stand.
-_SEPARATOR = re.compile(r"(?:[ \t\f\r\n]|\\\r?\n|#[^\r\n]*)*,(?:[ \t\f\r\n]|\\\r?\n|#[^\r\n]*)*")
+_TRIVIA = r"(?:[ \t\f\r\n]|\\\r?\n|#[^\r\n]*)*"
+_SEPARATOR = re.compile(f"{_TRIVIA},{_TRIVIA}")
+# Between a dict key and its value.
+_DICT_COLON = re.compile(f"{_TRIVIA}:{_TRIVIA}")
 _OPENERS = {ast.List: "[", ast.Set: "{", ast.Dict: "{"}
 _CLOSERS = {"[": "]", "{": "}"}
 _LINE_END = re.compile(r"\r\n|\r|\n")
@@ -405,9 +411,6 @@ def _split_display(
     return _with_display(_only(frame.body), node)
 
 
-Wrap = Callable[[str], str]
-Locate = Callable[[cst.Module], "cst.List | cst.Set | cst.Dict"]
-_DICT_COLON = re.compile(r"(?:[ \t\f\r\n]|\\\r?\n|#[^\r\n]*)*:(?:[ \t\f\r\n]|\\\r?\n|#[^\r\n]*)*")
 
 
 @dataclass
@@ -447,7 +450,10 @@ class _Display:
         is_dict = isinstance(display, ast.Dict)
         keys = display.keys if is_dict else display.elts
         values = display.values if is_dict else display.elts
-        opener, closer = _Display.span(text, display, lines) or (0, 0)
+        span = _Display.span(text, display, lines)
+        if span is None:
+            raise _Unstitchable
+        opener, closer = span
         starts = [lines.offset(k.lineno, k.col_offset) for k in keys]
         ends = [lines.offset(v.end_lineno, v.end_col_offset) for v in values]
         count = len(keys)

@@ -37,6 +37,8 @@ def _assert_same_tree(text: str, section_chars: int, must_cut: bool = True) -> N
     if stitched is not None:
         assert stitched.code == text
         assert whole.deep_equals(stitched)
+    # What devlint uses either way: the stitched tree, or one parse where it could not cut.
+    assert parse(text, section_chars=max(1, min(section_chars, len(text) // 3))).deep_equals(whole)
 
 
 TOP_LEVEL = '''#!/usr/bin/env python
