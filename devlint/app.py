@@ -44,6 +44,7 @@ class Options:
     # None: take the value from the configuration file, else the built-in default.
     device_name: str | None = None
     device_expression: str | None = None
+    torch_version: tuple[int, int] | None = None
     config: str | None = None
     no_cache: bool = False
     jobs: int | None = None
@@ -172,6 +173,7 @@ def _overrides(options: Options) -> Overrides:
         extend_select=tuple(options.extend_select),
         device_name=options.device_name,
         device_expression=options.device_expression,
+        torch_version=options.torch_version,
     )
 
 

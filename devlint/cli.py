@@ -19,6 +19,15 @@ def _codes(value: str) -> list[str]:
     return [code.strip() for code in value.split(",") if code.strip()]
 
 
+def _torch_version(value: str) -> tuple[int, int]:
+    from devlint.torch_version import TorchVersionError, parse_version
+
+    try:
+        return parse_version(value)
+    except TorchVersionError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="*", default=None, metavar="PATH", help="files or folders (default: .)")
     parser.add_argument("--select", type=_codes, help="only these codes or prefixes (DEV1 = DEV1xx)")
@@ -32,6 +41,10 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
     parser.add_argument("--device-name", default=None, help="name of the device variable a fix defines")
     parser.add_argument("--device-expression", default=None, help='how a fix defines it ("accelerator" or code)')
+    parser.add_argument(
+        "--torch-version", type=_torch_version, default=None, metavar="X.Y",
+        help="oldest torch the code must run on; no fix uses a newer API (default: from pyproject.toml, else 2.4)",
+    )
     parser.add_argument("--config", metavar="FILE", help="use this pyproject.toml / devlint.toml")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write .devlint_cache/")
     parser.add_argument("--jobs", "-j", type=int, default=None, metavar="N", help="worker processes (default: all cores)")
@@ -133,6 +146,7 @@ def _main(argv: Sequence[str] | None) -> int:
         quiet=args.quiet,
         device_name=args.device_name,
         device_expression=args.device_expression,
+        torch_version=args.torch_version,
         config=args.config,
         no_cache=args.no_cache,
         jobs=args.jobs,

@@ -20,11 +20,16 @@ from typing import Any
 from devlint.context import FixSettings
 from devlint.discovery import DEFAULT_EXCLUDES
 from devlint.registry import UnknownCodeError, select_rules
+from devlint.torch_version import DEFAULT as DEFAULT_TORCH_VERSION
+from devlint.torch_version import TorchVersion, TorchVersionError, from_pyproject, parse_version
+from devlint.torch_version import shown as shown_version
 
 CONFIG_NAMES = ("devlint.toml", "pyproject.toml")
+# torch.accelerator, which the "accelerator" device expression uses, arrived in torch 2.6.
+ACCELERATOR_SINCE = (2, 6)
 KNOWN_KEYS = (
     "select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude",
-    "device-name", "device-expression",
+    "device-name", "device-expression", "torch-version",
 )
 CODE_LISTS = ("select", "ignore", "extend-select")
 PATTERN_LISTS = ("exclude", "extend-exclude")
@@ -48,6 +53,7 @@ class Config:
     extend_exclude: tuple[str, ...] = ()
     device_name: str | None = None
     device_expression: str | None = None
+    torch_version: TorchVersion | None = None
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,7 @@ class Overrides:
     extend_select: tuple[str, ...] = ()
     device_name: str | None = None
     device_expression: str | None = None
+    torch_version: TorchVersion | None = None
 
 
 @dataclass(frozen=True)
@@ -150,6 +157,14 @@ def parse_table(path: Path, table: dict[str, Any]) -> Config:
             except SyntaxError:
                 raise ConfigError(f"{_where(path)}: `device-expression` is not a Python expression: {expression!r}") from None
         values["device_expression"] = expression
+    if "torch-version" in table:
+        raw = table["torch-version"]
+        if isinstance(raw, float):
+            raise ConfigError(f"{_where(path)}: `torch-version` must be a string such as \"2.4\" (a TOML float loses trailing zeros)")
+        try:
+            values["torch_version"] = parse_version(_text(path, "torch-version", raw))
+        except TorchVersionError as error:
+            raise ConfigError(f"{_where(path)}: `torch-version`: {error}") from None
     return Config(root=Path(os.path.abspath(path.parent)), path=path, **values)
 
 
@@ -193,6 +208,8 @@ class Resolver:
     _folders: dict[Path, Config] = field(default_factory=dict)
     _codes: dict[Config, tuple[str, ...]] = field(default_factory=dict)
     _forced_config: Config | None = None
+    # folder -> the torch lower bound of the nearest pyproject.toml at or above it
+    _requirements: dict[Path, TorchVersion | None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.forced is not None:
@@ -255,13 +272,38 @@ class Resolver:
             }
             codes = tuple(code for code in codes if code not in dropped)
         over = self.overrides
+        expression = over.device_expression or config.device_expression or "default"
+        torch_version = over.torch_version or config.torch_version or self.required_torch(path)
+        if expression == "accelerator" and torch_version < ACCELERATOR_SINCE:
+            source = "--device-expression" if over.device_expression else _where(config.path) if config.path else "device-expression"
+            raise ConfigError(
+                f"{source}: `device-expression = \"accelerator\"` uses torch.accelerator (torch >= 2.6), but "
+                f"torch-version is {shown_version(torch_version)} for {shown(path)}: set torch-version = \"2.6\" or newer"
+            )
         return FileSettings(
             codes,
-            FixSettings(
-                over.device_name or config.device_name or "device",
-                over.device_expression or config.device_expression or "default",
-            ),
+            FixSettings(over.device_name or config.device_name or "device", expression, torch_version=torch_version),
         )
+
+    def required_torch(self, path: Path) -> TorchVersion:
+        """The lower bound of `torch` in the nearest pyproject.toml's dependencies, else the default."""
+        folder = Path(os.path.abspath(path)).parent
+        chain: list[Path] = []
+        found: TorchVersion | None = None
+        current: Path | None = folder
+        while current is not None:
+            if current in self._requirements:
+                found = self._requirements[current]
+                break
+            chain.append(current)
+            candidate = current / "pyproject.toml"
+            if candidate.is_file():
+                found = from_pyproject(candidate)
+                break
+            current = current.parent if current.parent != current else None
+        for visited in chain:
+            self._requirements[visited] = found
+        return found or DEFAULT_TORCH_VERSION
 
     def _selected(self, config: Config) -> tuple[str, ...]:
         """The file's selection, then the command line's on top: a `select` starts afresh,

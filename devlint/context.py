@@ -14,7 +14,10 @@ from devlint.fixes import DeviceRef, FixPlan, LineIndex, Replace
 from devlint.positions import positions as node_positions
 from devlint.render import code_at_indent
 from devlint.semantic import Scope, SemanticModel, dotted_name
+from devlint.torch_version import DEFAULT as DEFAULT_TORCH_VERSION
+from devlint.torch_version import TorchVersion
 from devlint.tracker import ScopeTracker
+from devlint.version_guards import older_branches, runs_only_below
 
 if TYPE_CHECKING:
     from devlint.rule import Rule
@@ -27,6 +30,8 @@ class FixSettings:
     # A notebook is linted as one module with a statement of this name between cells; when set,
     # the definitions a fix adds go in the first cell that imports torch (devlint.notebook).
     cell_break: str | None = None
+    # The oldest torch the code must run on: no fix uses an API newer than this.
+    torch_version: TorchVersion = DEFAULT_TORCH_VERSION
 
 
 @dataclass(frozen=True)
@@ -104,11 +109,33 @@ class FileContext:
         self._insertion_sites.append(site)
         return DeviceRef(self._inserted_name, inserted=True)
 
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+    def qualname(self, node: cst.CSTNode) -> str | None:
+        return self.model.qualname(node)
+
+    def _for_supported_torch(self, report: Report) -> bool:
+        """False for code in a branch that only runs on a torch older than the project supports,
+        or than the one the rule's advice needs (devlint.version_guards)."""
+        since = max(self.settings.torch_version, report.rule.advice_since)
+        return not runs_only_below(older_branches(report.node, self), since)
+
+    def _plan(self, report: Report) -> FixPlan | None:
+        """The report's fix, unless it needs an API newer than the project's oldest torch."""
+        if report.fix is None:
+            return None
+        plan = report.fix(report.site)
+        if plan is not None and plan.requires > self.settings.torch_version:
+            return None
+        return plan
+
     def findings(self) -> list[Finding]:
+        self.reports = [report for report in self.reports if self._for_supported_torch(report)]
         if not self.reports:
             return []
         lines = LineIndex(self.text)
-        plans = [report.fix(report.site) if report.fix is not None else None for report in self.reports]
+        plans = [self._plan(report) for report in self.reports]
         # Only these nodes' positions are needed (devlint.positions; any other is still found).
         wanted = [node for report in self.reports for node in (report.start, report.node)]
         wanted += [r.node for plan in plans if plan is not None for r in plan.replacements]

@@ -45,6 +45,9 @@ class FixPlan:
     device: DeviceRef | None = None
     # The new code names `torch`: the file gets `import torch` if it lacks one.
     needs_torch: bool = False
+    # The oldest torch (major, minor) that has every API the new code uses; a fix needing a newer
+    # one than the project's `torch-version` is not offered.
+    requires: tuple[int, int] = (0, 0)
 
 
 class LineIndex:

@@ -46,6 +46,10 @@ class Rule:
     fix_availability: ClassVar[FixAvailability] = "none"
     fix_note: ClassVar[str] = ""
     default_enabled: ClassVar[bool] = True
+    # The torch version from which the rule's advice holds (the API it recommends exists, or the
+    # one it flags is deprecated). Code in a branch that only runs on an older torch is not
+    # flagged (devlint.version_guards).
+    advice_since: ClassVar[tuple[int, int]] = (0, 0)
     # A file that contains none of these substrings (``Word``: whole identifiers) cannot hold a
     # finding of this rule.
     triggers: ClassVar[tuple[str, ...]]

@@ -48,6 +48,8 @@ class DeprecatedCudaAmp(Rule):
     )
     # Every finding names `autocast` or `GradScaler` somewhere: the call, its import, or an alias.
     triggers = ("autocast", "GradScaler")
+    # From 2.4 on the torch.cuda.amp names warn; a branch for older torch keeps them rightly.
+    advice_since = (2, 4)
 
     VALID = (
         HEAD + 'scaler = torch.amp.GradScaler("cuda")\nwith torch.amp.autocast("cuda", enabled=use_amp):\n    pass\n',

@@ -151,6 +151,7 @@ class SetDefaultTensorType(Rule):
                 "safe",
                 device=device,
                 needs_torch=True,
+                requires=_SET_DEFAULT_DEVICE_SINCE,
             )
         if self._sets_device:
             quote = _quote_of(statement)
@@ -160,8 +161,13 @@ class SetDefaultTensorType(Rule):
                 [Replace(statement, statements)],
                 "safe",
                 needs_torch=True,
+                requires=_SET_DEFAULT_DEVICE_SINCE,
             )
         return FixPlan(f"Replace with `{dtype_call}`", [Replace(statement, dtype_call)], "safe", needs_torch=True)
+
+
+# torch.set_default_device arrived in torch 2.0.
+_SET_DEFAULT_DEVICE_SINCE = (2, 0)
 
 
 def _quote_of(statement: cst.Expr) -> str:

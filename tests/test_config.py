@@ -97,7 +97,10 @@ def test_exclude_replaces_the_defaults_and_extend_exclude_adds(tmp_path: Path, c
 
 
 def test_device_settings_reach_the_fix_and_flags_win(tmp_path: Path, capsys) -> None:
-    write(tmp_path / "pyproject.toml", '[tool.devlint]\ndevice-name = "dev"\ndevice-expression = "accelerator"\n')
+    write(
+        tmp_path / "pyproject.toml",
+        '[tool.devlint]\ndevice-name = "dev"\ndevice-expression = "accelerator"\ntorch-version = "2.6"\n',
+    )
     target = write(tmp_path / "a.py", CUDA)
     assert main(["fix", "--output-format", "concise", "a.py"]) == 0
     fixed = target.read_text()
@@ -105,6 +108,17 @@ def test_device_settings_reach_the_fix_and_flags_win(tmp_path: Path, capsys) -> 
     target.write_text(CUDA)
     assert main(["fix", "--output-format", "concise", "--device-name", "gpu", "a.py"]) == 0
     assert ".to(gpu)" in target.read_text() and "gpu = torch.accelerator" in target.read_text()
+
+
+def test_the_accelerator_expression_needs_torch_2_6(tmp_path: Path, capsys) -> None:
+    write(tmp_path / "pyproject.toml", '[project]\nname = "p"\ndependencies = ["torch>=2.4"]\n[tool.devlint]\ndevice-expression = "accelerator"\n')
+    target = write(tmp_path / "a.py", CUDA)
+    assert main(["fix", "--output-format", "concise", "a.py"]) == 2
+    error = capsys.readouterr().err
+    assert "pyproject.toml" in error and "torch-version is 2.4" in error and "Traceback" not in error
+    assert target.read_text() == CUDA
+    assert main(["fix", "--output-format", "concise", "--torch-version", "2.6", "a.py"]) == 0
+    assert "torch.accelerator.current_accelerator()" in target.read_text()
 
 
 def test_files_with_different_settings_get_different_jobs(tmp_path: Path, monkeypatch) -> None:
