@@ -132,11 +132,12 @@ def arg(expr: str, keyword_name: str | None = None) -> cst.Arg:
 def receiver_is_foreign(ctx: FileContext, receiver: cst.BaseExpression, site: Site, method: str) -> bool:
     """True when the receiver is known not to be a tensor or module: a module object
     (``numba.cuda``), or an instance of a local class with its own ``method`` that does not
-    inherit from nn.Module / Tensor. Unknown receivers are assumed to be torch objects."""
+    inherit from nn.Module / Tensor. Unknown receivers are assumed to be torch objects.
+
+    What a name is depends on its binding at the site: ``import data`` says nothing about a
+    parameter ``data`` or a later ``for data in loader``."""
     model = ctx.model
     if isinstance(receiver, cst.Name):
-        if receiver.value in model.imports:
-            return not model.imports[receiver.value].startswith("torch.")
         if receiver.value == "self":
             return _enclosing_class_has_own(ctx, site, method)
         # `batch = batch.cuda()` binds `batch` in the very statement being checked: that binding
@@ -146,9 +147,44 @@ def receiver_is_foreign(ctx: FileContext, receiver: cst.BaseExpression, site: Si
             if binding.value is not None and binding.value in enclosing | {site.node}:
                 continue
             if binding.order < site.order or binding.kind == "param":
+                if binding.kind == "import":
+                    return not model.imports.get(receiver.value, "torch.").startswith("torch.")
                 return _constructs_foreign(ctx, binding.value, method)
         return False
     return _constructs_foreign(ctx, receiver, method)
+
+
+# Methods that return a storage: `.cuda()` of one is no tensor move (its `to` takes keywords only).
+_STORAGE_METHODS = frozenset({"storage", "untyped_storage", "_typed_storage"})
+
+
+def is_storage(receiver: cst.BaseExpression) -> bool:
+    """``t.storage()``, ``t.untyped_storage()``, or a name that says it holds a storage."""
+    if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute):
+        return receiver.func.attr.value in _STORAGE_METHODS
+    name = dotted_name(receiver)
+    return name is not None and name.split(".")[-1].lower().endswith("storage")
+
+
+def map_location_lambda(ctx: FileContext, call: cst.Call) -> cst.Lambda | None:
+    """The lambda when ``call`` is the whole body of ``lambda storage, loc: storage.cuda(...)``
+    given as ``torch.load``'s ``map_location``."""
+    function = ctx.parent(call)
+    if not isinstance(function, cst.Lambda) or function.body is not call:
+        return None
+    receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+    params = function.params.params
+    if not (isinstance(receiver, cst.Name) and params and params[0].name.value == receiver.value):
+        return None
+    argument = ctx.parent(function)
+    load = ctx.parent(argument) if isinstance(argument, cst.Arg) else None
+    if not isinstance(load, cst.Call) or ctx.model.qualname(load.func) != "torch.load":
+        return None
+    assert isinstance(argument, cst.Arg)
+    if argument.keyword is not None:
+        return function if argument.keyword.value == "map_location" else None
+    plain = positional(load)
+    return function if len(plain) > 1 and plain[1] is argument else None
 
 
 def _constructs_foreign(ctx: FileContext, value: cst.BaseExpression | None, method: str) -> bool:

@@ -10,14 +10,16 @@ import libcst as cst
 
 from devlint.devices import device_expression, find_device_in_scope, free_name
 from devlint.findings import Edit, Finding, Fix, Location
+from devlint.flow import Flows
 from devlint.fixes import DeviceRef, FixPlan, LineIndex, Replace
 from devlint.positions import positions as node_positions
 from devlint.render import code_at_indent
-from devlint.semantic import Scope, SemanticModel, dotted_name
+from devlint.semantic import Scope, SemanticModel, dotted_name, string_value
 from devlint.torch_version import DEFAULT as DEFAULT_TORCH_VERSION
 from devlint.torch_version import TorchVersion
 from devlint.tracker import ScopeTracker
 from devlint.version_guards import older_branches, runs_only_below
+from devlint.walker import children
 
 if TYPE_CHECKING:
     from devlint.rule import Rule
@@ -69,9 +71,11 @@ class FileContext:
         self.model = SemanticModel(module)
         self.tracker = ScopeTracker(self.model)
         self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        self.flows = Flows(self.parents.get)
         self.reports: list[Report] = []
         self._inserted_name: str | None = None
-        self._insertion_sites: list[Site] = []
+        # The line of a CUDA_VISIBLE_DEVICES setting that would run after the inserted definition.
+        self._definition_hazard: int | None = None
 
     # -- for rules, during the walk ------------------------------------------------------
 
@@ -101,12 +105,11 @@ class FileContext:
 
     def device(self, site: Site, avoid: Iterable[str] = ()) -> DeviceRef:
         """The device expression a fix at ``site`` uses (see devlint.devices)."""
-        found = find_device_in_scope(self.model, site.scope, site.order, avoid, self.settings.device_name)
+        found = find_device_in_scope(self.model, site.scope, site.node, self.flows, avoid, self.settings.device_name)
         if found is not None:
             return DeviceRef(found.expr)
         if self._inserted_name is None:
             self._inserted_name = free_name(self.model, self.settings.device_name)
-        self._insertion_sites.append(site)
         return DeviceRef(self._inserted_name, inserted=True)
 
     def code(self, node: cst.CSTNode) -> str:
@@ -156,9 +159,16 @@ class FileContext:
                 uses_definition = plan.device is not None and plan.device.inserted
                 if (plan.needs_torch or uses_definition) and "torch" in insertions:
                     edits.append(insertions["torch"])
+                applicability, message = plan.applicability, plan.message
                 if uses_definition:
                     edits.append(insertions["device"])
-                fix = Fix(plan.applicability, plan.message, tuple(sorted(edits, key=lambda e: e.start_offset)))
+                    if self._definition_hazard is not None:
+                        applicability = "unsafe"
+                        message += (
+                            f" (unsafe: the inserted `{self._inserted_name}` definition asks torch for the GPU before "
+                            f"line {self._definition_hazard} sets CUDA_VISIBLE_DEVICES)"
+                        )
+                fix = Fix(applicability, message, tuple(sorted(edits, key=lambda e: e.start_offset)))
             findings.append(
                 Finding(
                     code=report.rule.code,
@@ -221,10 +231,20 @@ class FileContext:
         last top-level import before the first statement that needs them."""
         body = list(self.module.body)
         index = {id(stmt): i for i, stmt in enumerate(body)}
-        first_use = min(self._top_level_index(site.node, index) for site in sites)
+        first_use = self._deadline(sites, body, index)
         imports = [i for i in range(first_use) if _is_import_line(body[i])]
         if self.settings.cell_break is not None:
             imports = self._torch_cell_imports(body, imports)
+        # The definition asks torch whether CUDA is available, which fixes the visible GPUs for
+        # the rest of the run: it must come after the script's own CUDA_VISIBLE_DEVICES (and
+        # default device) settings that precede the first use.
+        settings = [
+            i
+            for i in range(first_use)
+            if not isinstance(body[i], (cst.FunctionDef, cst.ClassDef)) and self._changes_gpu_environment(body[i])
+        ]
+        if settings and (not imports or settings[-1] > imports[-1]):
+            imports.append(settings[-1])
         newline = self.module.default_newline
         prefix = ""
         if imports:
@@ -235,6 +255,7 @@ class FileContext:
                 prefix = newline
             torch_bound = any(_binds_torch(body[i]) for i in range(after + 1))
         else:
+            after = -1
             at = next(
                 (
                     i
@@ -245,6 +266,8 @@ class FileContext:
             )
             offset = lines.starts[positions[body[at]].start.line - 1]
             torch_bound = False
+        later = self._visible_devices_set_after(after) if self._inserted_name is not None else None
+        self._definition_hazard = self._line_mentioning(later, "CUDA_VISIBLE_DEVICES", positions, lines) if later is not None else None
         edits: dict[str, Edit] = {}
         if not torch_bound:
             edits["torch"] = lines.edit(offset, offset, f"{prefix}import torch{newline}")
@@ -253,6 +276,57 @@ class FileContext:
             expression = device_expression(self.settings.device_expression)
             edits["device"] = lines.edit(offset, offset, f"{prefix}{self._inserted_name} = {expression}{newline}")
         return edits
+
+    @staticmethod
+    def _line_mentioning(node: cst.CSTNode, word: str, positions, lines: LineIndex) -> int:
+        span = positions[node]
+        return next((row for row in range(span.start.line, span.end.line + 1) if word in lines.line(row)), span.start.line)
+
+    def _deadline(self, sites: list[Site], body: list[cst.BaseStatement], index: dict[int, int]) -> int:
+        """The first top-level statement that may run code needing the definition: one that uses it
+        as it runs, or, after a function using it is defined, anything but further definitions and
+        imports (which may then still come first: a later `import torch` included)."""
+        tops: dict[int, list[Site]] = {}
+        for site in sites:
+            tops.setdefault(self._top_level_index(site.node, index), []).append(site)
+        first = min(tops)
+        for i in range(first, len(body)):
+            if any(not self._deferred(site.node, body[i]) for site in tops.get(i, ())):
+                return i
+            if not isinstance(body[i], (cst.FunctionDef, cst.ClassDef)) and not _is_import_line(body[i]):
+                return i
+        return len(body)
+
+    def _deferred(self, node: cst.CSTNode, top: cst.CSTNode) -> bool:
+        """``node`` (in the top-level statement ``top``) runs only when a function is called."""
+        child, current = node, self.parents.get(node)
+        while current is not None:
+            if isinstance(current, (cst.FunctionDef, cst.Lambda)) and child is current.body:
+                return True
+            if current is top:
+                return False
+            child, current = current, self.parents.get(current)
+        return False
+
+    def _changes_gpu_environment(self, stmt: cst.CSTNode) -> bool:
+        """``stmt`` touches the environment or the default device in code (not in a docstring)."""
+        if not any(word in self.text for word in _GPU_SETTINGS):
+            return False
+        return any(isinstance(node, cst.Name) and node.value in _GPU_SETTINGS for node in _nodes(stmt))
+
+    def _visible_devices_set_after(self, after: int) -> cst.CSTNode | None:
+        """A top-level statement setting CUDA_VISIBLE_DEVICES that runs after top-level statement
+        ``after`` (later at top level, or inside a function): the definition would run first."""
+        if "CUDA_VISIBLE_DEVICES" not in self.text:
+            return None
+        for i, stmt in enumerate(self.module.body):
+            if i <= after and not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                continue
+            nodes = _nodes(stmt)
+            names = any(isinstance(n, cst.Name) and n.value in ("environ", "putenv") for n in nodes)
+            if names and any(string_value(n) == "CUDA_VISIBLE_DEVICES" for n in nodes if isinstance(n, cst.SimpleString)):
+                return stmt
+        return None
 
     def _is_cell_break(self, stmt: cst.CSTNode) -> bool:
         if self.settings.cell_break is None or not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
@@ -277,6 +351,21 @@ class FileContext:
                 return index[id(current)]
             current = self.parents.get(current)
         return 0
+
+
+# Names whose use changes which GPUs torch sees, or the default device.
+_GPU_SETTINGS = ("environ", "putenv", "set_default_device", "set_default_tensor_type")
+
+
+def _nodes(root: cst.CSTNode) -> list[cst.CSTNode]:
+    """Every node under ``root`` that the walk visits (attribute names included)."""
+    found: list[cst.CSTNode] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack.extend(children(node))
+    return found
 
 
 def _is_import_line(stmt: cst.CSTNode) -> bool:

@@ -1,23 +1,32 @@
 """Which device a fix uses: one already in scope, else one module-level definition.
 
 Order of preference at a fix site:
-1. inside ``forward(self, x, ...)`` of a class: ``x.device`` (unless the fixed expression is
-   ``x`` itself: moving ``x`` to its own device would do nothing);
-2. a device already bound in scope: a parameter named or annotated as a device, or a variable or
-   attribute assigned a device (``torch.device(...)``, the ``"cuda" if ... else "cpu"`` idiom,
-   ``something.device``, the accelerator API). Bindings to a CPU-only device are never used: that
-   would move a CUDA program onto the CPU;
+1. inside ``forward(self, x, ...)`` of a class, when the method treats ``x`` as a tensor
+   (``x.shape``, ``x.view(...)``, ``x * w``, an annotation): ``x.device`` (unless the fixed
+   expression is ``x`` itself: moving ``x`` to its own device would do nothing);
+2. the device the program itself chose: a name every binding of which that can reach the site
+   (devlint.flow) is a device, bound on every path there: ``torch.device(...)``, the
+   ``"cuda" if ... else "cpu"`` idiom, ``something.device``, the accelerator API, or a parameter
+   named or annotated as a device whose default is not None or the CPU. A choice between CUDA (or
+   an accelerator) and the CPU is the program's choice and is reused; a name that is only ever
+   the CPU, or one GPU picked by index, is not what ``.cuda()`` meant;
 3. one module-level ``device = <device-expression>`` inserted after the imports, under a name that
-   appears nowhere else in the file.
+   appears nowhere else in the file (see devlint.context for where it goes).
+
+This module also answers what a ``.cuda(arg)`` argument is (``index_kind``) and spells the GPU
+of an index where CUDA is available (``guarded_index``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 import libcst as cst
 
+from devlint.flow import Flows, ParamBinding, Reach, Unknown
 from devlint.semantic import Binding, Scope, SemanticModel, dotted_name, string_value
 
 DEFAULT_EXPRESSION = 'torch.device("cuda" if torch.cuda.is_available() else "cpu")'
@@ -106,18 +115,23 @@ def device_value(model: SemanticModel, value: cst.BaseExpression | None) -> bool
     if isinstance(value, cst.Call) and (model.qualname(value.func) or "").startswith("torch.accelerator."):
         return True
     if isinstance(value, cst.IfExp):
-        return device_value(model, value.body) or device_value(model, value.orelse)
+        sides = (device_value(model, value.body), device_value(model, value.orelse))
+        return None if None in sides else any(sides)
     return None
 
 
-def _is_device_param(model: SemanticModel, binding: Binding) -> bool:
-    annotation = binding.annotation
+def _is_device_param(model: SemanticModel, param: cst.Param) -> bool:
+    """A parameter named or annotated as a device whose default, if any, is a CUDA-capable device:
+    ``device=None`` is no device (``.to(None)`` leaves the tensor where it is), and
+    ``device="cpu"`` would move a CUDA program onto the CPU whenever a caller leaves it out."""
+    annotation = param.annotation.annotation if param.annotation is not None else None
+    named = False
     if annotation is not None:
         text = string_value(annotation) or dotted_name(annotation) or ""
-        if text in ("torch.device", "device") or model.qualname(annotation) == "torch.device":
-            return True
-    name = binding.name
-    return name in ("device", "dev") or name.endswith("_device")
+        named = text in ("torch.device", "device") or model.qualname(annotation) == "torch.device"
+    name = param.name.value
+    named = named or name in ("device", "dev") or name.endswith("_device")
+    return named and (param.default is None or bool(device_value(model, param.default)))
 
 
 @dataclass(frozen=True)
@@ -125,43 +139,50 @@ class DeviceInScope:
     expr: str
 
 
+# Tensor attributes and methods: a forward() input used with one of these (or in arithmetic) is a
+# tensor, and its `.device` is where the computation runs (a dict or a list of inputs has none).
+_TENSOR_ATTRIBUTES = frozenset(
+    {
+        "shape", "size", "dim", "ndim", "device", "dtype", "view", "reshape", "permute", "transpose",
+        "unsqueeze", "squeeze", "flatten", "expand", "expand_as", "contiguous", "float", "half", "double",
+        "numel", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "type_as", "matmul",
+        "mean", "sum", "max", "min", "softmax", "masked_fill", "repeat", "chunk", "split", "clone", "detach",
+    }
+)
+
+
 def find_device_in_scope(
-    model: SemanticModel, scope: Scope, order: int, avoid: Iterable[str] = (), preferred: str = "device"
+    model: SemanticModel,
+    scope: Scope,
+    site: cst.CSTNode,
+    flows: Flows,
+    avoid: Iterable[str] = (),
+    preferred: str = "device",
 ) -> DeviceInScope | None:
-    """A device expression usable at a site in ``scope`` at walk position ``order``."""
+    """A device expression usable at ``site`` (in ``scope``): the program's own device, bound to a
+    device on every path that reaches the site (devlint.flow)."""
     avoid = set(avoid)
     function = scope.function_scope()
-    if (
-        function is not None
-        and function.name == "forward"
-        and function.parent is not None
-        and function.parent.kind == "class"
-        and len(function.params) >= 2
-        and function.params[1] not in avoid
-    ):
-        return DeviceInScope(f"{function.params[1]}.device")
+    if function is not None and function.name == "forward" and function.parent is not None and function.parent.kind == "class":
+        tensor_input = _tensor_input(function)
+        if tensor_input is not None and tensor_input not in avoid:
+            return DeviceInScope(f"{tensor_input}.device")
+    flow_scope = _flow_scope(scope)
     candidates: list[tuple[int, str]] = []
     shadowed: set[str] = set()
     current: Scope | None = scope
-    own_function = True
     while current is not None:
-        if current.kind == "class" and not own_function:
+        if current.kind in ("class", "comprehension"):
             current = current.parent
             continue
         for name, bindings in current.bindings.items():
             if name in shadowed or name.split(".")[0] in avoid:
                 continue
-            usable = _latest_usable(model, current, bindings, order, own_function)
-            if usable is None:
-                continue
             shadowed.add(name)
-            if usable:
-                rank = 0 if name == preferred else 1
-                candidates.append((rank, name))
+            if _may_hold_a_device(model, bindings) and _usable(model, name, current, flow_scope, site, flows):
+                candidates.append((0 if name == preferred else 1, name))
         if candidates:
             break
-        if current.kind in ("function", "lambda"):
-            own_function = False
         current = current.parent
     if not candidates:
         return None
@@ -169,35 +190,120 @@ def find_device_in_scope(
     return DeviceInScope(candidates[0][1])
 
 
-def _latest_usable(
-    model: SemanticModel, scope: Scope, bindings: list[Binding], order: int, own_function: bool
-) -> bool | None:
-    """None: the name is not visible at the site; True/False: its visible binding is/isn't a usable device."""
-    if scope.kind == "module" and not own_function:
-        visible = [b for b in bindings if not b.conditional]
-    else:
-        visible = [b for b in bindings if b.order < order]
-    if not visible:
+def _may_hold_a_device(model: SemanticModel, bindings: list[Binding]) -> bool:
+    """A cheap first look before the flow analysis: some binding is a device."""
+    for binding in bindings:
+        if binding.kind == "param" and binding.param is not None and _is_device_param(model, binding.param):
+            return True
+        if binding.kind == "assign" and device_value(model, binding.value) is not None:
+            return True
+    return False
+
+
+def _flow_scope(scope: Scope) -> Scope | None:
+    """The function or module whose statements run the site (lambdas and comprehensions run inside
+    them); None for a class body."""
+    current: Scope | None = scope
+    while current is not None and current.kind in ("lambda", "comprehension"):
+        current = current.parent
+    return current if current is not None and current.kind in ("function", "module") else None
+
+
+def _tensor_input(function: Scope) -> str | None:
+    """The first input of ``forward(self, x, ...)`` when the method treats it as a tensor."""
+    if len(function.params) < 2 or not isinstance(function.node, cst.FunctionDef):
         return None
-    latest = visible[-1]
-    if latest.kind == "param":
-        return _is_device_param(model, latest) or _reusable(model, latest.value)
-    if scope.kind == "module" and not own_function and len(visible) != len(bindings):
+    name = function.params[1]
+    node = function.node
+    params = [*node.params.posonly_params, *node.params.params]
+    param = next((p for p in params if p.name.value == name), None)
+    if param is not None and param.annotation is not None:
+        annotation = dotted_name(param.annotation.annotation) or ""
+        if annotation.split(".")[-1] == "Tensor":
+            return name
+    stack: list[cst.CSTNode] = [node.body]
+    while stack:
+        current = stack.pop()
+        if (
+            isinstance(current, cst.Attribute)
+            and isinstance(current.value, cst.Name)
+            and current.value.value == name
+            and current.attr.value in _TENSOR_ATTRIBUTES
+        ):
+            return name
+        if isinstance(current, cst.BinaryOperation) and any(
+            isinstance(side, cst.Name) and side.value == name for side in (current.left, current.right)
+        ):
+            return name
+        if not isinstance(current, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            stack.extend(current.children)
+    return None
+
+
+def reach_of(name: str, site_scope: Scope, site: cst.CSTNode, flows: Flows) -> tuple[Scope, Reach | None] | None:
+    """The scope that binds ``name`` as seen from ``site``, and what the name may hold there;
+    None for a name bound nowhere in sight."""
+    flow_scope = _flow_scope(site_scope)
+    current: Scope | None = site_scope
+    while current is not None:
+        if current.kind not in ("class", "comprehension") and name in current.bindings:
+            return current, _reach_in(name, current, flow_scope, site, flows)
+        current = current.parent
+    return None
+
+
+def _reach_in(name: str, scope: Scope, flow_scope: Scope | None, site: cst.CSTNode, flows: Flows) -> Reach | None:
+    if scope.kind == "lambda":
+        return None
+    if scope is flow_scope:
+        return flows.at(name, scope.node, site)
+    # A function defined here runs later, when this scope has (typically) run to its end.
+    return flows.at_end(name, scope.node)
+
+
+def always_a_device(model: SemanticModel, reach: Reach | None, where_bound: bool = False) -> bool:
+    """Bound on every path, and to a device each time (CPU devices included). ``where_bound``:
+    paths where the name is unbound do not count (code that already reads the name fails there
+    whatever it does with it)."""
+    if reach is None or not reach.bindings or reach.unknown or (reach.maybe_unbound and not where_bound):
         return False
-    if latest.conditional:
-        # `if torch.cuda.is_available(): d = ...` may not have run: without an unconditional
-        # binding before it the name may be unbound, and any binding since then may be the live one.
-        since = next((i for i in range(len(visible) - 1, -1, -1) if not visible[i].conditional), None)
-        if since is None:
-            return False
-        return all(_reusable(model, b.value) for b in visible[since:])
-    return _reusable(model, latest.value)
+    if where_bound and not (reach.values or reach.params):
+        return False
+    if not all(_is_device_param(model, param) for param in reach.params):
+        return False
+    return all(device_value(model, value) is not None for value in reach.values)
 
 
-def _reusable(model: SemanticModel, value: cst.BaseExpression | None) -> bool:
-    """A device a fix may put in place of `.cuda()`: CUDA when there is a GPU (or unknown), and
-    not one GPU picked by index: reusing `torch.device("cuda:1")` would switch GPUs."""
-    return bool(device_value(model, value)) and not _names_gpu_index(model, value)
+def _usable(
+    model: SemanticModel,
+    name: str,
+    scope: Scope,
+    flow_scope: Scope | None,
+    site: cst.CSTNode,
+    flows: Flows,
+) -> bool:
+    """Every binding of ``name`` that can reach ``site`` is a device the program chose, and one
+    reaches on every path: the device ``.cuda()`` can give way to."""
+    if scope.kind == "lambda":
+        params = [b for b in scope.bindings.get(name, []) if b.kind == "param"]
+        return bool(params) and all(_lambda_param_is_device(model, scope, b.name) for b in params)
+    reach = _reach_in(name, scope, flow_scope, site, flows)
+    if reach is None or not always_a_device(model, reach):
+        return False
+    values = reach.values
+    if any(_names_gpu_index(model, value) for value in values):
+        return False
+    # The program's own choice, CPU on some paths included; a device that is only ever the CPU
+    # is not the device `.cuda()` meant.
+    return bool(reach.params) or any(device_value(model, value) for value in values)
+
+
+def _lambda_param_is_device(model: SemanticModel, scope: Scope, name: str) -> bool:
+    node = scope.node
+    if not isinstance(node, cst.Lambda):
+        return False
+    every = [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]
+    return any(p.name.value == name and _is_device_param(model, p) for p in every)
 
 
 def _names_gpu_index(model: SemanticModel, node: cst.BaseExpression | None) -> bool:
@@ -209,6 +315,81 @@ def _names_gpu_index(model: SemanticModel, node: cst.BaseExpression | None) -> b
     if literal is not None and literal.startswith("cuda:"):
         return True
     return isinstance(node, cst.Call) and model.qualname(node.func) == "torch.device" and len(node.args) > 1
+
+
+GUARD = " if torch.cuda.is_available() else "
+
+
+def guarded_index(index: str, literal: bool = False) -> str:
+    """The GPU ``.cuda(index)`` means where CUDA is available, else the CPU: the same device on a
+    CUDA machine (``torch.device("cuda", None)`` is the current GPU, as ``.cuda(None)`` is)."""
+    if literal:
+        return f'"cuda:{index}"{GUARD}"cpu"'
+    return f'torch.device("cuda", {index}){GUARD}torch.device("cpu")'
+
+
+# Callees that return a GPU index (or a count, or a rank) as an int.
+_INT_CALLS = frozenset({"int", "len", "current_device", "get_rank", "get_local_rank", "get_world_size", "device_count"})
+_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
+_DEVICE_NAMES = re.compile(r"(^|_)(device|dev)$")
+
+
+class _Reader(Protocol):
+    model: SemanticModel
+    flows: Flows
+
+
+def index_kind(reader: _Reader, value: cst.BaseExpression, site: object, depth: int = 2) -> str | None:
+    """What ``.cuda(value)`` was given: ``"int"`` (an index, or None, on every path), ``"device"``
+    (named like a device: it may be a torch.device, an index or None), else None (unknown)."""
+    if _is_int(reader, value, site, depth):
+        return "int"
+    name = dotted_name(value)
+    if name is not None and _DEVICE_NAMES.search(name.split(".")[-1]):
+        return "device"
+    return None
+
+
+def _is_int(reader: _Reader, value: cst.BaseExpression, site: object, depth: int) -> bool:
+    if isinstance(value, cst.Integer) or (isinstance(value, cst.Name) and value.value == "None"):
+        return True
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+        return _is_int(reader, value.expression, site, depth)
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, _ARITHMETIC):
+        return _is_int(reader, value.left, site, depth) and _is_int(reader, value.right, site, depth)
+    if isinstance(value, cst.Call):
+        callee = dotted_name(value.func)
+        return callee is not None and callee.split(".")[-1] in _INT_CALLS
+    name = dotted_name(value)
+    if name is None or depth <= 0:
+        return False
+    found = reach_of(name, site.scope, site.node, reader.flows)  # type: ignore[attr-defined]
+    if found is None or found[1] is None:
+        return False
+    reach = found[1]
+    if not reach.bindings or reach.maybe_unbound:
+        return False
+    for binding in reach.bindings:
+        if isinstance(binding, ParamBinding):
+            annotation = binding.param.annotation
+            if annotation is None or dotted_name(annotation.annotation) != "int":
+                return False
+        elif isinstance(binding, Unknown):
+            if not _range_target(binding.node):
+                return False
+        elif not _is_int(reader, binding, site, depth - 1):
+            return False
+    return True
+
+
+def _range_target(node: cst.CSTNode) -> bool:
+    """The target of ``for i in range(...)``."""
+    return (
+        isinstance(node, cst.For)
+        and isinstance(node.target, cst.Name)
+        and isinstance(node.iter, cst.Call)
+        and dotted_name(node.iter.func) == "range"
+    )
 
 
 def free_name(model: SemanticModel, preferred: str) -> str:

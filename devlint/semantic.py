@@ -26,6 +26,7 @@ class Binding:
     # A module-level binding under if/try/with/for: it may not exist when a function runs.
     conditional: bool = False
     annotation: cst.BaseExpression | None = None
+    param: cst.Param | None = None
 
 
 @dataclass

@@ -107,7 +107,7 @@ class ScopeTracker:
         for param in every:
             name = param.name.value
             annotation = param.annotation.annotation if param.annotation is not None else None
-            scope.bind(Binding(name, order, "param", param.default, annotation=annotation))
+            scope.bind(Binding(name, order, "param", param.default, annotation=annotation, param=param))
             if param in params.params or param in params.posonly_params:
                 scope.params.append(name)
             self.model.identifiers.add(name)

@@ -4,8 +4,19 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.astutil import arg, delegates_to_own_method, keyword, method_call, names_in, positional, prepend_arg, receiver_is_foreign
-from devlint.context import Site
+from devlint.astutil import (
+    arg,
+    delegates_to_own_method,
+    is_storage,
+    keyword,
+    map_location_lambda,
+    method_call,
+    names_in,
+    positional,
+    prepend_arg,
+    receiver_is_foreign,
+)
+from devlint.context import FixFactory, Site
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule
 
@@ -52,6 +63,8 @@ class CudaCall(Rule):
         '"""Call x.cuda() first."""\n# model.cuda()\nhint = "use .cuda()"\n',
         # torch.cuda is a module, not a call of .cuda()
         "import torch\nok = torch.cuda.is_available()\n",
+        # a module whose own cuda() is no tensor move, as bound at the call
+        "from numba import cuda as gpu\nimport torch\n\ndef run():\n    return gpu.cuda()\n",
     )
     INVALID = (
         Invalid(
@@ -122,6 +135,37 @@ class CudaCall(Rule):
             HEADER + DEVICE + "x = (torch.ones(1).to(device))\ny = (\n    torch.zeros(2).to(device)  # keep\n)\n",
             count=2,
         ),
+        # a storage mapped by torch.load: the whole lambda gives way to the device
+        Invalid(
+            "import torch\nstate = torch.load(path, map_location=lambda storage, loc: storage.cuda())\n",
+            HEADER + DEVICE + "state = torch.load(path, map_location=device)\n",
+        ),
+        # any other storage: its `to` takes the device as a keyword only; reported, not fixed
+        Invalid("import torch\nshared = weights.untyped_storage().cuda()\n"),
+        # a name that is also an imported module, rebound to a tensor
+        Invalid(
+            "import torch\nimport json as data\n\ndef step(data):\n    return data.cuda()\n\n"
+            "for data in loader:\n    data = data.cuda()\n",
+            "import torch\nimport json as data\n" + DEVICE + "\ndef step(data):\n    return data.to(device)\n\n"
+            "for data in loader:\n    data = data.to(device)\n",
+            count=2,
+        ),
+        # a device chosen in both branches is the program's device, CPU branch and all
+        Invalid(
+            "import torch\nif args.accel and torch.accelerator.is_available():\n"
+            "    device = torch.accelerator.current_accelerator()\nelse:\n    device = torch.device('cpu')\n"
+            "model = torch.load(path).cuda()\n",
+            "import torch\nif args.accel and torch.accelerator.is_available():\n"
+            "    device = torch.accelerator.current_accelerator()\nelse:\n    device = torch.device('cpu')\n"
+            "model = torch.load(path).to(device)\n",
+        ),
+        # a device bound in one branch only is not reused where the other branch flows
+        Invalid(
+            "import torch\n\ndef to_home(x, obj):\n    if isinstance(obj, torch.Tensor):\n        home = obj.device\n"
+            "    return x.cuda()\n",
+            HEADER + DEVICE + "\ndef to_home(x, obj):\n    if isinstance(obj, torch.Tensor):\n        home = obj.device\n"
+            "    return x.to(device)\n",
+        ),
         # guarded code is still reported; the fix keeps what a CPU-only run does
         Invalid(
             "import torch\nif torch.cuda.is_available():\n    model.cuda()\n",
@@ -138,15 +182,27 @@ class CudaCall(Rule):
         site = self.ctx.site(node)
         if delegates_to_own_method(site, attribute.value, "cuda") or receiver_is_foreign(self.ctx, attribute.value, site, "cuda"):
             return
-        self.report(
-            node,
-            "`.cuda()` hardcodes the CUDA device; use `.to(device)`",
-            fix=lambda site: self._fix(node, attribute, site),
-            start=attribute.attr,
-        )
+        message = "`.cuda()` hardcodes the CUDA device; use `.to(device)`"
+        self.report(node, message, fix=self._fix_factory(node, attribute), start=attribute.attr)
+
+    def _fix_factory(self, node: cst.Call, attribute: cst.Attribute) -> FixFactory | None:
+        loader = map_location_lambda(self.ctx, node)
+        if loader is not None:
+            return lambda site: self._map_location_fix(loader, site)
+        if is_storage(attribute.value):
+            # A storage's `to` takes the device as a keyword only, and not in every torch version.
+            return None
+        return lambda site: self._fix(node, attribute, site)
 
     def _fix(self, node: cst.Call, attribute: cst.Attribute, site: Site) -> FixPlan:
         device = self.ctx.device(site, avoid=names_in(attribute.value))
         renamed = node.with_changes(func=attribute.with_changes(attr=cst.Name("to")))
         new = prepend_arg(renamed, arg(device.expr))
         return FixPlan(f"Replace `.cuda()` with `.to({device.expr})`", [Replace(node, new)], "safe", device=device)
+
+    def _map_location_fix(self, loader: cst.Lambda, site: Site) -> FixPlan:
+        """`map_location=lambda storage, loc: storage.cuda()` loads every storage onto the current
+        GPU; `map_location=<device>` does the same (torch restores onto `str(device)`, and "cuda"
+        means the current GPU), and onto the CPU where there is no GPU."""
+        device = self.ctx.device(site, avoid=names_in(loader))
+        return FixPlan(f"Replace the `map_location` lambda with `{device.expr}`", [Replace(loader, device.expr)], "safe", device=device)

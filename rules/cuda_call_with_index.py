@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import libcst as cst
 
 from devlint.astutil import (
@@ -9,7 +11,9 @@ from devlint.astutil import (
     code_in_place,
     delegates_to_own_method,
     forwards_own_parameter,
+    is_storage,
     keyword,
+    map_location_lambda,
     method_call,
     names_in,
     positional,
@@ -17,10 +21,11 @@ from devlint.astutil import (
     with_args,
 )
 from devlint.context import Site
-from devlint.devices import device_value
-from devlint.fixes import FixPlan, Replace
+from devlint.devices import always_a_device, guarded_index, index_kind, reach_of
+from devlint.findings import Applicability
+from devlint.fixes import DeviceRef, FixPlan, Replace
 from devlint.rule import Invalid, Rule
-from devlint.semantic import Binding, dotted_name, string_value
+from devlint.semantic import dotted_name
 
 HEADER = "import torch\n"
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
@@ -30,6 +35,18 @@ _DEVICE_KEYWORDS = ("device", "device_id")
 _LATER_POSITIONALS = ("non_blocking", "memory_format")
 _SHOWN_LIMIT = 30
 _TIGHT_EQUAL = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+
+
+@dataclass(frozen=True)
+class _Target:
+    """Where `.cuda(...)` puts the data, and how surely the rewrite keeps it there."""
+
+    expression: cst.BaseExpression
+    shown: str
+    applicability: Applicability
+    caveat: str = ""
+    device: DeviceRef | None = None
+    needs_torch: bool = False
 
 
 class CudaCallWithIndex(Rule):
@@ -42,17 +59,28 @@ class CudaCallWithIndex(Rule):
         "(`CUDA_VISIBLE_DEVICES`, `torchrun`) or to one `device` chosen at start-up; "
         "`.to(device)` then runs everywhere."
     )
-    example = "model = Net().cuda(0)\nx = x.cuda(args.gpu, non_blocking=True)"
+    example = "model = Net().cuda(0)\nx = x.cuda(args.gpu, non_blocking=True)\ny = y.cuda(bias.get_device())"
     use_instead = (
-        'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-        "model = Net().to(device)\nx = x.to(device, non_blocking=True)"
+        'model = Net().to("cuda:0" if torch.cuda.is_available() else "cpu")\n'
+        'x = x.to(torch.device("cuda", args.gpu) if torch.cuda.is_available() else torch.device("cpu"), non_blocking=True)\n'
+        "y = y.to(bias.device)\n\n"
+        "# or, better, let the launcher pick the GPU (CUDA_VISIBLE_DEVICES, torchrun) and use one device:\n"
+        'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\nmodel = Net().to(device)'
     )
-    fix_availability = "unsafe"
+    fix_availability = "sometimes"
     fix_note = (
-        "Unsafe: `.to(device)` drops the index, so on a machine with several GPUs the code may use "
-        "another GPU than before (and `.cuda(None)` vs `.to(None)` differ). `non_blocking` and "
-        "`memory_format` are kept. Safe when the argument is a variable already bound to a device "
-        "(`.cuda(device)` after `device = torch.device(...)`): `.to(device)` is then the same call."
+        "The fix keeps the GPU the call names, and only falls back to the CPU where CUDA is missing. "
+        "Safe: a literal index (`.cuda(1)` becomes `.to(\"cuda:1\" if torch.cuda.is_available() else \"cpu\")`, the "
+        "same GPU), an argument that is an index or None on every path (an int literal, `int(...)`, "
+        "`dist.get_rank()`, `torch.cuda.current_device()`, arithmetic of those, a `range` loop variable, "
+        "a parameter annotated `int`; it becomes `torch.device(\"cuda\", i) if ... else torch.device(\"cpu\")`, "
+        "and `torch.device(\"cuda\", None)` is the current GPU as `.cuda(None)` is), a variable bound to a "
+        "device on every path (`.to(d)` is the same call as `.cuda(d)`), `t.get_device()` or `t.device` "
+        "(`.to(t.device)`: the GPU holding `t`; a CPU `t` gives -1, which `.cuda()` rejects). Unsafe: an "
+        "argument of unknown type gets the index form, which raises a TypeError if it is neither an "
+        "index nor None; an argument named like a device (`device`, `dev`, `*_device`) becomes "
+        "`.to(arg)`, which differs when it is None (`.cuda(None)` is the current GPU, `.to(None)` a "
+        "no-op). `non_blocking` and `memory_format` are kept."
     )
     triggers = ("cuda",)
 
@@ -79,39 +107,57 @@ class CudaCallWithIndex(Rule):
         "import torch\ny = x.cuda(*spec)\n",
     )
     INVALID = (
+        # a literal index is kept where CUDA is available: safe
         Invalid(
             "import torch\nmodel = Net().cuda(0)\n",
-            HEADER + DEVICE + "model = Net().to(device)\n",
-            unsafe=True,
+            'import torch\nmodel = Net().to("cuda:0" if torch.cuda.is_available() else "cpu")\n',
         ),
+        # an argument of unknown type: the index is kept, unsafe (a TypeError if it is no index)
         Invalid(
             "import torch\nx = x.cuda(args.gpu, non_blocking=True)\n",
-            HEADER + DEVICE + "x = x.to(device, non_blocking=True)\n",
+            'import torch\nx = x.to(torch.device("cuda", args.gpu) if torch.cuda.is_available() else torch.device("cpu"), non_blocking=True)\n',
             unsafe=True,
         ),
         Invalid(
             "import torch\nmodule.cuda(device=1)\nold.cuda(device_id=0)\n",
-            HEADER + DEVICE + "module.to(device)\nold.to(device)\n",
-            unsafe=True,
+            'import torch\nmodule.to("cuda:1" if torch.cuda.is_available() else "cpu")\n'
+            'old.to("cuda:0" if torch.cuda.is_available() else "cpu")\n',
             count=2,
         ),
         # the later positionals of Tensor.cuda become keywords of .to
         Invalid(
             "import torch\ny = x.cuda(0, True)\n",
-            HEADER + DEVICE + "y = x.to(device, non_blocking=True)\n",
+            'import torch\ny = x.to("cuda:0" if torch.cuda.is_available() else "cpu", non_blocking=True)\n',
+        ),
+        # an index on every path: a rank, a range variable, an int parameter
+        Invalid(
+            "import torch\nimport torch.distributed as dist\n\n"
+            "def spread(xs, first: int):\n    rank = dist.get_rank() % torch.cuda.device_count()\n"
+            "    ys = [y.cuda(rank) for y in xs]\n    for i in range(2):\n        xs[i] = xs[i].cuda(i)\n"
+            "    return ys, xs[0].cuda(first)\n",
+            "import torch\nimport torch.distributed as dist\n\n"
+            "def spread(xs, first: int):\n    rank = dist.get_rank() % torch.cuda.device_count()\n"
+            '    ys = [y.to(torch.device("cuda", rank) if torch.cuda.is_available() else torch.device("cpu")) for y in xs]\n'
+            "    for i in range(2):\n"
+            '        xs[i] = xs[i].to(torch.device("cuda", i) if torch.cuda.is_available() else torch.device("cpu"))\n'
+            '    return ys, xs[0].to(torch.device("cuda", first) if torch.cuda.is_available() else torch.device("cpu"))\n',
+            count=3,
+        ),
+        # `import torch as t` only: `import torch` is added for the guard
+        Invalid(
+            "import torch as t\ncast = lambda v: v.cuda(1)\n",
+            'import torch as t\nimport torch\ncast = lambda v: v.to("cuda:1" if torch.cuda.is_available() else "cpu")\n',
+        ),
+        # torch.load's map_location lambda gives way to the device it names
+        Invalid(
+            "import torch\nstate = torch.load(path, map_location=lambda storage, loc: storage.cuda(args.gpu))\n",
+            'import torch\nstate = torch.load(path, map_location=torch.device("cuda", args.gpu) if torch.cuda.is_available() else torch.device("cpu"))\n',
             unsafe=True,
         ),
+        # the GPU another tensor is on
         Invalid(
-            "import torch as t\nys = [y.cuda(rank) for y in xs]\ncast = lambda v: v.cuda(1)\n",
-            "import torch as t\n" + HEADER + DEVICE + "ys = [y.to(device) for y in xs]\ncast = lambda v: v.to(device)\n",
-            unsafe=True,
-            count=2,
-        ),
-        # guarded code is still reported; on a CPU-only run the branch still does not run
-        Invalid(
-            "import torch\nif args.cuda:\n    model.cuda(args.gpu)\n",
-            HEADER + DEVICE + "if args.cuda:\n    model.to(device)\n",
-            unsafe=True,
+            "import torch\n\ndef scale(y, bias):\n    return y.cuda(bias.get_device()) * bias\n",
+            "import torch\n\ndef scale(y, bias):\n    return y.to(bias.device) * bias\n",
         ),
         # an index-bound device variable in scope: the fix reuses the device the code chose
         Invalid(
@@ -128,6 +174,21 @@ class CudaCallWithIndex(Rule):
         Invalid(
             "import torch\n\ndef step(x, dev: torch.device):\n    return x.cuda(dev, non_blocking=True)\n",
             "import torch\n\ndef step(x, dev: torch.device):\n    return x.to(dev, non_blocking=True)\n",
+        ),
+        # a device wherever it is bound: `.to(home)` is the same call (unbound, both raise alike)
+        Invalid(
+            "import torch\n\ndef step(x, obj):\n    if isinstance(obj, torch.Tensor):\n        home = obj.device\n"
+            "    return x.cuda(home)\n",
+            "import torch\n\ndef step(x, obj):\n    if isinstance(obj, torch.Tensor):\n        home = obj.device\n"
+            "    return x.to(home)\n",
+        ),
+        # a device on one path, an index on another: unknown, the index form, unsafe
+        Invalid(
+            "import torch\n\ndef step(x, obj, gpu):\n    where = obj.device if obj is not None else gpu\n"
+            "    return x.cuda(where)\n",
+            "import torch\n\ndef step(x, obj, gpu):\n    where = obj.device if obj is not None else gpu\n"
+            '    return x.to(torch.device("cuda", where) if torch.cuda.is_available() else torch.device("cpu"))\n',
+            unsafe=True,
         ),
         # `.cuda(None)` is `.cuda()`: the DEV101 fix applies, and it is safe
         Invalid(
@@ -168,6 +229,18 @@ class CudaCallWithIndex(Rule):
         return next((k for name in _DEVICE_KEYWORDS if (k := keyword(node, name)) is not None), None)
 
     def _fix(self, node: cst.Call, attribute: cst.Attribute, given: cst.Arg, site: Site) -> FixPlan | None:
+        target = self._target(given.value, attribute, site)
+        loader = map_location_lambda(self.ctx, node)
+        if loader is not None:
+            # `map_location=lambda storage, loc: storage.cuda(i)`: torch.load restores onto a
+            # device given as map_location exactly as the lambda did.
+            replace = Replace(loader, self.ctx.module.code_for_node(target.expression))
+            return FixPlan(
+                f"Replace the `map_location` lambda with `{target.shown}`{target.caveat}",
+                [replace], target.applicability, device=target.device, needs_torch=target.needs_torch,
+            )
+        if is_storage(attribute.value):
+            return None  # a storage's `to` takes the device as a keyword only
         rest: list[cst.Arg] = []
         later = iter(_LATER_POSITIONALS)
         for a in node.args:
@@ -179,22 +252,33 @@ class CudaCallWithIndex(Rule):
                     return None
                 a = a.with_changes(keyword=cst.Name(name), equal=_TIGHT_EQUAL)
             rest.append(a)
-        value = given.value
+        new = self._to_call(node, given, target.expression, rest)
+        shown = self.ctx.module.code_for_node(given.value)
+        return FixPlan(
+            f"Replace `.cuda({shown})` with `.to({target.shown})`{target.caveat}",
+            [self._replace(node, new)], target.applicability, device=target.device, needs_torch=target.needs_torch,
+        )
+
+    def _target(self, value: cst.BaseExpression, attribute: cst.Attribute, site: Site) -> _Target:
+        """Where `.cuda(value)` puts the data, as an expression `.to()` (or map_location) takes."""
         if isinstance(value, cst.Name) and value.value == "None":
             device = self.ctx.device(site, avoid=names_in(attribute.value))
-            new = self._to_call(node, given, arg(device.expr).value, rest)
-            return FixPlan(f"Replace `.cuda(None)` with `.to({device.expr})`", [self._replace(node, new)], "safe", device=device)
+            return _Target(arg(device.expr).value, device.expr, "safe", device=device)
+        owner = _device_of(value)
+        if owner is not None:
+            # `t.get_device()` is the index of the GPU holding `t` (-1, which `.cuda()` rejects, on the CPU)
+            where = cst.Attribute(value=owner, attr=cst.Name("device"))
+            return _Target(where, self.ctx.module.code_for_node(where), "safe")
+        shown = self.ctx.module.code_for_node(value)
         if self._is_device_variable(value, site):
-            shown = self.ctx.module.code_for_node(value)
-            new = self._to_call(node, given, value, rest)
-            return FixPlan(f"Replace `.cuda({shown})` with `.to({shown})`", [self._replace(node, new)], "safe")
-        device = self.ctx.device(site, avoid=names_in(attribute.value))
-        return FixPlan(
-            f"Replace `.cuda(...)` with `.to({device.expr})` (the device index is dropped)",
-            [self._replace(node, self._to_call(node, given, arg(device.expr).value, rest))],
-            "unsafe",
-            device=device,
-        )
+            return _Target(value, shown, "safe")
+        kind = index_kind(self.ctx, value, site)
+        if kind == "device":
+            return _Target(value, shown, "unsafe", " (`.cuda(None)` is the current GPU, `.to(None)` a no-op)")
+        guarded = guarded_index(shown, literal=isinstance(value, cst.Integer))
+        if kind == "int":
+            return _Target(arg(guarded).value, guarded, "safe", needs_torch=True)
+        return _Target(arg(guarded).value, guarded, "unsafe", f" (unless `{shown}` is not a GPU index or None)", needs_torch=True)
 
     def _replace(self, node: cst.Call, new: cst.Call) -> Replace:
         return Replace(node, code_in_place(self.ctx, node, new))
@@ -209,21 +293,21 @@ class CudaCallWithIndex(Rule):
         return with_args(node, "to", [first.with_changes(comma=cst.MaybeSentinel.DEFAULT), *rest])
 
     def _is_device_variable(self, value: cst.BaseExpression, site: Site) -> bool:
-        """A name (or ``obj.attr``) every visible binding of which is a device that is not None."""
+        """A name (or ``obj.attr``) that holds a device on every path where it is bound at the site
+        (devlint.flow): `.cuda(d)` and `.to(d)` are then the same call, wherever `d` points (and
+        where `d` is unbound both raise the same NameError)."""
         name = dotted_name(value)
-        if name is None or string_value(value) is not None:
+        if name is None:
             return False
-        bindings = self.ctx.model.visible_bindings(name, site.scope, site.order)
-        return bool(bindings) and all(self._binds_device(b) for b in bindings)
+        found = reach_of(name, site.scope, site.node, self.ctx.flows)
+        return found is not None and always_a_device(self.ctx.model, found[1], where_bound=True)
 
-    def _binds_device(self, binding: Binding) -> bool:
-        model = self.ctx.model
-        if binding.kind == "param":
-            annotation = binding.annotation
-            if annotation is not None and (
-                model.qualname(annotation) == "torch.device" or string_value(annotation) == "torch.device"
-            ):
-                return True
-            # a default alone proves nothing: a caller may pass None, and `.to(None)` stays put
-            return False
-        return binding.kind == "assign" and device_value(model, binding.value) is not None
+
+def _device_of(value: cst.BaseExpression) -> cst.BaseExpression | None:
+    """``t`` in ``.cuda(t.get_device())`` and ``.cuda(t.device)``: the argument names where ``t`` is."""
+    if isinstance(value, cst.Call) and not value.args:
+        attribute = method_call(value, "get_device")
+        return attribute.value if attribute is not None else None
+    if isinstance(value, cst.Attribute) and value.attr.value == "device":
+        return value.value
+    return None

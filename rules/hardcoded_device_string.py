@@ -79,17 +79,21 @@ class HardcodedDeviceString(Rule):
         "mask = torch.ones(3, device=device)\nx = x.to(device)\n\n"
         'def build(device="cuda" if torch.cuda.is_available() else "cpu"):\n    ...'
     )
-    fix_availability = "sometimes"
+    fix_availability = "safe"
     fix_note = (
-        '`torch.device("cuda")` becomes the configured device expression: safe; with an index '
-        '(`"cuda:1"`, `torch.device("cuda", 1)`) unsafe, since the index is dropped. A string given '
-        "as a device in a call becomes the device already in scope (safe) or a module-level `device` "
-        'the fix inserts (unsafe). A parameter default or variable keeps its string type: `"cuda:1"` '
-        'becomes `"cuda:1" if torch.cuda.is_available() else "cpu"`, the same string on a CUDA machine '
-        "(safe), so comparisons such as `device == \"cuda\"` keep working. A variable is reported only "
-        "when the file uses it as a device (`.to(name)`, `device=name`, `torch.device(name)`). "
-        "`device = torch.device(\"cuda\")` inside `if torch.cuda.is_available():` is the statement form "
-        "of the guarded idiom and is not reported."
+        "Safe in every form; each keeps the device a CUDA machine used and falls back to the CPU "
+        'only where CUDA is missing. `torch.device("cuda")` becomes the configured device expression '
+        "(by default `torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")`). A plain "
+        '`"cuda"` given as a device in a call becomes the device already in scope or the one '
+        'module-level `device` the fix inserts: `"cuda"` and that device are both the current GPU on a '
+        'CUDA machine, as with DEV101. A GPU index is kept: `"cuda:1"` and `f"cuda:{rank}"` become '
+        '`"cuda:1" if torch.cuda.is_available() else "cpu"`, `torch.device("cuda", i)` becomes '
+        '`torch.device("cuda", i) if torch.cuda.is_available() else torch.device("cpu")`. A parameter '
+        "default or variable keeps its string type the same way, so comparisons such as "
+        '`device == "cuda"` keep working. A variable is reported only when the file uses it as a device '
+        '(`.to(name)`, `device=name`, `torch.device(name)`). `device = torch.device("cuda")` inside '
+        "`if torch.cuda.is_available():` is the statement form of the guarded idiom and is not reported. "
+        "No fix inside an f-string's replacement field, where the new quotes could end the string."
     )
     triggers = ("cuda",)
 
@@ -129,16 +133,20 @@ class HardcodedDeviceString(Rule):
             'import torch\ndevice = torch.device("cuda")\n',
             "import torch\ndevice = " + EXPRESSION + "\n",
         ),
-        # an index is dropped: unsafe
+        # a GPU index is kept where CUDA is available
         Invalid(
             'import torch\ncuda1 = torch.device("cuda", 1)\n',
-            "import torch\ncuda1 = " + EXPRESSION + "\n",
-            unsafe=True,
+            'import torch\ncuda1 = torch.device("cuda", 1) if torch.cuda.is_available() else torch.device("cpu")\n',
         ),
         Invalid(
-            'import torch as t\ngpu = t.device("cuda:0")\n',
-            "import torch as t\nimport torch\ngpu = " + EXPRESSION + "\n",
-            unsafe=True,
+            'import torch as t\ngpus = [t.device("cuda:0"), t.device("cuda", i)]\n',
+            'import torch as t\nimport torch\ngpus = [t.device("cuda:0" if torch.cuda.is_available() else "cpu"), '
+            't.device("cuda", i) if torch.cuda.is_available() else t.device("cpu")]\n',
+            count=2,
+        ),
+        Invalid(
+            'import torch\nshards = [torch.device("cuda", i).index + 1 for i in ids]\n',
+            'import torch\nshards = [(torch.device("cuda", i) if torch.cuda.is_available() else torch.device("cpu")).index + 1 for i in ids]\n',
         ),
         # under `if args.cuda:` (not an availability check) it is still reported
         Invalid(
@@ -159,24 +167,23 @@ class HardcodedDeviceString(Rule):
             "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
             "        return x * torch.ones(3, device=x.device)\n",
         ),
-        # no device in scope: the inserted definition makes it unsafe
+        # no device in scope: one inserted definition, the current GPU as "cuda" was
         Invalid(
             'from torch import nn, zeros\nlayer = nn.Linear(2, 2, device="cuda")\nz = zeros(2).to(device="cuda")\n',
             "from torch import nn, zeros\nimport torch\n" + DEVICE
             + "layer = nn.Linear(2, 2, device=device)\nz = zeros(2).to(device=device)\n",
-            unsafe=True,
             count=2,
         ),
         Invalid(
             'import torch\nstate = torch.load("m.pt", map_location="cuda:0")\ntorch.set_default_device("cuda")\n',
-            "import torch\n" + DEVICE + 'state = torch.load("m.pt", map_location=device)\ntorch.set_default_device(device)\n',
-            unsafe=True,
+            "import torch\n" + DEVICE + 'state = torch.load("m.pt", map_location="cuda:0" if torch.cuda.is_available() else "cpu")\n'
+            "torch.set_default_device(device)\n",
             count=2,
         ),
         Invalid(
             'import torch\nys = [y.to(f"cuda:{rank}") for y in xs]\nmove = lambda t: t.new_zeros(2, device="cuda")\n',
-            HEADER + DEVICE + "ys = [y.to(device) for y in xs]\nmove = lambda t: t.new_zeros(2, device=device)\n",
-            unsafe=True,
+            HEADER + DEVICE + 'ys = [y.to(f"cuda:{rank}" if torch.cuda.is_available() else "cpu") for y in xs]\n'
+            "move = lambda t: t.new_zeros(2, device=device)\n",
             count=2,
         ),
         # parameter defaults keep their type: the same string on CUDA, "cpu" without it
@@ -350,21 +357,35 @@ class HardcodedDeviceString(Rule):
     # -- fixes -----------------------------------------------------------------------------------
 
     def _device_call_fix(self, node: cst.Call, indexed: bool) -> FixPlan:
+        if indexed:
+            return self._indexed_device_call_fix(node)
         expression = device_expression(self.ctx.settings.device_expression)
         if not _is_atom(expression) and not isinstance(self.ctx.parent(node), _LOOSE_PARENTS):
             expression = f"({expression})"
         message = f"Replace `{self._shown(node)}` with `{expression}`"
-        if indexed:
-            message += " (the device index is dropped)"
-        return FixPlan(message, [Replace(node, expression)], "unsafe" if indexed else "safe", needs_torch=True)
+        return FixPlan(message, [Replace(node, expression)], "safe", needs_torch=True)
+
+    def _indexed_device_call_fix(self, node: cst.Call) -> FixPlan:
+        """Keep the GPU where CUDA is available: `torch.device("cuda:1")` becomes
+        `torch.device("cuda:1" if torch.cuda.is_available() else "cpu")`, and
+        `torch.device("cuda", i)` becomes `torch.device("cuda", i) if ... else torch.device("cpu")`."""
+        plain = positional(node)
+        literal = cuda_literal(plain[0].value) if len(node.args) == 1 and plain else None
+        if literal is not None:
+            plan = self._guard_fix(literal)
+            return FixPlan(plan.message, plan.replacements, "safe", needs_torch=True)
+        callee = self._code(node.func)
+        guarded = f"{self._code(node)}{GUARD}{callee}({_cpu_literal(plain[0].value if plain else node)})"
+        if not isinstance(self.ctx.parent(node), _LOOSE_PARENTS):
+            guarded = f"({guarded})"
+        return FixPlan(f"Replace `{self._shown(node)}` with `{guarded}`", [Replace(node, guarded)], "safe", needs_torch=True)
 
     def _argument_fix(self, literal: _Literal, site: Site, avoid: set[str]) -> FixPlan:
-        device = self.ctx.device(site, avoid=avoid)
-        unsafe = literal.indexed or device.inserted
-        message = f"Replace {self._code(literal.node)} with `{device.expr}`"
         if literal.indexed:
-            message += " (the device index is dropped)"
-        return FixPlan(message, [Replace(literal.node, device.expr)], "unsafe" if unsafe else "safe", device=device)
+            return self._guard_fix(literal)
+        device = self.ctx.device(site, avoid=avoid)
+        message = f"Replace {self._code(literal.node)} with `{device.expr}`"
+        return FixPlan(message, [Replace(literal.node, device.expr)], "safe", device=device)
 
     def _guard_fix(self, literal: _Literal) -> FixPlan:
         text = self._code(literal.node)

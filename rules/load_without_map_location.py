@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.astutil import append_arg, arg, code_in_place, imported_qualname, keyword, names_in, positional
+from devlint.astutil import append_arg, arg, code_in_place, imported_qualname, keyword, positional
 from devlint.context import Site
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule, Word
 
 HEAD = "import torch\n"
-DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+# torch's own default where CUDA can restore GPU storages; the CPU where it cannot.
+MAP_LOCATION = 'None if torch.cuda.is_available() else "cpu"'
 
 
 class LoadWithoutMapLocation(Rule):
@@ -24,19 +25,23 @@ class LoadWithoutMapLocation(Rule):
         "machine every process loads onto `cuda:0`."
     )
     example = 'state = torch.load("checkpoint.pt")'
-    use_instead = 'state = torch.load("checkpoint.pt", map_location=device)'
+    use_instead = 'state = torch.load("checkpoint.pt", map_location=None if torch.cuda.is_available() else "cpu")'
     fix_availability = "safe"
     fix_note = (
-        "Safe: adds `map_location=<device>`, using a device already in scope or the module-level "
-        "`device` definition the fix inserts. On a CUDA machine a checkpoint saved on the GPU loads "
-        "where it did; without one it now loads on the CPU instead of failing."
+        "Safe: adds `map_location=None if torch.cuda.is_available() else \"cpu\"`. Where CUDA is "
+        "available, `map_location=None` is torch's default: every storage comes back where it was "
+        "saved, CPU tensors on the CPU and GPU tensors on their GPU, exactly as before. Without CUDA, "
+        "`\"cpu\"` loads the GPU tensors onto the CPU instead of failing (CPU tensors stay where they "
+        "are). The device in scope is deliberately not used: `map_location=device` would also move a "
+        "checkpoint saved from CPU tensors (a dataset, metrics, a model saved before `.to(device)`) "
+        "onto the GPU, where `.numpy()`, `pin_memory` or a CPU model then fail."
     )
     # `torch.load` and `from torch import load [as x]` spell `load` as a whole identifier.
     triggers = (Word("load"),)
 
     VALID = (
         # map_location built from a device
-        HEAD + DEVICE + 'state = torch.load("ckpt.pt", map_location=device)\n',
+        HEAD + 'state = torch.load("ckpt.pt", map_location=device)\n',
         HEAD + 'state = torch.load(path, map_location=lambda storage, loc: storage)\n',
         HEAD + 'state = torch.load(path, "cpu")\n',
         HEAD + "state = torch.load(path, map_location={'cuda:1': 'cuda:0'})\n",
@@ -50,21 +55,22 @@ class LoadWithoutMapLocation(Rule):
     INVALID = (
         Invalid(
             HEAD + 'state = torch.load("checkpoint.pt")\n',
-            HEAD + DEVICE + 'state = torch.load("checkpoint.pt", map_location=device)\n',
+            HEAD + 'state = torch.load("checkpoint.pt", map_location=None if torch.cuda.is_available() else "cpu")\n',
         ),
-        # the device in scope is reused
+        # a device in scope is not used: a checkpoint of CPU tensors must stay on the CPU
         Invalid(
             HEAD + "def restore(model, path, device):\n"
             "    model.load_state_dict(torch.load(path, weights_only=True))\n",
             HEAD + "def restore(model, path, device):\n"
-            "    model.load_state_dict(torch.load(path, weights_only=True, map_location=device))\n",
+            '    model.load_state_dict(torch.load(path, weights_only=True, map_location=None if torch.cuda.is_available() else "cpu"))\n',
         ),
-        # through aliases
+        # through aliases; `import torch` is added for the availability check
         Invalid(
             "import torch as th\nfrom torch import load as load_checkpoint\n"
             "a = th.load(path)\nb = load_checkpoint(path)\n",
-            "import torch as th\nfrom torch import load as load_checkpoint\nimport torch\n" + DEVICE
-            + "a = th.load(path, map_location=device)\nb = load_checkpoint(path, map_location=device)\n",
+            "import torch as th\nfrom torch import load as load_checkpoint\nimport torch\n"
+            'a = th.load(path, map_location=None if torch.cuda.is_available() else "cpu")\n'
+            'b = load_checkpoint(path, map_location=None if torch.cuda.is_available() else "cpu")\n',
             count=2,
         ),
     )
@@ -83,11 +89,10 @@ class LoadWithoutMapLocation(Rule):
         )
 
     def _fix(self, node: cst.Call, site: Site) -> FixPlan:
-        device = self.ctx.device(site, avoid=names_in(node))
-        new = append_arg(node, arg(device.expr, "map_location"))
+        new = append_arg(node, arg(MAP_LOCATION, "map_location"))
         return FixPlan(
-            f"Add `map_location={device.expr}`",
+            f"Add `map_location={MAP_LOCATION}`",
             [Replace(node, code_in_place(self.ctx, node, new))],
             "safe",
-            device=device,
+            needs_torch=True,
         )

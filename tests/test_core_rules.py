@@ -58,8 +58,7 @@ def test_dev102_argument_bound_to_a_device_is_a_safe_fix(binding: str) -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        # an int, or a device that a later branch may replace by an int
-        "import torch\ngpu = 0\nx = x.cuda(gpu)\n",
+        # a device that a later branch may replace by an int
         'import torch\ndevice = torch.device("cuda")\nif multi:\n    device = 1\n\ndef f(x):\n    return x.cuda(device)\n',
         # bound after the call
         'import torch\nx = x.cuda(device)\ndevice = torch.device("cuda")\n',
@@ -70,6 +69,14 @@ def test_dev102_argument_not_surely_a_device_stays_unsafe(text: str) -> None:
     assert finding.fix is not None and finding.fix.applicability == "unsafe"
 
 
+def test_dev102_an_int_variable_keeps_its_gpu_safely() -> None:
+    (finding,) = lint("DEV102", "import torch\ngpu = 0\nx = x.cuda(gpu)\n")
+    assert finding.fix is not None and finding.fix.applicability == "safe"
+    assert fix("DEV102", "import torch\ngpu = 0\nx = x.cuda(gpu)\n").endswith(
+        'x = x.to(torch.device("cuda", gpu) if torch.cuda.is_available() else torch.device("cpu"))\n'
+    )
+
+
 def test_dev102_module_level_device_seen_from_a_function_is_safe() -> None:
     text = 'import torch\ndev = torch.device("cuda" if ok else "cpu")\n\ndef f(x):\n    return x.cuda(dev)\n'
     assert fix("DEV102", text) == text.replace("x.cuda(dev)", "x.to(dev)")
@@ -77,13 +84,18 @@ def test_dev102_module_level_device_seen_from_a_function_is_safe() -> None:
 
 def test_dev102_memory_format_positional_becomes_a_keyword() -> None:
     text = "import torch\ny = x.cuda(0, False, torch.channels_last)\n"
-    fixed = fix("DEV102", text, unsafe=True)
-    assert fixed.endswith("y = x.to(device, non_blocking=False, memory_format=torch.channels_last)\n")
+    fixed = fix("DEV102", text)
+    assert fixed.endswith(
+        'y = x.to("cuda:0" if torch.cuda.is_available() else "cpu", non_blocking=False, memory_format=torch.channels_last)\n'
+    )
 
 
 def test_dev102_fix_keeps_a_multi_line_argument_layout() -> None:
     text = "import torch\ny = x.cuda(\n    rank,\n    True,\n)\n"
-    assert fix("DEV102", text, unsafe=True).endswith("y = x.to(\n    device,\n    non_blocking=True,\n)\n")
+    assert fix("DEV102", text, unsafe=True).endswith(
+        'y = x.to(\n    torch.device("cuda", rank) if torch.cuda.is_available() else torch.device("cpu"),\n'
+        "    non_blocking=True,\n)\n"
+    )
 
 
 # -- DEV103 -------------------------------------------------------------------------------------
@@ -107,11 +119,11 @@ def test_dev103_string_span_is_the_literal() -> None:
     assert '"cuda:1"' in finding.message
 
 
-def test_dev103_indexed_string_is_unsafe_even_with_a_device_in_scope() -> None:
+def test_dev103_indexed_string_keeps_its_gpu_even_with_a_device_in_scope() -> None:
     text = 'import torch\n\ndef f(x, device: torch.device):\n    return x.to("cuda:1"), x.to("cuda")\n'
     findings = lint("DEV103", text)
-    assert [f.fix.applicability for f in findings if f.fix] == ["unsafe", "safe"]
-    assert fix("DEV103", text).endswith('return x.to("cuda:1"), x.to(device)\n')
+    assert [f.fix.applicability for f in findings if f.fix] == ["safe", "safe"]
+    assert fix("DEV103", text).endswith('return x.to("cuda:1" if torch.cuda.is_available() else "cpu"), x.to(device)\n')
 
 
 def test_dev103_variable_used_only_through_device_keyword_of_any_call() -> None:

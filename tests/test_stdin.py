@@ -54,9 +54,9 @@ def test_configuration_and_per_file_ignores_follow_the_name(tmp_path: Path) -> N
 def test_fix_writes_the_whole_fixed_source_to_stdout_and_findings_to_stderr() -> None:
     status, out, err = run(CUDA, stdin_filename="a.py", fix=True)
     assert (status, out, err) == (0, FIXED, "")
-    left = CUDA + b"torch.cuda.set_device(0)\nz = torch.ones(1).cuda(1)\n"
+    left = CUDA + b"torch.cuda.set_device(0)\nz = torch.ones(1).cuda(args.gpu)\n"
     status, out, err = run(left, stdin_filename="a.py", fix=True)
-    assert out.startswith(FIXED) and b".cuda(1)" in out
+    assert out.startswith(FIXED) and b".cuda(args.gpu)" in out
     assert status == 1 and "a.py:" in err and out.count(b"\n") == 5
 
 
