@@ -359,6 +359,8 @@ def _is_int(reader: _Reader, value: cst.BaseExpression, site: object, depth: int
         return _is_int(reader, value.left, site, depth) and _is_int(reader, value.right, site, depth)
     if isinstance(value, cst.Call):
         callee = dotted_name(value.func)
+        if callee in ("max", "min", "abs"):
+            return bool(value.args) and all(a.keyword is None and not a.star and _is_int(reader, a.value, site, depth) for a in value.args)
         return callee is not None and callee.split(".")[-1] in _INT_CALLS
     name = dotted_name(value)
     if name is None or depth <= 0:

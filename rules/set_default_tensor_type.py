@@ -47,10 +47,16 @@ class SetDefaultTensorType(Rule):
         "torch.set_default_dtype(torch.float32)\ntorch.set_default_device(device)\n"
         "torch.set_default_dtype(torch.float64)"
     )
-    fix_availability = "safe"
+    fix_availability = "sometimes"
     fix_note = (
-        "Safe: a CUDA type becomes `torch.set_default_dtype(...)` plus `torch.set_default_device(device)` "
-        "(CUDA on a CUDA machine, as before); a CPU type becomes `torch.set_default_dtype(...)`, plus "
+        "A CUDA type becomes `torch.set_default_dtype(...)` plus `torch.set_default_device(device)` "
+        "(CUDA on a CUDA machine, as before; the pair needs torch 2.0). Every factory (`torch.zeros`, "
+        "`torch.tensor`, `torch.randn`, ...) then makes the same tensors as before, with one "
+        "exception: the legacy constructor `torch.Tensor(...)` follows the default tensor type but not "
+        "the default device, so after the fix it makes CPU tensors where it made CUDA ones. The fix is "
+        "safe when the file never calls `torch.Tensor(...)`, and unsafe when it does (other modules of "
+        "the program that call it are beyond what one file shows). A CPU type becomes "
+        "`torch.set_default_dtype(...)` (safe: `torch.Tensor(...)` follows the default dtype), plus "
         '`torch.set_default_device("cpu")` when the file also sets a default device elsewhere (the old '
         "call reset it). Fixed only when the argument is a string literal or a resolvable type and "
         "the call is the only statement on its line."
@@ -93,6 +99,13 @@ class SetDefaultTensorType(Rule):
             "    torch.set_default_device('cpu')\n",
             count=2,
         ),
+        # the legacy constructor follows the tensor type but not the default device: unsafe
+        Invalid(
+            "import torch\ntorch.set_default_tensor_type('torch.cuda.FloatTensor')\nbuffer = torch.Tensor(4, 4)\n",
+            HEADER + DEVICE + "torch.set_default_dtype(torch.float32)\ntorch.set_default_device(device)\n"
+            "buffer = torch.Tensor(4, 4)\n",
+            unsafe=True,
+        ),
         # not a literal: reported without a fix
         Invalid("import torch\ntorch.set_default_tensor_type(torch.cuda.FloatTensor if cuda else torch.FloatTensor)\n"),
         # not alone on its line: reported without a fix
@@ -104,9 +117,14 @@ class SetDefaultTensorType(Rule):
         super().__init__(ctx)
         # The file moves the default device somewhere: a CPU type's fix must move it back.
         self._sets_device = False
+        # `torch.Tensor(...)` follows the default tensor type, not the default device.
+        self._legacy_constructor = False
 
     def visit_Call(self, node: cst.Call) -> None:
         qualname = self.ctx.model.qualname(node.func)
+        if qualname == "torch.Tensor":
+            self._legacy_constructor = True
+            return
         if qualname == "torch.set_default_device":
             self._sets_device = True
             return
@@ -145,10 +163,13 @@ class SetDefaultTensorType(Rule):
         if cuda:
             device = self.ctx.device(site)
             statements = (dtype_call, f"torch.set_default_device({device.expr})")
+            message = f"Replace with `{dtype_call}` and `torch.set_default_device({device.expr})`"
+            if self._legacy_constructor:
+                message += " (unsafe: `torch.Tensor(...)` in this file would now make CPU tensors)"
             return FixPlan(
-                f"Replace with `{dtype_call}` and `torch.set_default_device({device.expr})`",
+                message,
                 [Replace(statement, statements)],
-                "safe",
+                "unsafe" if self._legacy_constructor else "safe",
                 device=device,
                 needs_torch=True,
                 requires=_SET_DEFAULT_DEVICE_SINCE,
