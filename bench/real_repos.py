@@ -10,8 +10,8 @@ Each code base in ``CODE_BASES`` is a public repository at a pinned commit (and,
 one folder of it). Nothing fetched is ever committed: ``--mirrors DIR`` reads bare git
 directories already on disk (``DIR/owner+name/repo``, as the ``fetch`` tool leaves them, or
 ``DIR/owner+name``); without it each repository is cloned (``--filter=blob:none``) into a
-temporary folder. The pinned tree's ``.py`` and ``.ipynb`` files (and the ``.gitignore`` and
-``pyproject.toml`` files devlint reads) are exported with ``git archive`` into a temporary folder,
+temporary folder. The pinned tree's ``.py`` and ``.ipynb`` files (and the ``.gitignore``,
+``pyproject.toml`` and ``devlint.toml`` files devlint reads) are exported with ``git archive`` into a temporary folder,
 never into a repository; the largest blobs of a mirror may be absent, which is why only what
 devlint reads is exported.
 
@@ -102,7 +102,7 @@ CODE_BASES: tuple[CodeBase, ...] = (
 )
 
 # What devlint reads in a tree: the code and the files that steer its walk.
-EXPORTED = ("*.py", "*.ipynb", ".gitignore", "pyproject.toml")
+EXPORTED = ("*.py", "*.ipynb", ".gitignore", "pyproject.toml", "devlint.toml")
 
 
 # --- getting the trees -------------------------------------------------------------------------
