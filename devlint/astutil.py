@@ -187,10 +187,19 @@ def map_location_lambda(ctx: FileContext, call: cst.Call) -> cst.Lambda | None:
     return function if len(plain) > 1 and plain[1] is argument else None
 
 
+# Test doubles record whatever they are called with: a device given to one is data, not placement.
+_MOCKS = frozenset({"Mock", "MagicMock", "NonCallableMock", "NonCallableMagicMock", "AsyncMock", "create_autospec"})
+
+
 def _constructs_foreign(ctx: FileContext, value: cst.BaseExpression | None, method: str) -> bool:
     if isinstance(value, cst.Call):
         name = dotted_name(value.func)
-        return name is not None and ctx.model.has_own_method(name, method)
+        if name is None:
+            return False
+        qualname = ctx.model.qualname(value.func) or name
+        if qualname.split(".")[-1] in _MOCKS and "mock" in qualname.lower():
+            return True
+        return ctx.model.has_own_method(name, method)
     return False
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import tokenize
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -13,6 +15,7 @@ from devlint.findings import Edit, Finding, Fix, Location
 from devlint.flow import Flows
 from devlint.fixes import DeviceRef, FixPlan, LineIndex, Replace
 from devlint.positions import positions as node_positions
+from devlint.regions import runs_only_on_cuda
 from devlint.render import code_at_indent
 from devlint.semantic import Scope, SemanticModel, dotted_name, string_value
 from devlint.torch_version import DEFAULT as DEFAULT_TORCH_VERSION
@@ -76,6 +79,8 @@ class FileContext:
         self._inserted_name: str | None = None
         # The line of a CUDA_VISIBLE_DEVICES setting that would run after the inserted definition.
         self._definition_hazard: int | None = None
+        # The name new code uses for torch when the file imports it only under another name.
+        self._torch_as: str | None = None
 
     # -- for rules, during the walk ------------------------------------------------------
 
@@ -118,11 +123,22 @@ class FileContext:
     def qualname(self, node: cst.CSTNode) -> str | None:
         return self.model.qualname(node)
 
-    def _for_supported_torch(self, report: Report) -> bool:
+    def module_constant(self, name: str) -> cst.BaseExpression | None:
+        """The value of a module-level name assigned exactly once, else None."""
+        bindings = self.model.module_scope.bindings.get(name, [])
+        if len(bindings) == 1 and bindings[0].kind == "assign":
+            return bindings[0].value
+        return None
+
+    def _reportable(self, report: Report) -> bool:
         """False for code in a branch that only runs on a torch older than the project supports,
-        or than the one the rule's advice needs (devlint.version_guards)."""
+        or than the one the rule's advice needs (devlint.version_guards), and, for the rules that
+        ask, for code that only runs where a tensor or device is known to be on CUDA
+        (devlint.regions)."""
         since = max(self.settings.torch_version, report.rule.advice_since)
-        return not runs_only_below(older_branches(report.node, self), since)
+        if runs_only_below(older_branches(report.node, self), since):
+            return False
+        return not (report.rule.quiet_where_cuda_is_known and runs_only_on_cuda(report.node, self))
 
     def _plan(self, report: Report) -> FixPlan | None:
         """The report's fix, unless it needs an API newer than the project's oldest torch."""
@@ -134,7 +150,7 @@ class FileContext:
         return plan
 
     def findings(self) -> list[Finding]:
-        self.reports = [report for report in self.reports if self._for_supported_torch(report)]
+        self.reports = [report for report in self.reports if self._reportable(report)]
         if not self.reports:
             return []
         lines = LineIndex(self.text)
@@ -224,6 +240,8 @@ class FileContext:
             content = (self.module.default_newline + lines.indent(span.start.line)).join(new)
         else:
             content = new
+        if self._torch_as is not None:
+            content = renamed_torch(content, self._torch_as)
         return lines.edit(start, end, content)
 
     def _insertion_edits(self, sites: list[Site], positions, lines: LineIndex) -> dict[str, Edit]:
@@ -253,7 +271,12 @@ class FileContext:
             offset = lines.starts[row] if row < len(lines.starts) else len(self.text)
             if offset == len(self.text) and not self.text.endswith(("\n", "\r")):
                 prefix = newline
-            torch_bound = any(_binds_torch(body[i]) for i in range(after + 1))
+            bound = {name for i in range(after + 1) for name in _torch_names(body[i])}
+            torch_bound = "torch" in bound
+            # `import torch as th` alone: the new code says `th.` rather than adding `import torch`.
+            alias = self.model.torch_alias()
+            if not torch_bound and alias in bound and "torch" not in self.model.module_scope.bindings:
+                self._torch_as, torch_bound = alias, True
         else:
             after = -1
             at = next(
@@ -274,6 +297,8 @@ class FileContext:
             prefix = ""
         if self._inserted_name is not None:
             expression = device_expression(self.settings.device_expression)
+            if self._torch_as is not None:
+                expression = renamed_torch(expression, self._torch_as)
             edits["device"] = lines.edit(offset, offset, f"{prefix}{self._inserted_name} = {expression}{newline}")
         return edits
 
@@ -369,6 +394,9 @@ def _nodes(root: cst.CSTNode) -> list[cst.CSTNode]:
 
 
 def _is_import_line(stmt: cst.CSTNode) -> bool:
+    """An import line, or a `try:` whose body only imports (``except ImportError`` fallbacks)."""
+    if isinstance(stmt, cst.Try):
+        return all(_is_import_line(inner) for inner in stmt.body.body)
     return isinstance(stmt, cst.SimpleStatementLine) and all(
         isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
     )
@@ -390,16 +418,45 @@ def _imports_torch(stmt: cst.CSTNode) -> bool:
     return False
 
 
-def _binds_torch(stmt: cst.CSTNode) -> bool:
+def _torch_names(stmt: cst.CSTNode) -> set[str]:
+    """The names an import line (or a `try:` block of them) binds to the torch module itself:
+    ``import torch`` binds ``torch``, ``import torch as th`` binds ``th``."""
+    if isinstance(stmt, cst.Try):
+        return {name for inner in stmt.body.body for name in _torch_names(inner)}
     if not isinstance(stmt, cst.SimpleStatementLine):
-        return False
+        return set()
+    names = set()
     for small in stmt.body:
-        if isinstance(small, cst.Import):
-            for alias in small.names:
-                name = dotted_name(alias.name)
-                if name is not None and name.split(".")[0] == "torch" and alias.asname is None:
-                    return True
-    return False
+        if not isinstance(small, cst.Import):
+            continue
+        for alias in small.names:
+            name = dotted_name(alias.name)
+            if name is None or name.split(".")[0] != "torch":
+                continue
+            if alias.asname is None:
+                names.add("torch")
+            elif name == "torch" and isinstance(alias.asname.name, cst.Name):
+                names.add(alias.asname.name.value)
+    return names
+
+
+def renamed_torch(code: str, alias: str) -> str:
+    """``code`` with the module name ``torch`` (a name followed by a dot, not inside a string or
+    comment) spelled ``alias``; unchanged when it does not tokenize."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return code
+    lines = code.splitlines(keepends=True) or [""]
+    edits = [
+        token.start
+        for token, following in zip(tokens, tokens[1:])
+        if token.type == tokenize.NAME and token.string == "torch" and following.string == "."
+    ]
+    for row, column in reversed(edits):
+        line = lines[row - 1]
+        lines[row - 1] = line[:column] + alias + line[column + len("torch"):]
+    return "".join(lines)
 
 
 def _is_preamble(stmt: cst.CSTNode, position: int) -> bool:

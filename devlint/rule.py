@@ -50,6 +50,9 @@ class Rule:
     # one it flags is deprecated). Code in a branch that only runs on an older torch is not
     # flagged (devlint.version_guards).
     advice_since: ClassVar[tuple[int, int]] = (0, 0)
+    # Code that only runs where a tensor or device is known to be on CUDA (`if x.is_cuda:`) is the
+    # CUDA half of device-generic code: rules that set this do not flag it (devlint.regions).
+    quiet_where_cuda_is_known: ClassVar[bool] = False
     # A file that contains none of these substrings (``Word``: whole identifiers) cannot hold a
     # finding of this rule.
     triggers: ClassVar[tuple[str, ...]]

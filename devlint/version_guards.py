@@ -19,7 +19,8 @@ Recognised guards (``not``, ``and`` and ``or`` combine them):
   ``version.parse(torch.__version__)``, ``tuple(map(int, torch.__version__.split(".")[:2]))``)
   with a version literal (``(2, 4)``, ``"2.4.0"``, ``version.parse("2.4")``, ``1.6``);
 - flags and helpers that name a torch version in their identifier: ``_TORCH_GREATER_EQUAL_2_4``,
-  ``is_torch_greater_or_equal("2.4")``, ``TORCH_LT_2_0``;
+  ``is_torch_greater_or_equal("2.4")``, ``TORCH_LT_2_0``; a module-level name assigned once to
+  one of these tests (``NEW_TORCH = TORCH_VERSION >= (2, 4)``);
 - ``hasattr(torch..., "name")``: the other branch is for a torch without that API;
 - ``except ImportError`` / ``AttributeError`` / ``ModuleNotFoundError`` handlers of a ``try``
   whose body uses torch: the fallback for a torch without what the ``try`` reaches for.
@@ -75,6 +76,8 @@ class Reader(Protocol):
 
     def qualname(self, node: cst.CSTNode) -> str | None: ...
 
+    def module_constant(self, name: str) -> cst.BaseExpression | None: ...
+
 
 def older_branches(node: cst.CSTNode, reader: Reader) -> list[Older]:
     """Every "older torch only" constraint on the branches enclosing ``node``."""
@@ -118,13 +121,13 @@ def _catches_fallback(kind: cst.BaseExpression | None) -> bool:
     return name is not None and name.split(".")[-1] in _FALLBACK_ERRORS
 
 
-def branches(test: cst.BaseExpression, reader: Reader) -> Branches:
+def branches(test: cst.BaseExpression, reader: Reader, depth: int = 2) -> Branches:
     """The constraints a test puts on its body and on its else branch."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        body, orelse = branches(test.expression, reader)
+        body, orelse = branches(test.expression, reader, depth)
         return orelse, body
     if isinstance(test, cst.BooleanOperation):
-        left, right = branches(test.left, reader), branches(test.right, reader)
+        left, right = branches(test.left, reader, depth), branches(test.right, reader, depth)
         if isinstance(test.operator, cst.And):
             # Both hold in the body; the else branch runs when either fails.
             return _tightest(left[0], right[0]), _loosest(left[1], right[1])
@@ -136,7 +139,12 @@ def branches(test: cst.BaseExpression, reader: Reader) -> Branches:
             return None, Older(None)
         return _named_flag(test, dotted_name(test.func), _first_string(test))
     if isinstance(test, (cst.Name, cst.Attribute)):
-        return _named_flag(test, dotted_name(test), None)
+        named = _named_flag(test, dotted_name(test), None)
+        if named != _NONE or not isinstance(test, cst.Name) or depth <= 0:
+            return named
+        # `NEW_TORCH = TORCH_VERSION >= (2, 4)` ... `if NEW_TORCH:`
+        value = reader.module_constant(test.value)
+        return branches(value, reader, depth - 1) if value is not None else _NONE
     return _NONE
 
 

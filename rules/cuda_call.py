@@ -46,6 +46,7 @@ class CudaCall(Rule):
         "that is `x.device`), else inserts one module-level `device` definition after the imports."
     )
     triggers = ("cuda",)
+    quiet_where_cuda_is_known = True
 
     VALID = (
         # already device-agnostic

@@ -83,6 +83,7 @@ class CudaCallWithIndex(Rule):
         "no-op). `non_blocking` and `memory_format` are kept."
     )
     triggers = ("cuda",)
+    quiet_where_cuda_is_known = True
 
     VALID = (
         # a class implementing cuda() itself passes its caller's device on (as nn.Module.cuda does)
@@ -143,10 +144,16 @@ class CudaCallWithIndex(Rule):
             '    return ys, xs[0].to(torch.device("cuda", first) if torch.cuda.is_available() else torch.device("cpu"))\n',
             count=3,
         ),
-        # `import torch as t` only: `import torch` is added for the guard
+        # `import torch as t` only: the new code says `t.`
         Invalid(
             "import torch as t\ncast = lambda v: v.cuda(1)\n",
-            'import torch as t\nimport torch\ncast = lambda v: v.to("cuda:1" if torch.cuda.is_available() else "cpu")\n',
+            'import torch as t\ncast = lambda v: v.to("cuda:1" if t.cuda.is_available() else "cpu")\n',
+        ),
+        # the index of another tensor's device: its device, unless that tensor is on the CPU
+        Invalid(
+            "import torch\n\ndef noise_like(imgs):\n    return torch.randn(4).cuda(imgs.device.index)\n",
+            "import torch\n\ndef noise_like(imgs):\n    return torch.randn(4).to(imgs.device)\n",
+            unsafe=True,
         ),
         # torch.load's map_location lambda gives way to the device it names
         Invalid(
@@ -269,6 +276,11 @@ class CudaCallWithIndex(Rule):
             # `t.get_device()` is the index of the GPU holding `t` (-1, which `.cuda()` rejects, on the CPU)
             where = cst.Attribute(value=owner, attr=cst.Name("device"))
             return _Target(where, self.ctx.module.code_for_node(where), "safe")
+        indexed = _device_with_index(value)
+        if indexed is not None:
+            # `t.device.index` is None for a CPU `t`, and `.cuda(None)` is the current GPU
+            where = self.ctx.module.code_for_node(indexed)
+            return _Target(indexed, where, "unsafe", f" (differs where `{where}` is the CPU: `.cuda(None)` is the current GPU)")
         shown = self.ctx.module.code_for_node(value)
         if self._is_device_variable(value, site):
             return _Target(value, shown, "safe")
@@ -301,6 +313,15 @@ class CudaCallWithIndex(Rule):
             return False
         found = reach_of(name, site.scope, site.node, self.ctx.flows)
         return found is not None and always_a_device(self.ctx.model, found[1], where_bound=True)
+
+
+def _device_with_index(value: cst.BaseExpression) -> cst.BaseExpression | None:
+    """``t.device`` in ``.cuda(t.device.index)``."""
+    if isinstance(value, cst.Attribute) and value.attr.value == "index":
+        inner = value.value
+        if isinstance(inner, cst.Attribute) and inner.attr.value == "device":
+            return inner
+    return None
 
 
 def _device_of(value: cst.BaseExpression) -> cst.BaseExpression | None:

@@ -25,6 +25,8 @@ _POSITIONAL_DEVICE_FUNCTIONS = ("torch.set_default_device", "torch.Generator")
 _DEVICE_KEYWORDS = ("device", "map_location")
 # A name used like this holds a device.
 _DEVICE_PARAM_NAMES = ("device", "dev", "map_location")
+# Literals a device value may sit in on its way to the call that receives it.
+_CONTAINERS = (cst.Element, cst.List, cst.Tuple, cst.Set, cst.DictElement, cst.Dict, cst.StarredElement)
 # Where an `a if b else c` replacement needs no parentheses.
 _LOOSE_PARENTS = (
     cst.Arg, cst.Assign, cst.AnnAssign, cst.Element, cst.Return, cst.Param, cst.DictElement, cst.WithItem, cst.Lambda,
@@ -96,6 +98,7 @@ class HardcodedDeviceString(Rule):
         "No fix inside an f-string's replacement field, where the new quotes could end the string."
     )
     triggers = ("cuda",)
+    quiet_where_cuda_is_known = True
 
     VALID = (
         # the guarded idiom, in every spelling
@@ -119,6 +122,19 @@ class HardcodedDeviceString(Rule):
         'import torch\nx = torch.ones(2, device="cpu").to("meta")\ncpu = torch.device("cpu")\n',
         # strings, comments and docstrings
         '"""Pass device="cuda" or call x.to("cuda")."""\n# torch.device("cuda")\nhelp_text = \'.to("cuda")\'\n',
+        # a device handed to other code as data: a validator, a mock, a parametrize list, a key
+        'import torch\nrequire_cpu(torch.device("cuda"))\nmodule.to.assert_called_with(torch.device("cuda", 2))\n'
+        'cases = pytest.mark.parametrize("device", [torch.device("cuda:0"), torch.device("cpu")])\n'
+        'flops = {torch.device("cuda"): 1e12}\n',
+        # a device given to a test double is what the test expects, not where data goes
+        'from unittest import mock\nimport torch\nmodule = mock.MagicMock()\nmodule.to(torch.device("cuda", 2))\n',
+        # other command-line options
+        'import argparse\np = argparse.ArgumentParser()\np.add_argument("--backend", default="cuda")\n'
+        'p.add_argument("--device", default="cpu")\n',
+        # the CUDA half of device-generic code: a tensor or device known to be on CUDA
+        'import torch\n\ndef with_index(device):\n    if device.type != "cuda" or device.index is not None:\n'
+        '        return device\n    return torch.device(f"cuda:{torch.cuda.current_device()}")\n',
+        'import torch\n\ndef scale(x):\n    if x.is_cuda:\n        return x * torch.ones(1, device="cuda")\n    return x\n',
         # torch.cuda's own APIs take CUDA devices by design
         'import torch\nused = torch.cuda.memory_allocated(device="cuda:0")\n',
         # a variable that is never used as a device
@@ -140,8 +156,8 @@ class HardcodedDeviceString(Rule):
         ),
         Invalid(
             'import torch as t\ngpus = [t.device("cuda:0"), t.device("cuda", i)]\n',
-            'import torch as t\nimport torch\ngpus = [t.device("cuda:0" if torch.cuda.is_available() else "cpu"), '
-            't.device("cuda", i) if torch.cuda.is_available() else t.device("cpu")]\n',
+            'import torch as t\ngpus = [t.device("cuda:0" if t.cuda.is_available() else "cpu"), '
+            't.device("cuda", i) if t.cuda.is_available() else t.device("cpu")]\n',
             count=2,
         ),
         Invalid(
@@ -198,6 +214,12 @@ class HardcodedDeviceString(Rule):
             'dev: str = "cuda" if torch.cuda.is_available() else "cpu"):\n    pass\n',
             count=2,
         ),
+        # a command-line option whose default is the GPU
+        Invalid(
+            'import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument("--device", default="cuda", help="cuda or cpu")\n',
+            'import argparse\nimport torch\nparser = argparse.ArgumentParser()\n'
+            'parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cuda or cpu")\n',
+        ),
         # a variable holding a device string, used as a device
         Invalid(
             'import torch\nDEVICE = "cuda:0"\nmodel = model.to(DEVICE)\n',
@@ -218,9 +240,18 @@ class HardcodedDeviceString(Rule):
         if qualname == "torch.device":
             self._device_call(node)
             return
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "add_argument":
+            self._device_option(node)
+            return
         receiver = node.func.value if isinstance(node.func, cst.Attribute) else None
         method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
-        torch_call = qualname is not None and qualname.startswith("torch.") and not qualname.startswith("torch.cuda.")
+        torch_call = (
+            qualname is not None
+            and qualname.startswith("torch.")
+            and not qualname.startswith("torch.cuda.")
+            # GradScaler's `device` is a device type ("cuda"), which DEV603 looks after
+            and not qualname.endswith("GradScaler")
+        )
         device_method = receiver is not None and method in _DEVICE_METHODS and qualname is None
         # only a method's receiver can be a local class with its own `to`
         owner = receiver if device_method else None
@@ -291,6 +322,23 @@ class HardcodedDeviceString(Rule):
             fix=None if in_fstring else (lambda site: self._device_call_fix(node, indexed)),
         )
 
+    def _device_option(self, node: cst.Call) -> None:
+        """`parser.add_argument("--device", default="cuda")`: a script that fails without a GPU
+        unless the user passes `--device cpu`."""
+        names = [string_value(a.value) or "" for a in positional(node)]
+        default = keyword(node, "default")
+        if default is None or not any(name.startswith("-") and "device" in name for name in names):
+            return
+        literal = cuda_literal(default.value)
+        if literal is None:
+            return
+        self.report(
+            literal.node,
+            f"the default `{names[0]} {self._code(literal.node)}` hardcodes CUDA; "
+            "default to the CUDA device only when it is available",
+            fix=lambda site: self._guard_fix(literal),
+        )
+
     def _string_argument(self, value: cst.BaseExpression, receiver: cst.BaseExpression | None) -> None:
         literal = cuda_literal(value)
         if literal is None:
@@ -320,7 +368,8 @@ class HardcodedDeviceString(Rule):
     # -- exemptions ------------------------------------------------------------------------------
 
     def _exempt(self, node: cst.Call) -> bool:
-        """A `torch.device("cuda")` that is part of a guarded choice, a comparison, or a torch.cuda call."""
+        """A `torch.device("cuda")` that is part of a guarded choice, a comparison, a torch.cuda
+        call, or a value handed to code that does not place tensors with it."""
         parent = self.ctx.parent(node)
         if isinstance(parent, cst.IfExp) and is_guarded_device_choice(self.ctx.model, parent):
             return True
@@ -332,7 +381,32 @@ class HardcodedDeviceString(Rule):
                 return True
         if isinstance(parent, (cst.Assign, cst.AnnAssign)) and self._in_availability_branch(parent):
             return True
-        return False
+        return self._handed_over_as_a_value(node)
+
+    def _handed_over_as_a_value(self, node: cst.Call) -> bool:
+        """`require_cpu(torch.device("cuda"))`, `mock.assert_called_with(torch.device("cuda", 2))`,
+        a parametrize list, a dict key: the CUDA device is data for other code (a validator, a
+        mock, a lookup), not where tensors go. Creating the device object needs no GPU, and a
+        rewrite would change what that code sees on a machine without one."""
+        current: cst.CSTNode = node
+        parent = self.ctx.parent(node)
+        while isinstance(parent, _CONTAINERS):
+            if isinstance(parent, cst.DictElement) and current is parent.key:
+                return True
+            current, parent = parent, self.ctx.parent(parent)
+        if not isinstance(parent, cst.Arg):
+            return False
+        if parent.keyword is not None and ("device" in parent.keyword.value or parent.keyword.value == "map_location"):
+            return False
+        call = self.ctx.parent(parent)
+        if not isinstance(call, cst.Call):
+            return False
+        qualname = self.ctx.model.qualname(call.func) or ""
+        if qualname:
+            return not qualname.startswith("torch.")
+        if not isinstance(call.func, cst.Attribute) or call.func.attr.value not in (*_DEVICE_METHODS, "cuda"):
+            return True
+        return receiver_is_foreign(self.ctx, call.func.value, self.ctx.site(call), call.func.attr.value)
 
     def _in_availability_branch(self, statement: cst.CSTNode) -> bool:
         """``statement`` runs only where torch sees a CUDA device (``if torch.cuda.is_available():``)."""

@@ -73,6 +73,7 @@ class LegacyCudaTensorType(Rule):
         "another condition (`args.cuda`) the fix is unsafe: the device no longer follows it."
     )
     triggers = ("cuda",)
+    quiet_where_cuda_is_known = True
 
     VALID = (
         # CPU types are not CUDA-only
@@ -112,9 +113,9 @@ class LegacyCudaTensorType(Rule):
         # aliases through imports
         Invalid(
             "import torch as t\nfrom torch import cuda\nx = t.cuda.DoubleTensor(2)\ny = cuda.HalfTensor(2, 2)\n",
-            "import torch as t\nfrom torch import cuda\nimport torch\n" + DEVICE
-            + "x = torch.empty(2, dtype=torch.float64, device=device)\n"
-            "y = torch.empty(2, 2, dtype=torch.float16, device=device)\n",
+            "import torch as t\nfrom torch import cuda\n" + DEVICE.replace("torch.", "t.")
+            + "x = t.empty(2, dtype=t.float64, device=device)\n"
+            "y = t.empty(2, 2, dtype=t.float16, device=device)\n",
             count=2,
         ),
         # the import itself is reported (no fix), the call through it is fixed

@@ -64,13 +64,13 @@ class LoadWithoutMapLocation(Rule):
             HEAD + "def restore(model, path, device):\n"
             '    model.load_state_dict(torch.load(path, weights_only=True, map_location=None if torch.cuda.is_available() else "cpu"))\n',
         ),
-        # through aliases; `import torch` is added for the availability check
+        # through aliases; the availability check says `th.` as the file does
         Invalid(
             "import torch as th\nfrom torch import load as load_checkpoint\n"
             "a = th.load(path)\nb = load_checkpoint(path)\n",
-            "import torch as th\nfrom torch import load as load_checkpoint\nimport torch\n"
-            'a = th.load(path, map_location=None if torch.cuda.is_available() else "cpu")\n'
-            'b = load_checkpoint(path, map_location=None if torch.cuda.is_available() else "cpu")\n',
+            "import torch as th\nfrom torch import load as load_checkpoint\n"
+            'a = th.load(path, map_location=None if th.cuda.is_available() else "cpu")\n'
+            'b = load_checkpoint(path, map_location=None if th.cuda.is_available() else "cpu")\n',
             count=2,
         ),
     )

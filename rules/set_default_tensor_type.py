@@ -82,8 +82,8 @@ class SetDefaultTensorType(Rule):
         Invalid(
             "import torch as t\nfrom torch.cuda import HalfTensor\n\ndef setup():\n"
             "    t.set_default_tensor_type(HalfTensor)\n",
-            "import torch as t\nfrom torch.cuda import HalfTensor\nimport torch\n" + DEVICE + "\ndef setup():\n"
-            "    torch.set_default_dtype(torch.float16)\n    torch.set_default_device(device)\n",
+            "import torch as t\nfrom torch.cuda import HalfTensor\n" + DEVICE.replace("torch.", "t.") + "\ndef setup():\n"
+            "    t.set_default_dtype(t.float16)\n    t.set_default_device(device)\n",
         ),
         Invalid(
             "from torch import set_default_tensor_type, cuda\nif use_gpu:\n    set_default_tensor_type(cuda.DoubleTensor)\n",

@@ -1,6 +1,6 @@
 """bench/real_repos.py on a tiny git repository made here: no network, so the script cannot rot.
 
-The repository holds a `.cuda()` script (a safe fix), a `.cuda(0)` one (an unsafe fix), a Python 2
+The repository holds a `.cuda()` script (a safe fix), a `.cuda(gpu)` one (an unsafe fix), a Python 2
 file (counted as not parsed) and a clean file; the bench exports it from a bare mirror and from a
 clone, runs check and both fixes, and must report exactly what devlint did.
 """
@@ -40,8 +40,8 @@ PINNED = """\
 import torch
 
 
-def place(x):
-    return x.cuda(0)
+def place(x, gpu):
+    return x.cuda(gpu)
 """
 
 PYTHON2 = 'print "only Python 2 parses this"\n'
@@ -132,7 +132,7 @@ def test_fix_sample_shows_one_fix_applied_alone(result) -> None:
     text = "\n".join(bench.fix_sample([result], 5, 0, "unsafe", 2))
     assert text.startswith("## 1 sampled unsafe fixes (seed 0)")
     assert "tiny `pkg/pinned.py:5:14` DEV102" in text
-    assert "-    return x.cuda(0)\n+    return x.to(device)" in text
+    assert "-    return x.cuda(gpu)\n+    return x.to(torch.device(\"cuda\", gpu) if torch.cuda.is_available() else torch.device(\"cpu\"))" in text
     # Alone: the safe fixes of train.py are not part of the unsafe sample.
     assert "train.py" not in text
     safe = "\n".join(bench.fix_sample([result], 1, 3, "safe", 2))

@@ -85,8 +85,23 @@ OLD_AMP = "torch.cuda.amp.GradScaler()"
         if float(torch.__version__[:3]) <= 2.3 and use_amp:
             scaler = {OLD_AMP}
         """,
+        f"""
+        import torch
+        NEW_TORCH = tuple(int(p) for p in torch.__version__.split(".")[:2]) >= (2, 4)
+        scaler = torch.amp.GradScaler("cuda") if NEW_TORCH else {OLD_AMP}
+        """,
+        f"""
+        import torch
+        try:
+            scaler = torch.amp.GradScaler(device="cuda")
+        except (AttributeError, TypeError):
+            scaler = {OLD_AMP}
+        """,
     ],
-    ids=["ge-tuple", "lt-tuple", "packaging", "hasattr", "ifexp", "try-import", "flag", "helper", "float-and"],
+    ids=[
+        "ge-tuple", "lt-tuple", "packaging", "hasattr", "ifexp", "try-import", "flag", "helper", "float-and",
+        "named-test", "try-attribute",
+    ],
 )
 def test_deprecated_amp_in_a_branch_for_older_torch_is_not_flagged(source: str) -> None:
     assert codes(source) == []

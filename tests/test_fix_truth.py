@@ -1,0 +1,180 @@
+"""Fix truth across rules (issue 11): where the inserted definition goes, when a fix that relies
+on it stops being safe, which name new code uses for torch, and what a fix must leave alone."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from devlint.registry import all_rules
+from devlint.runner import fix_text, lint_text
+
+RULES = list(all_rules())
+
+
+def fixed(source: str, unsafe: bool = False) -> str:
+    return fix_text(textwrap.dedent(source), "truth.py", RULES, unsafe=unsafe).text
+
+
+def applicability(source: str) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for finding in lint_text(textwrap.dedent(source), "truth.py", RULES):
+        found.setdefault(finding.code, set()).add(finding.fix.applicability if finding.fix else "none")
+    return found
+
+
+def test_the_definition_goes_after_a_visible_devices_setting_before_the_first_use() -> None:
+    text = fixed(
+        """\
+        import os
+        import torch
+        os.environ.update({"CUDA_VISIBLE_DEVICES": "0"})
+        model = torch.nn.Linear(2, 2).cuda()
+        """
+    )
+    lines = text.splitlines()
+    assert lines.index('os.environ.update({"CUDA_VISIBLE_DEVICES": "0"})') < next(
+        i for i, line in enumerate(lines) if line.startswith("device = ")
+    )
+
+
+def test_a_setting_the_definition_would_run_before_makes_its_fixes_unsafe() -> None:
+    source = """\
+    import os
+    import torch
+
+
+    def main(gpu):
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpu
+        return torch.ones(2).cuda()
+    """
+    assert applicability(source)["DEV101"] == {"unsafe"}
+    (finding,) = [f for f in lint_text(textwrap.dedent(source), "t.py", RULES) if f.code == "DEV101"]
+    assert "line 6 sets CUDA_VISIBLE_DEVICES" in finding.fix.message
+    # A device the program already has needs no definition, and stays safe.
+    assert applicability(source.replace("def main(gpu):", "def main(gpu, device: torch.device):"))["DEV101"] == {"safe"}
+
+
+def test_a_docstring_mentioning_the_environment_is_no_setting() -> None:
+    text = fixed(
+        '''\
+        import torch
+        """Set CUDA_VISIBLE_DEVICES via os.environ before running."""
+        x = torch.ones(1).cuda()
+        '''
+    )
+    assert text.splitlines()[1].startswith("device = ")
+
+
+def test_torch_imported_in_a_try_block_is_not_imported_again() -> None:
+    text = fixed(
+        """\
+        try:
+            import torch
+        except ImportError:
+            raise SystemExit("install torch")
+        x = torch.zeros(2).cuda()
+        """
+    )
+    assert text.count("import torch") == 1
+    assert text.splitlines()[4].startswith("device = torch.device(")
+
+
+def test_a_later_import_of_torch_is_where_the_definition_goes() -> None:
+    text = fixed(
+        """\
+        import math
+
+
+        def to_gpu(x):
+            return x.cuda()
+
+
+        import torch
+        print(to_gpu(torch.ones(1)))
+        """
+    )
+    assert text.count("import torch") == 1
+    assert text.index("import torch") < text.index("device = ") < text.index("print(")
+
+
+def test_new_code_uses_the_name_the_file_imports_torch_under() -> None:
+    text = fixed(
+        """\
+        import torch as th
+        state = th.load("ckpt.pt")
+        x = th.cuda.FloatTensor(2, 2)
+        """
+    )
+    assert "import torch\n" not in text and "torch." not in text.replace("import torch as th", "")
+    assert 'map_location=None if th.cuda.is_available() else "cpu"' in text
+    assert "device = th.device(" in text
+
+
+def test_renaming_torch_leaves_strings_alone() -> None:
+    from devlint.context import renamed_torch
+
+    assert renamed_torch('f("torch.pt", torch.float32)  # torch.x', "th") == 'f("torch.pt", th.float32)  # torch.x'
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # a storage: its `to` takes the device as a keyword only
+        "import torch\ns = weights.untyped_storage().cuda()\n",
+        "import torch\n\ndef move(storage):\n    return storage.cuda()\n",
+    ],
+)
+def test_storages_are_reported_without_a_fix(source: str) -> None:
+    assert applicability(source) == {"DEV101": {"none"}}
+
+
+def test_a_device_value_a_validator_receives_is_not_rewritten() -> None:
+    source = """\
+    import torch
+
+
+    def require_cpu(device):
+        if device.type != "cpu":
+            raise ValueError("Device should be CPU")
+
+
+    try:
+        require_cpu(torch.device("cuda"))
+    except ValueError:
+        print("rejected")
+    """
+    assert applicability(source) == {}
+
+
+def test_every_fixed_truth_program_compiles_and_a_second_fix_changes_nothing() -> None:
+    from pathlib import Path
+
+    pairs = Path(__file__).resolve().parent.parent / "fixtures" / "pairs"
+    for before in sorted(pairs.glob("truth_*.py")):
+        if before.name.endswith((".fixed.py", ".unsafe.py")):
+            continue
+        for unsafe in (False, True):
+            once = fix_text(before.read_text(), before.name, RULES, unsafe=unsafe).text
+            compile(once, before.name, "exec")
+            assert fix_text(once, before.name, RULES, unsafe=unsafe).text == once, before.name
+
+
+def test_a_cpu_checkpoint_stays_on_the_cpu_after_the_fix(tmp_path) -> None:
+    """DEV402's rewrite keeps torch's default where CUDA is available; here (no GPU), the CPU
+    branch runs: CPU tensors come back on the CPU and `.numpy()` works."""
+    program = fixed(
+        """\
+        import torch
+        torch.save({"x": torch.arange(3.0)}, "blob.pt")
+        data = torch.load("blob.pt")
+        print(data["x"].numpy().sum())
+        """
+    )
+    (tmp_path / "p.py").write_text(program)
+    run = subprocess.run([sys.executable, "p.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "3.0"
