@@ -73,7 +73,7 @@ def _comparison(ctx: FileContext, left: cst.BaseExpression, target: cst.Comparis
     return None
 
 
-def _exits(block: cst.BaseSuite) -> bool:
+def exits(block: cst.BaseSuite) -> bool:
     """The block always leaves: it ends in return/raise/continue/break or ``sys.exit()``."""
     if isinstance(block, cst.SimpleStatementSuite):
         last = block.body[-1] if block.body else None
@@ -108,7 +108,7 @@ def _checked_earlier(ctx: FileContext, block: cst.IndentedBlock | cst.Module, st
     for earlier in block.body:
         if earlier is statement:
             return False
-        if isinstance(earlier, cst.If) and device_present_if(ctx, earlier.test) is False and _exits(earlier.body):
+        if isinstance(earlier, cst.If) and device_present_if(ctx, earlier.test) is False and exits(earlier.body):
             return True
         if isinstance(earlier, cst.SimpleStatementLine):
             for small in earlier.body:

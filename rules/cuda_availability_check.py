@@ -6,6 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.accelerator import ACCELERATOR, AVAILABLE, conditional_in_place
+from devlint.device_checks import exits
 from devlint.devices import ACCELERATOR_EXPRESSION, is_cuda_string
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule
@@ -96,8 +97,23 @@ class CudaAvailabilityCheck(Rule):
             HEAD + "if torch.accelerator.is_available():\n    model = model.half()\n",
             torch_version=ACCELERATOR,
         ),
-        # a guard around CUDA-only code, a GPU index: reported without a fix
+        # a guard around CUDA-only code, before it (an early exit), or choosing among backends; a
+        # test that asks more of CUDA; a GPU index: reported without a fix
         Invalid(HEAD + "if torch.cuda.is_available():\n    torch.cuda.manual_seed_all(0)\n", torch_version=ACCELERATOR),
+        Invalid(
+            HEAD + "def bf16():\n    if not torch.cuda.is_available():\n        return True\n"
+            "    return torch.cuda.is_bf16_supported()\n",
+            torch_version=ACCELERATOR,
+        ),
+        Invalid(
+            HEAD + "if torch.cuda.is_available():\n    kinds.append(Activity.CUDA)\nelif torch.xpu.is_available():\n"
+            "    kinds.append(Activity.XPU)\n",
+            torch_version=ACCELERATOR,
+        ),
+        Invalid(
+            HEAD + "if torch.cuda.is_available() and torch.cuda.get_device_capability() >= (9, 0):\n    fast = True\n",
+            torch_version=ACCELERATOR,
+        ),
         Invalid(HEAD + 'gpu = "cuda:1" if torch.cuda.is_available() else "cpu"\n', torch_version=ACCELERATOR),
     )
 
@@ -153,6 +169,8 @@ class CudaAvailabilityCheck(Rule):
     def _choice_fix(self, node: cst.Call, choice: cst.IfExp, cuda_side: cst.BaseExpression):
         if self._device_literal(cuda_side) != "cuda":
             return None  # a GPU index: the accelerator has no fixed one
+        if _mentions_cuda(self.ctx.code(choice.test.deep_replace(node, cst.Name("_")))):
+            return None  # the rest of the test asks about CUDA itself (its version, its capability)
         wrapper = self.ctx.parent(choice)
         device_call = self.ctx.parent(wrapper) if isinstance(wrapper, cst.Arg) else None
         whole = (
@@ -182,8 +200,6 @@ class CudaAvailabilityCheck(Rule):
         return fix
 
     def _guard(self, node: cst.Call, guard: cst.If) -> None:
-        guarded = self.ctx.code(guard.body) + (self.ctx.code(guard.orelse) if guard.orelse is not None else "")
-        fixable = "cuda" not in guarded
         self.report(
             node,
             "`torch.cuda.is_available()` guards code for CUDA only; use `torch.accelerator.is_available()`",
@@ -192,9 +208,24 @@ class CudaAvailabilityCheck(Rule):
                     f"Use `{AVAILABLE}`", [Replace(node, AVAILABLE)], needs_torch=True, requires=ACCELERATOR
                 )
             )
-            if fixable
+            if guard.orelse is None and not self._guards_cuda_code(node, guard)
             else None,
         )
+
+    def _guards_cuda_code(self, node: cst.Call, guard: cst.If) -> bool:
+        """The check protects code that is about CUDA: the rest of its test, the block, or (when the
+        block leaves: `if not torch.cuda.is_available(): return`) what follows it names CUDA."""
+        if _mentions_cuda(self.ctx.code(guard.test.deep_replace(node, cst.Name("_")))) or _mentions_cuda(self.ctx.code(guard.body)):
+            return True
+        block = self.ctx.parent(guard)
+        if not exits(guard.body) or not isinstance(block, (cst.IndentedBlock, cst.Module)):
+            return False
+        after = list(block.body)[list(block.body).index(guard) + 1 :]
+        return any(_mentions_cuda(self.ctx.code(statement)) for statement in after)
+
+
+def _mentions_cuda(code: str) -> bool:
+    return "cuda" in code.lower()
 
 
 def _conjunct(test: cst.BaseExpression, node: cst.CSTNode) -> bool:
