@@ -52,10 +52,12 @@ class CudaAvailabilityCheck(Rule):
         '(`torch.accelerator.current_accelerator().type`, "cuda" on a CUDA machine). The accelerator '
         "is only asked for under the check that it exists, so the 2.6 behaviour of "
         "`current_accelerator()` (raising without one) never shows. An `if` guard is rewritten only "
-        "when the code it guards mentions no CUDA API: on another accelerator the block now runs, "
-        "and CUDA-only code there would fail; otherwise it is reported without a fix (fix the "
-        "block with the other DEV rules first). A choice with a GPU index (`\"cuda:1\"`) is reported "
-        "without a fix."
+        "when it has no `else`/`elif` (often a chain over backends) and neither the rest of its "
+        "test, its block, nor, after an early exit, the code that follows names CUDA: on another "
+        "accelerator that code now runs, and CUDA-only code there would fail; otherwise it is "
+        "reported without a fix (fix that code with the other DEV rules first). A choice whose "
+        "test asks more of CUDA (`torch.version.cuda`, its capability) has no fix either. A GPU index is kept: `\"cuda:1\"` becomes "
+        "`f\"{torch.accelerator.current_accelerator().type}:1\"`, \"cuda:1\" on a CUDA machine."
     )
     triggers = ("is_available",)
     default_enabled = False
@@ -98,7 +100,7 @@ class CudaAvailabilityCheck(Rule):
             torch_version=ACCELERATOR,
         ),
         # a guard around CUDA-only code, before it (an early exit), or choosing among backends; a
-        # test that asks more of CUDA; a GPU index: reported without a fix
+        # test that asks more of CUDA: reported without a fix
         Invalid(HEAD + "if torch.cuda.is_available():\n    torch.cuda.manual_seed_all(0)\n", torch_version=ACCELERATOR),
         Invalid(
             HEAD + "def bf16():\n    if not torch.cuda.is_available():\n        return True\n"
@@ -114,7 +116,15 @@ class CudaAvailabilityCheck(Rule):
             HEAD + "if torch.cuda.is_available() and torch.cuda.get_device_capability() >= (9, 0):\n    fast = True\n",
             torch_version=ACCELERATOR,
         ),
-        Invalid(HEAD + 'gpu = "cuda:1" if torch.cuda.is_available() else "cpu"\n', torch_version=ACCELERATOR),
+        # a GPU index stays
+        Invalid(
+            HEAD + "gpu = 'cuda:1' if torch.cuda.is_available() else 'cpu'\n"
+            'dev = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")\n',
+            HEAD + "gpu = f'{torch.accelerator.current_accelerator().type}:1' if torch.accelerator.is_available() else 'cpu'\n"
+            'dev = torch.device(torch.accelerator.current_accelerator().type, 0) if torch.accelerator.is_available() else torch.device("cpu")\n',
+            count=2,
+            torch_version=ACCELERATOR,
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -167,10 +177,9 @@ class CudaAvailabilityCheck(Rule):
         return value
 
     def _choice_fix(self, node: cst.Call, choice: cst.IfExp, cuda_side: cst.BaseExpression):
-        if self._device_literal(cuda_side) != "cuda":
-            return None  # a GPU index: the accelerator has no fixed one
         if _mentions_cuda(self.ctx.code(choice.test.deep_replace(node, cst.Name("_")))):
             return None  # the rest of the test asks about CUDA itself (its version, its capability)
+        literal = self._device_literal(cuda_side)
         wrapper = self.ctx.parent(choice)
         device_call = self.ctx.parent(wrapper) if isinstance(wrapper, cst.Arg) else None
         whole = (
@@ -178,23 +187,21 @@ class CudaAvailabilityCheck(Rule):
             and self.ctx.model.qualname(device_call.func) == "torch.device"
             and len(device_call.args) == 1
         )
+        as_string = isinstance(cuda_side, cst.SimpleString) and not whole
+        current = _accelerator_form(literal or "", as_string, cuda_side.quote if as_string else '"')
+        if current is None:
+            return None
 
         def fix(site) -> FixPlan:
-            replacements = [Replace(node, AVAILABLE)]
             if whole:
                 # torch.device("cuda" if c else "cpu") -> current_accelerator() if c' else torch.device("cpu")
                 other = choice.body if cuda_side is choice.orelse else choice.orelse
                 other_text = f"torch.device({self.ctx.code(other)})"
                 test = self.ctx.code(choice.test.with_deep_changes(node, func=cst.parse_expression("torch.accelerator.is_available")))
-                body, orelse = (other_text, _CURRENT) if cuda_side is choice.orelse else (_CURRENT, other_text)
-                return FixPlan(
-                    "Choose the accelerator, else the CPU",
-                    [Replace(device_call, conditional_in_place(self.ctx, device_call, f"{body} if {test} else {orelse}"))],
-                    needs_torch=True,
-                    requires=ACCELERATOR,
-                )
-            current = _CURRENT if not isinstance(cuda_side, (cst.SimpleString, cst.ConcatenatedString)) else _CURRENT + ".type"
-            replacements.append(Replace(cuda_side, current))
+                body, orelse = (other_text, current) if cuda_side is choice.orelse else (current, other_text)
+                replacements = [Replace(device_call, conditional_in_place(self.ctx, device_call, f"{body} if {test} else {orelse}"))]
+            else:
+                replacements = [Replace(node, AVAILABLE), Replace(cuda_side, current)]
             return FixPlan("Choose the accelerator, else the CPU", replacements, needs_torch=True, requires=ACCELERATOR)
 
         return fix
@@ -226,6 +233,19 @@ class CudaAvailabilityCheck(Rule):
 
 def _mentions_cuda(code: str) -> bool:
     return "cuda" in code.lower()
+
+
+def _accelerator_form(literal: str, as_string: bool, quote: str) -> str | None:
+    """The accelerator's counterpart of the CUDA device ``literal`` (``"cuda"``, ``"cuda:1"``), as a
+    string or a torch.device; the same value on a CUDA machine. None for what is no such literal."""
+    if literal == "cuda":
+        return _CURRENT + ".type" if as_string else _CURRENT
+    index = literal.removeprefix("cuda:")
+    if not index.isdigit():
+        return None
+    if as_string:
+        return f"f{quote}{{{_CURRENT}.type}}:{index}{quote}"
+    return f"torch.device({_CURRENT}.type, {index})"
 
 
 def _conjunct(test: cst.BaseExpression, node: cst.CSTNode) -> bool:
