@@ -20,6 +20,7 @@ import libcst as cst
 
 from devlint.astutil import append_arg, arg, code_in_place, imported_qualname, keyword, prepend_arg
 from devlint.context import FileContext, Site
+from devlint.device_checks import exits
 from devlint.fixes import DeviceRef, Replace
 from devlint.semantic import Binding, dotted_name, string_value
 from devlint.torch_version import TorchVersion
@@ -105,6 +106,42 @@ class Guarded:
 def conditional_in_place(ctx: FileContext, node: cst.CSTNode, expression: str) -> str:
     """``a if b else c`` to stand where ``node`` stands: parenthesized unless nothing there binds tighter."""
     return expression if isinstance(ctx.parent(node), _LOOSE) else f"({expression})"
+
+
+def guards_cuda_code(ctx: FileContext, node: cst.CSTNode) -> bool:
+    """``node`` is part of a test that decides whether CUDA code runs: the rest of the test, the
+    code it guards (the ``if``/``else`` blocks, what follows an early exit, a function or class
+    under ``@skipUnless(...)``) names CUDA. A device-generic test would run that code on other
+    accelerators, where it fails."""
+    child: cst.CSTNode = node
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, _TEST_PARTS):
+            child = ancestor
+            continue
+        if isinstance(ancestor, (cst.If, cst.IfExp)) and child is ancestor.test:
+            guarded = [ancestor.test.deep_replace(node, cst.Name("_")), ancestor.body, ancestor.orelse]
+            return any(_names_cuda(ctx, part) for part in guarded if part is not None) or _cuda_after_exit(ctx, ancestor)
+        if isinstance(ancestor, cst.Decorator):
+            return _names_cuda(ctx, ctx.parent(ancestor))
+        return False
+    return False
+
+
+# What a test is made of between a call and the `if` that holds it.
+_TEST_PARTS = (cst.Comparison, cst.ComparisonTarget, cst.BooleanOperation, cst.UnaryOperation, cst.Arg, cst.Call)
+
+
+def _names_cuda(ctx: FileContext, node: cst.CSTNode | None) -> bool:
+    return node is not None and "cuda" in ctx.code(node).lower()
+
+
+def _cuda_after_exit(ctx: FileContext, guard: cst.If | cst.IfExp) -> bool:
+    """``if not <check>: return`` protects the rest of its block."""
+    block = ctx.parent(guard)
+    if not isinstance(guard, cst.If) or not exits(guard.body) or not isinstance(block, (cst.IndentedBlock, cst.Module)):
+        return False
+    after = list(block.body)[list(block.body).index(guard) + 1 :]
+    return any(_names_cuda(ctx, statement) for statement in after)
 
 
 def device_module(ctx: FileContext, site: Site, avoid: Iterable[str] = ()) -> tuple[str, DeviceRef]:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.accelerator import ACCELERATOR, AVAILABLE, conditional_in_place
-from devlint.device_checks import exits
+from devlint.accelerator import ACCELERATOR, AVAILABLE, conditional_in_place, guards_cuda_code
 from devlint.devices import ACCELERATOR_EXPRESSION, is_cuda_string
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule
@@ -215,21 +214,9 @@ class CudaAvailabilityCheck(Rule):
                     f"Use `{AVAILABLE}`", [Replace(node, AVAILABLE)], needs_torch=True, requires=ACCELERATOR
                 )
             )
-            if guard.orelse is None and not self._guards_cuda_code(node, guard)
+            if guard.orelse is None and not guards_cuda_code(self.ctx, node)
             else None,
         )
-
-    def _guards_cuda_code(self, node: cst.Call, guard: cst.If) -> bool:
-        """The check protects code that is about CUDA: the rest of its test, the block, or (when the
-        block leaves: `if not torch.cuda.is_available(): return`) what follows it names CUDA."""
-        if _mentions_cuda(self.ctx.code(guard.test.deep_replace(node, cst.Name("_")))) or _mentions_cuda(self.ctx.code(guard.body)):
-            return True
-        block = self.ctx.parent(guard)
-        if not exits(guard.body) or not isinstance(block, (cst.IndentedBlock, cst.Module)):
-            return False
-        after = list(block.body)[list(block.body).index(guard) + 1 :]
-        return any(_mentions_cuda(self.ctx.code(statement)) for statement in after)
-
 
 def _mentions_cuda(code: str) -> bool:
     return "cuda" in code.lower()

@@ -14,6 +14,7 @@ from devlint.accelerator import (
     call_text,
     cuda_function,
     device_module,
+    guards_cuda_code,
     positional_device,
 )
 from devlint.context import Site
@@ -61,7 +62,9 @@ class CudaRuntimeApi(Rule):
         "enclosing GPU check makes the guard unneeded); with 2.5 "
         "`torch.get_device_module(device).synchronize()`, `torch.cpu.synchronize()` on the CPU, a "
         "no-op. `device_count()`: `torch.accelerator.device_count()` (2.6), the same count on CUDA and "
-        "0 without an accelerator, as before (`torch.cpu.device_count()` would say 1). "
+        "0 without an accelerator, as before (`torch.cpu.device_count()` would say 1); no fix where "
+        "the count decides whether CUDA code runs (`if torch.cuda.device_count() > 1: x.to(\"cuda:1\")`, "
+        "`@skipUnless(torch.cuda.device_count() >= 2, \"needs two CUDA GPUs\")`). "
         "`current_device()` given as a device (`device=`, `map_location=`, `.to()`): the device in "
         "scope, which on CUDA means the current GPU too; elsewhere `torch.accelerator.current_device_index()` "
         "(2.7), unsafe: without an accelerator it still raises, as the original did, since no index "
@@ -95,6 +98,7 @@ class CudaRuntimeApi(Rule):
         # 2.4 (default torch-version): get_device_module needs 2.5, accelerator 2.6: reported only
         Invalid(HEAD + "torch.cuda.synchronize()\n"),
         Invalid(HEAD + "n = torch.cuda.device_count()\n"),
+        Invalid(HEAD + 'if torch.cuda.device_count() > 1:\n    x = x.to("cuda:1")\n', torch_version=ACCELERATOR),
         # a current-device index given as a device: the device in scope
         Invalid(
             HEAD + "buf = torch.empty(4, device=torch.cuda.current_device())\nx = x.to(torch.cuda.current_device())\n",
@@ -181,15 +185,21 @@ class CudaRuntimeApi(Rule):
         return self._device_module_fix(node, "synchronize", site)
 
     def _device_count(self, node: cst.Call) -> None:
+        # a count that decides whether CUDA code runs: counting other accelerators would run it there
+        fixable = not guards_cuda_code(self.ctx, node)
         self.report(
             node,
             "`torch.cuda.device_count()` counts CUDA GPUs only; use `torch.accelerator.device_count()`",
-            fix=lambda site: FixPlan(
-                "Use `torch.accelerator.device_count()`",
-                [Replace(node, call_text(self.ctx, node, "torch.accelerator.device_count"))],
-                needs_torch=True,
-                requires=ACCELERATOR,
-            ),
+            fix=(
+                lambda site: FixPlan(
+                    "Use `torch.accelerator.device_count()`",
+                    [Replace(node, call_text(self.ctx, node, "torch.accelerator.device_count"))],
+                    needs_torch=True,
+                    requires=ACCELERATOR,
+                )
+            )
+            if fixable
+            else None,
         )
 
     def _current_device(self, node: cst.Call) -> None:
