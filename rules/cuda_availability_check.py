@@ -22,7 +22,7 @@ class CudaAvailabilityCheck(Rule):
     what = (
         '`torch.cuda.is_available()` choosing a device (`"cuda" if torch.cuda.is_available() else '
         '"cpu"`, `torch.device(...)` of that) or guarding device code (`if torch.cuda.is_available():`). '
-        "Opt-in: `extend-select = [\"DEV604\"]`."
+        "Opt-in: add it with `extend-select`."
     )
     why = (
         "The check only knows CUDA: on Apple MPS, Intel XPU or Ascend NPU the program picks the CPU "

@@ -36,7 +36,7 @@ class CudaRuntimeApi(Rule):
         "Flags `torch.cuda.synchronize()`, `device_count()`, `current_device()`, `current_stream()`, "
         "`torch.cuda.stream(s)`, `torch.cuda.Stream()`, `torch.cuda.Event(...)`, and a GPU selection "
         "under a device check (`torch.cuda.set_device(rank)`, `with torch.cuda.device(rank)`) that "
-        "DEV202 leaves alone: calls that have a device-generic equivalent."
+        "the hardcoded-device-selection rule leaves alone: calls that have a device-generic equivalent."
     )
     why = (
         "These calls only know CUDA: on Apple MPS, Intel XPU or Ascend NPU they fail or do the wrong "
