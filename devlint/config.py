@@ -27,6 +27,8 @@ from devlint.torch_version import shown as shown_version
 CONFIG_NAMES = ("devlint.toml", "pyproject.toml")
 # torch.accelerator, which the "accelerator" device expression uses, arrived in torch 2.6.
 ACCELERATOR_SINCE = (2, 6)
+# The rule that flags the default device expression's `torch.cuda.is_available()`.
+ACCELERATOR_RULE = "DEV604"
 KNOWN_KEYS = (
     "select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude",
     "device-name", "device-expression", "torch-version",
@@ -168,6 +170,13 @@ def parse_table(path: Path, table: dict[str, Any]) -> Config:
     return Config(root=Path(os.path.abspath(path.parent)), path=path, **values)
 
 
+def _default_expression(codes: tuple[str, ...], torch_version: TorchVersion) -> str:
+    """The device definition fixes insert when none is configured: the accelerator form where
+    DEV604 is selected (it flags the CUDA check of the default one) and torch has it (DEV604 is
+    silent below 2.6)."""
+    return "accelerator" if ACCELERATOR_RULE in codes and torch_version >= ACCELERATOR_SINCE else "default"
+
+
 def load(path: Path, forced: bool = False) -> Config | None:
     """The configuration in ``path``; None for a pyproject.toml without `[tool.devlint]`,
     unless ``forced`` (named by --config), where that is an error."""
@@ -272,8 +281,8 @@ class Resolver:
             }
             codes = tuple(code for code in codes if code not in dropped)
         over = self.overrides
-        expression = over.device_expression or config.device_expression or "default"
         torch_version = over.torch_version or config.torch_version or self.required_torch(path)
+        expression = over.device_expression or config.device_expression or _default_expression(codes, torch_version)
         if expression == "accelerator" and torch_version < ACCELERATOR_SINCE:
             source = "--device-expression" if over.device_expression else _where(config.path) if config.path else "device-expression"
             raise ConfigError(

@@ -22,12 +22,14 @@ FixAvailability = Literal["safe", "unsafe", "sometimes", "none"]
 @dataclass(frozen=True)
 class Invalid:
     """Code the rule must flag; ``fixed`` is the exact text after applying the rule's fixes
-    (``None``: the rule offers no fix here). ``unsafe`` applies unsafe fixes too."""
+    (``None``: the rule offers no fix here). ``unsafe`` applies unsafe fixes too;
+    ``torch_version`` lints as a project with that `torch-version` (default: devlint's)."""
 
     code: str
     fixed: str | None = None
     unsafe: bool = False
     count: int = 1
+    torch_version: tuple[int, int] | None = None
 
 
 class Word(str):

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.astutil import arg, code_in_place, imported_qualname, prepend_arg
+from devlint.accelerator import CUDA_AMP_AUTOCAST, CUDA_AMP_SCALER, AmpCall, amp_fix_text, device_type
+from devlint.astutil import imported_qualname
+from devlint.context import Site
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule
 
 HEAD = "import torch\n"
-# deprecated name -> (replacement, the old positional parameters when they do not line up with the new ones)
-_REPLACEMENTS: dict[str, tuple[str, tuple[str, ...] | None]] = {
-    "torch.cuda.amp.autocast": ("torch.amp.autocast", ("enabled", "dtype", "cache_enabled")),
-    "torch.cuda.amp.autocast_mode.autocast": ("torch.amp.autocast", ("enabled", "dtype", "cache_enabled")),
-    # GradScaler(init_scale, growth_factor, ...) lines up with GradScaler(device, init_scale, ...)
-    "torch.cuda.amp.GradScaler": ("torch.amp.GradScaler", None),
-    "torch.cuda.amp.grad_scaler.GradScaler": ("torch.amp.GradScaler", None),
+DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+OFF = 'enabled=device.type != "cpu"'
+# deprecated name -> (replacement, the deprecated call's parameters)
+_REPLACEMENTS: dict[str, tuple[str, AmpCall]] = {
+    "torch.cuda.amp.autocast": ("torch.amp.autocast", CUDA_AMP_AUTOCAST),
+    "torch.cuda.amp.autocast_mode.autocast": ("torch.amp.autocast", CUDA_AMP_AUTOCAST),
+    "torch.cuda.amp.GradScaler": ("torch.amp.GradScaler", CUDA_AMP_SCALER),
+    "torch.cuda.amp.grad_scaler.GradScaler": ("torch.amp.GradScaler", CUDA_AMP_SCALER),
 }
 _LAST_NAMES = frozenset(name.split(".")[-1] for name in _REPLACEMENTS)
 
@@ -35,16 +38,21 @@ class DeprecatedCudaAmp(Rule):
         "    loss = model(x)"
     )
     use_instead = (
-        'scaler = torch.amp.GradScaler("cuda")\nwith torch.amp.autocast("cuda", dtype=torch.bfloat16):\n'
+        'scaler = torch.amp.GradScaler(device.type, enabled=device.type != "cpu")\n'
+        'with torch.amp.autocast(device.type, dtype=torch.bfloat16, enabled=device.type != "cpu"):\n'
         "    loss = model(x)"
     )
     fix_availability = "safe"
     fix_note = (
-        'Safe: `torch.amp.autocast("cuda", ...)` and `torch.amp.GradScaler("cuda", ...)` keep every '
-        "argument (positional autocast arguments become keywords, since the new signature orders them "
-        "differently); without CUDA both disable themselves exactly as before. The fix keeps "
-        '"cuda" on purpose: `device.type` instead would switch on CPU autocast, which changes CPU '
-        "numerics. An import from `torch.cuda.amp` that becomes unused is left for your import linter."
+        "Safe: the `torch.amp` class with the device type written as DEV603 writes it, so the fixed "
+        "code is not flagged again: `torch.amp.autocast(device.type, ..., enabled=device.type != "
+        '"cpu")`. Every argument is kept (positional autocast arguments become keywords, since the '
+        "new signature orders them differently; an existing `enabled=x` becomes `enabled=x and "
+        'device.type != "cpu"`). On a CUDA machine the type is "cuda" and nothing changes; without '
+        "CUDA the deprecated classes disabled themselves, and `enabled` keeps them off on the CPU "
+        "(CPU autocast would change CPU numerics). `torch.amp.GradScaler(device)` needs torch 2.3; "
+        "the fix is never made in code guarded for a torch older than 2.4. An import from "
+        "`torch.cuda.amp` that becomes unused is left for your import linter."
     )
     # Every finding names `autocast` or `GradScaler` somewhere: the call, its import, or an alias.
     triggers = ("autocast", "GradScaler")
@@ -62,31 +70,33 @@ class DeprecatedCudaAmp(Rule):
     INVALID = (
         Invalid(
             HEAD + "scaler = torch.cuda.amp.GradScaler()\nwith torch.cuda.amp.autocast():\n    loss = model(x)\n",
-            HEAD + 'scaler = torch.amp.GradScaler("cuda")\nwith torch.amp.autocast("cuda"):\n    loss = model(x)\n',
+            HEAD + DEVICE + f"scaler = torch.amp.GradScaler(device.type, {OFF})\n"
+            f"with torch.amp.autocast(device.type, {OFF}):\n    loss = model(x)\n",
             count=2,
         ),
-        # positional autocast arguments become keywords; GradScaler's line up
+        # positional autocast arguments become keywords; GradScaler's line up; `enabled` combines
         Invalid(
-            HEAD + "scaler = torch.cuda.amp.GradScaler(2.0**10, enabled=use_amp)\n"
+            HEAD + DEVICE + "scaler = torch.cuda.amp.GradScaler(2.0**10, enabled=use_amp)\n"
             "with torch.cuda.amp.autocast(use_amp, torch.bfloat16):\n    pass\n",
-            HEAD + 'scaler = torch.amp.GradScaler("cuda", 2.0**10, enabled=use_amp)\n'
-            'with torch.amp.autocast("cuda", enabled=use_amp, dtype=torch.bfloat16):\n    pass\n',
+            HEAD + DEVICE + 'scaler = torch.amp.GradScaler(device.type, init_scale=2.0**10, enabled=use_amp and device.type != "cpu")\n'
+            'with torch.amp.autocast(device.type, enabled=use_amp and device.type != "cpu", dtype=torch.bfloat16):\n    pass\n',
             count=2,
         ),
         # imported names and aliases, a decorator
         Invalid(
             "from torch.cuda.amp import autocast, GradScaler as Scaler\n\n@autocast()\ndef forward(x):\n"
             "    return x\n\nscaler = Scaler(enabled=False)\n",
-            "from torch.cuda.amp import autocast, GradScaler as Scaler\nimport torch\n\n"
-            '@torch.amp.autocast("cuda")\ndef forward(x):\n    return x\n\n'
-            'scaler = torch.amp.GradScaler("cuda", enabled=False)\n',
+            "from torch.cuda.amp import autocast, GradScaler as Scaler\nimport torch\n" + DEVICE + "\n"
+            f"@torch.amp.autocast(device.type, {OFF})\ndef forward(x):\n    return x\n\n"
+            "scaler = torch.amp.GradScaler(device.type, enabled=False)\n",
             count=2,
         ),
+        # a call laid out one argument a line keeps that layout
         Invalid(
-            "from torch.cuda import amp\n\ndef step(x):\n    with amp.autocast(\n        dtype=dtype,\n    ):\n"
+            "from torch.cuda import amp\n\ndef step(x, device: torch.device):\n    with amp.autocast(\n        dtype=dtype,\n    ):\n"
             "        return x\n",
-            "from torch.cuda import amp\nimport torch\n\ndef step(x):\n    with torch.amp.autocast(\n"
-            '        "cuda",\n        dtype=dtype,\n    ):\n        return x\n',
+            "from torch.cuda import amp\nimport torch\n\ndef step(x, device: torch.device):\n    with torch.amp.autocast(\n"
+            '        device.type,\n        dtype=dtype,\n        enabled=device.type != "cpu",\n    ):\n        return x\n',
         ),
     )
 
@@ -94,32 +104,22 @@ class DeprecatedCudaAmp(Rule):
         qual = imported_qualname(self.ctx.model, node.func, _LAST_NAMES)
         if qual not in _REPLACEMENTS:
             return
-        replacement, positions = _REPLACEMENTS[qual]
+        replacement, call = _REPLACEMENTS[qual]
         old = "torch.cuda.amp." + qual.split(".")[-1]
         given = [a for a in node.args if a.keyword is None]
-        fixable = not any(a.star for a in node.args) and (positions is None or len(given) <= len(positions))
+        fixable = not any(a.star for a in node.args) and len(given) <= len(call.parameters)
         self.report(
             node,
-            f"`{old}(...)` is deprecated; use `{replacement}(\"cuda\", ...)`",
-            fix=(lambda site: self._fix(node, replacement, positions)) if fixable else None,
+            f"`{old}(...)` is deprecated; use `{replacement}(device.type, ...)`",
+            fix=(lambda site: self._fix(node, replacement, call, site)) if fixable else None,
         )
 
-    def _fix(self, node: cst.Call, replacement: str, positions: tuple[str, ...] | None) -> FixPlan:
-        args = list(node.args)
-        if positions is not None:
-            args = [_as_keyword(a, positions[i]) if a.keyword is None else a for i, a in enumerate(args)]
-        new = node.with_changes(func=cst.parse_expression(replacement), args=args)
-        new = prepend_arg(new, arg('"cuda"'))
+    def _fix(self, node: cst.Call, replacement: str, call: AmpCall, site: Site) -> FixPlan:
+        kind, device = device_type(self.ctx, site)
         return FixPlan(
-            f'Use `{replacement}("cuda", ...)`',
-            [Replace(node, code_in_place(self.ctx, node, new))],
+            f"Use `{replacement}({kind}, ...)`, off on the CPU as before",
+            [Replace(node, amp_fix_text(self.ctx, node, replacement, call, kind))],
             "safe",
+            device=device,
             needs_torch=True,
         )
-
-
-def _as_keyword(argument: cst.Arg, name: str) -> cst.Arg:
-    return argument.with_changes(
-        keyword=cst.Name(name),
-        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
-    )

@@ -189,19 +189,18 @@ def test_device_selection_guards(code: str, flagged: bool) -> None:
 
 def test_amp_replacements_keep_every_argument_meaning() -> None:
     torch = pytest.importorskip("torch")
-    from devlint.rules.deprecated_cuda_amp import _REPLACEMENTS
+    from devlint.accelerator import AUTOCAST, CUDA_AMP_AUTOCAST, CUDA_AMP_SCALER, SCALER
 
     def params(cls) -> list[str]:
         return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
 
-    # positional autocast arguments are renamed after the old signature, which the new one reorders
-    positions = _REPLACEMENTS["torch.cuda.amp.autocast"][1]
-    assert positions is not None and tuple(params(torch.cuda.amp.autocast)) == positions
-    assert params(torch.amp.autocast)[0] == "device_type"
-    assert set(positions) <= set(params(torch.amp.autocast))
-    # GradScaler needs no renaming only because the new signature is the old one behind `device`
-    assert _REPLACEMENTS["torch.cuda.amp.GradScaler"][1] is None
-    assert params(torch.amp.GradScaler) == ["device", *params(torch.cuda.amp.GradScaler)]
+    # positional arguments are renamed after the signature they were written for
+    assert tuple(params(torch.cuda.amp.autocast)) == CUDA_AMP_AUTOCAST.parameters
+    assert tuple(params(torch.cuda.amp.GradScaler)) == CUDA_AMP_SCALER.parameters
+    assert params(torch.amp.autocast) == [AUTOCAST.device_parameter, *AUTOCAST.parameters]
+    assert params(torch.amp.GradScaler) == [SCALER.device_parameter, *SCALER.parameters]
+    # every old keyword exists in the new signature
+    assert set(CUDA_AMP_AUTOCAST.parameters) <= set(AUTOCAST.parameters)
 
 
 def test_amp_fix_is_a_fixpoint_with_every_rule_active() -> None:
@@ -215,7 +214,7 @@ def test_amp_fix_is_a_fixpoint_with_every_rule_active() -> None:
     rules = list(all_rules())
     fixed = fix_text(code, "t.py", rules).text
     assert "torch.cuda.amp.autocast" not in fixed and "@autocast" not in fixed
-    assert 'autocast("cuda", enabled=False, dtype=torch.bfloat16, cache_enabled=False)' in fixed
+    assert "autocast(device.type, enabled=False, dtype=torch.bfloat16, cache_enabled=False)" in fixed
     assert fix_text(fixed, "t.py", rules).text == fixed
     assert [f.code for f in lint_text(fixed, "t.py", rules)] == []
 

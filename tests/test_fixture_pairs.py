@@ -4,6 +4,8 @@ Each ``NAME.py`` is a small runnable program with planted patterns; every line t
 flagged ends with ``# expect: CODE`` (several codes separated by commas). Beside it:
 ``NAME.fixed.py`` is the exact text `devlint fix` must produce, ``NAME.unsafe.py`` (optional) the
 text with ``--unsafe-fixes``, and ``NAME.stdout`` what the fixed program prints on a CPU-only run.
+A pair written for a newer torch says so in a line ``# torch-version: X.Y``: it is linted and fixed
+as a project with that torch-version and every rule selected, settings resolved as the CLI does.
 """
 
 from __future__ import annotations
@@ -17,13 +19,25 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
+from devlint.config import Overrides, Resolver
+from devlint.context import FixSettings
 from devlint.registry import all_rules
 from devlint.runner import fix_text, lint_text
+from devlint.torch_version import parse_version
 
 PAIRS = Path(__file__).resolve().parent.parent / "fixtures" / "pairs"
 BEFORE = sorted(p for p in PAIRS.glob("*.py") if not p.name.endswith((".fixed.py", ".unsafe.py")))
 RULES = list(all_rules())
 EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9, ]+)$")
+TORCH_VERSION = re.compile(r"^# torch-version: (\S+)$", re.M)
+
+
+def _settings(before: Path, text: str) -> FixSettings:
+    match = TORCH_VERSION.search(text)
+    if match is None:
+        return FixSettings()
+    overrides = Overrides(select=("ALL",), torch_version=parse_version(match.group(1)))
+    return Resolver(overrides).settings_for(before).fix
 
 
 def _expected(text: str) -> list[tuple[int, str]]:
@@ -44,22 +58,23 @@ def test_there_are_pairs_for_every_rule_with_a_fix() -> None:
 @pytest.mark.parametrize("before", BEFORE, ids=lambda p: p.stem)
 def test_every_planted_pattern_is_reported(before: Path) -> None:
     text = before.read_text()
-    findings = lint_text(text, before.name, RULES)
+    findings = lint_text(text, before.name, RULES, _settings(before, text))
     assert sorted((f.location.row, f.code) for f in findings) == _expected(text)
 
 
 @pytest.mark.parametrize("before", BEFORE, ids=lambda p: p.stem)
 def test_fix_gives_the_after_text_and_is_idempotent(before: Path) -> None:
     text = before.read_text()
+    settings = _settings(before, text)
     for suffix, unsafe in ((".fixed.py", False), (".unsafe.py", True)):
         after = before.with_name(before.stem + suffix)
         if not after.exists():
             assert suffix == ".unsafe.py", f"{after.name} is missing"
             continue
-        fixed = fix_text(text, before.name, RULES, unsafe=unsafe).text
+        fixed = fix_text(text, before.name, RULES, settings, unsafe=unsafe).text
         assert fixed == after.read_text(), f"{before.name} -> {after.name}"
         cst.parse_module(fixed)
-        assert fix_text(fixed, before.name, RULES, unsafe=unsafe).text == fixed
+        assert fix_text(fixed, before.name, RULES, settings, unsafe=unsafe).text == fixed
 
 
 @pytest.mark.parametrize("before", BEFORE, ids=lambda p: p.stem)

@@ -118,7 +118,7 @@ NEAR_MISSES = (
     "x = 1  # model.cuda(); torch.set_default_tensor_type(torch.cuda.FloatTensor)",
     "hint = {Q}use .cuda() and CUDA_VISIBLE_DEVICES=0{Q}",
     "ok = {T}.cuda.is_available()",
-    "n = {T}.cuda.device_count()",
+    "n = {T}.accelerator.device_count()",
     "dev = {T}.device({Q}cuda{Q} if {T}.cuda.is_available() else {Q}cpu{Q})",
     "cuda = 3",
     "name = {Q}cuda{Q}",

@@ -8,6 +8,7 @@ import sys
 import libcst as cst
 import pytest
 
+from devlint.context import FixSettings
 from devlint.registry import all_rules
 from devlint.runner import fix_text, lint_text
 
@@ -37,19 +38,20 @@ def test_valid_example_is_silent(case) -> None:
 @pytest.mark.parametrize("case", INVALID, ids=_id)
 def test_invalid_example_is_flagged_and_fixed_exactly(case) -> None:
     rule, _, example = case
-    findings = lint_text(example.code, "example.py", [rule])
+    settings = FixSettings() if example.torch_version is None else FixSettings(torch_version=example.torch_version)
+    findings = lint_text(example.code, "example.py", [rule], settings)
     assert [f.code for f in findings] == [rule.code] * example.count
-    result = fix_text(example.code, "example.py", [rule], unsafe=example.unsafe)
+    result = fix_text(example.code, "example.py", [rule], settings, unsafe=example.unsafe)
     if example.fixed is None:
         assert all(f.fix is None for f in findings)
         assert result.text == example.code
         return
     assert result.text == example.fixed
     cst.parse_module(result.text)
-    assert fix_text(result.text, "example.py", [rule], unsafe=example.unsafe).text == result.text
+    assert fix_text(result.text, "example.py", [rule], settings, unsafe=example.unsafe).text == result.text
     if example.unsafe:
         # without --unsafe-fixes the unsafe rewrite must not happen
-        assert fix_text(example.code, "example.py", [rule], unsafe=False).text != example.fixed
+        assert fix_text(example.code, "example.py", [rule], settings, unsafe=False).text != example.fixed
 
 
 @pytest.mark.parametrize("case", [c for c in INVALID if c[2].fixed is not None], ids=_id)

@@ -32,7 +32,7 @@ OLD_AMP = "torch.cuda.amp.GradScaler()"
         f"""
         import torch
         if torch_version >= (2, 4):
-            scaler = torch.amp.GradScaler("cuda")
+            scaler = torch.amp.GradScaler(device.type)
         else:
             scaler = {OLD_AMP}
         """,
@@ -46,7 +46,7 @@ OLD_AMP = "torch.cuda.amp.GradScaler()"
         import torch
         from packaging import version
         if version.parse(torch.__version__) >= version.parse("2.4.0"):
-            scaler = torch.amp.GradScaler("cuda")
+            scaler = torch.amp.GradScaler(device.type)
         else:
             scaler = {OLD_AMP}
         """,
@@ -57,13 +57,13 @@ OLD_AMP = "torch.cuda.amp.GradScaler()"
         """,
         f"""
         import torch
-        scaler = torch.amp.GradScaler("cuda") if hasattr(torch.amp, "GradScaler") else {OLD_AMP}
+        scaler = torch.amp.GradScaler(device.type) if hasattr(torch.amp, "GradScaler") else {OLD_AMP}
         """,
         f"""
         import torch
         try:
             from torch.amp import GradScaler
-            scaler = GradScaler("cuda")
+            scaler = GradScaler(device.type)
         except (ImportError, AttributeError):
             scaler = {OLD_AMP}
         """,
@@ -76,7 +76,7 @@ OLD_AMP = "torch.cuda.amp.GradScaler()"
         f"""
         import torch
         if is_torch_greater_or_equal("2.4"):
-            scaler = torch.amp.GradScaler("cuda")
+            scaler = torch.amp.GradScaler(device.type)
         else:
             scaler = {OLD_AMP}
         """,
@@ -171,7 +171,7 @@ def test_guarded_fallback_is_not_fixed_either() -> None:
         f"""\
         import torch
         if torch_version >= (2, 4):
-            scaler = torch.amp.GradScaler("cuda")
+            scaler = torch.amp.GradScaler(device.type)
         else:
             scaler = {OLD_AMP}
         """

@@ -7,7 +7,8 @@ GPU that is the CPU, every tensor would stay there, and a device mix could never
 device choices of the program are rewritten too: every conditional expression with a CUDA device
 (``"cuda"``, ``"cuda:N"``, ``torch.device("cuda", ...)``, ``torch.accelerator.current_accelerator()``)
 on one side becomes ``meta``. Device *types* are left alone: arguments of ``autocast`` and
-``GradScaler``, ``device_type=`` and names such as ``device_type`` or ``backend``.
+``GradScaler``, ``device_type=`` and names such as ``device_type`` or ``backend``; there a type
+taken from the device (``device.type``) becomes ``"cuda"``, the type meta stands in for.
 
 Nothing else changes: ``torch.cuda.is_available()`` is not patched (that would send the program
 down its CUDA branches and break whatever else it checks). A program that picks its device some
@@ -90,6 +91,13 @@ class _ToMeta(cst.CSTTransformer):
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
         self._leave(any(_names_device_type(target.target) for target in original_node.targets))
+        return updated_node
+
+    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+        # The meta device stands in for CUDA: a device type taken from it (`device.type`, as the
+        # DEV501/DEV603 fixes write it) reads "cuda", which autocast accepts and meta is not.
+        if self._device_type_depth and original_node.attr.value == "type":
+            return cst.SimpleString('"cuda"').with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar)
         return updated_node
 
     def leave_IfExp(self, original_node: cst.IfExp, updated_node: cst.IfExp) -> cst.BaseExpression:

@@ -1,0 +1,261 @@
+"""What the DEV6 rules share: from which torch release each device-generic API exists, and the
+rewrites that keep a fixed call doing on a CUDA machine what it did, while it also runs on a
+machine with no accelerator at all.
+
+The trap every DEV6 fix avoids: on a CPU-only build ``torch.accelerator.synchronize()``,
+``empty_cache()``, ``memory_allocated()`` and ``current_device_index()`` raise "Cannot access
+accelerator device when none is available", where ``torch.cuda.memory_allocated()`` returns 0 and
+``torch.cuda.empty_cache()`` does nothing. A call that returns nothing is therefore guarded by
+``torch.accelerator.is_available()``; one that returns a value gets the value the CUDA call
+returns without CUDA (``0``, ``{}``); a call that needs a device module takes the one of the
+device in scope (``torch.get_device_module(device)``), which is ``torch.cpu`` on the CPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+
+from devlint.astutil import append_arg, arg, code_in_place, imported_qualname, keyword, prepend_arg
+from devlint.context import FileContext, Site
+from devlint.device_checks import exits
+from devlint.fixes import DeviceRef, Replace
+from devlint.semantic import Binding, dotted_name, string_value
+from devlint.torch_version import TorchVersion
+
+# From which torch release (major, minor) each API exists; the sources are in the README section
+# "Moving a code base to torch.accelerator" and in tests/test_dev6_semantics.py.
+AMP_DEVICE_ARGUMENT: TorchVersion = (2, 3)  # torch.amp.GradScaler(device, ...)
+GET_DEVICE_MODULE: TorchVersion = (2, 5)  # torch.get_device_module (no earlier release documents it)
+ACCELERATOR: TorchVersion = (2, 6)  # is_available, device_count, current_accelerator, synchronize, current_stream
+ACCELERATOR_INDEX: TorchVersion = (2, 7)  # current_device_index, set_device_index
+ACCELERATOR_DEVICE_INDEX: TorchVersion = (2, 8)  # the device_index context manager
+ACCELERATOR_MEMORY: TorchVersion = (2, 9)  # empty_cache, memory_allocated, memory_stats, ...
+
+AVAILABLE = "torch.accelerator.is_available()"
+# torch.cuda is a package: its functions also answer to their submodule's name.
+_CUDA_SUBMODULES = ("torch.cuda.", "torch.cuda.memory.", "torch.cuda.streams.")
+# Parents under which `a if b else c` needs no parentheses of its own.
+_LOOSE = (
+    cst.Arg, cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return, cst.Element, cst.DictElement, cst.Expr, cst.Lambda,
+)
+# Expressions that bind at least as tightly as `and`: `E and x` reads as `(E) and x`.
+_TIGHT = (
+    cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Comparison, cst.UnaryOperation,
+    cst.SimpleString, cst.Integer, cst.Float,
+)
+
+
+def cuda_function(ctx: FileContext, node: cst.Call, names: frozenset[str]) -> str | None:
+    """``X`` when ``node`` calls ``torch.cuda.X`` (through any import or alias) for X in ``names``."""
+    qual = imported_qualname(ctx.model, node.func, names)
+    if qual is None:
+        return None
+    last = qual.rsplit(".", 1)[-1]
+    if last in names and any(qual == prefix + last for prefix in _CUDA_SUBMODULES):
+        return last
+    return None
+
+
+def positional_device(node: cst.Call, name: str = "device") -> list[cst.Arg]:
+    """The call's arguments with a ``name=`` keyword made positional: the torch.accelerator
+    functions take their device positionally only (``synchronize(device=None, /)``)."""
+    return [a.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT) if _named(a, name) else a for a in node.args]
+
+
+def _named(argument: cst.Arg, name: str) -> bool:
+    return argument.keyword is not None and argument.keyword.value == name
+
+
+def call_text(ctx: FileContext, node: cst.Call, func: str, args: Sequence[cst.Arg] | None = None) -> str:
+    """``node`` calling ``func`` instead, with ``args`` (default: its own), as it reads in place."""
+    new = node.with_changes(func=cst.parse_expression(func), args=list(node.args if args is None else args))
+    return code_in_place(ctx, node, new)
+
+
+def sole_statement(ctx: FileContext, node: cst.Call) -> cst.Expr | None:
+    """The expression statement ``node`` is, when it stands alone on its line in a block."""
+    statement = ctx.parent(node)
+    line = ctx.parent(statement) if statement is not None else None
+    if not (isinstance(statement, cst.Expr) and isinstance(line, cst.SimpleStatementLine)):
+        return None
+    return statement if len(line.body) == 1 else None
+
+
+@dataclass(frozen=True)
+class Guarded:
+    """How a call to a torch.accelerator function that needs an accelerator is written in place
+    of ``node``: bare where an enclosing check already ensures a GPU, else as a statement under
+    ``if torch.accelerator.is_available():``, else as ``(call if available else fallback)``."""
+
+    node: cst.Call
+    already_checked: bool
+    fallback: str
+
+    def replace(self, ctx: FileContext, new_call: str) -> Replace:
+        if self.already_checked:
+            return Replace(self.node, new_call)
+        statement = sole_statement(ctx, self.node) if self.fallback == "None" else None
+        if statement is not None:
+            return Replace(statement, (f"if {AVAILABLE}:", ctx.module.default_indent + new_call))
+        return Replace(self.node, conditional_in_place(ctx, self.node, f"{new_call} if {AVAILABLE} else {self.fallback}"))
+
+
+def conditional_in_place(ctx: FileContext, node: cst.CSTNode, expression: str) -> str:
+    """``a if b else c`` to stand where ``node`` stands: parenthesized unless nothing there binds tighter."""
+    return expression if isinstance(ctx.parent(node), _LOOSE) else f"({expression})"
+
+
+def guards_cuda_code(ctx: FileContext, node: cst.CSTNode) -> bool:
+    """``node`` is part of a test that decides whether CUDA code runs: the rest of the test, the
+    code it guards (the ``if``/``else`` blocks, what follows an early exit, a function or class
+    under ``@skipUnless(...)``) names CUDA. A device-generic test would run that code on other
+    accelerators, where it fails."""
+    child: cst.CSTNode = node
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, _TEST_PARTS):
+            child = ancestor
+            continue
+        if isinstance(ancestor, (cst.If, cst.IfExp)) and child is ancestor.test:
+            guarded = [ancestor.test.deep_replace(node, cst.Name("_")), ancestor.body, ancestor.orelse]
+            return any(_names_cuda(ctx, part) for part in guarded if part is not None) or _cuda_after_exit(ctx, ancestor)
+        if isinstance(ancestor, cst.Decorator):
+            return _names_cuda(ctx, ctx.parent(ancestor))
+        return False
+    return False
+
+
+# What a test is made of between a call and the `if` that holds it.
+_TEST_PARTS = (cst.Comparison, cst.ComparisonTarget, cst.BooleanOperation, cst.UnaryOperation, cst.Arg, cst.Call)
+
+
+def _names_cuda(ctx: FileContext, node: cst.CSTNode | None) -> bool:
+    return node is not None and "cuda" in ctx.code(node).lower()
+
+
+def _cuda_after_exit(ctx: FileContext, guard: cst.If | cst.IfExp) -> bool:
+    """``if not <check>: return`` protects the rest of its block."""
+    block = ctx.parent(guard)
+    if not isinstance(guard, cst.If) or not exits(guard.body) or not isinstance(block, (cst.IndentedBlock, cst.Module)):
+        return False
+    after = list(block.body)[list(block.body).index(guard) + 1 :]
+    return any(_names_cuda(ctx, statement) for statement in after)
+
+
+def device_module(ctx: FileContext, site: Site, avoid: Iterable[str] = ()) -> tuple[str, DeviceRef]:
+    """``torch.get_device_module(<device in scope>)``: ``torch.cuda`` where the device is CUDA,
+    ``torch.cpu`` on the CPU, the backend's module on other accelerators."""
+    device = ctx.device(site, avoid)
+    return f"torch.get_device_module({device.expr})", device
+
+
+def device_type(ctx: FileContext, site: Site, avoid: Iterable[str] = ()) -> tuple[str, DeviceRef]:
+    """The device type of the device in scope: ``device.type``, or ``torch.device(device).type``
+    where the device may be a string (``device = "cuda" if ... else "cpu"``), whose ``.type``
+    would fail."""
+    device = ctx.device(site, avoid)
+    if _is_device_object(ctx, site, device):
+        return f"{device.expr}.type", device
+    return f"torch.device({device.expr}).type", device
+
+
+def _is_device_object(ctx: FileContext, site: Site, device: DeviceRef) -> bool:
+    if device.inserted:
+        # the built-in expressions are torch.device objects; a configured one may be a string
+        return ctx.settings.device_expression in ("", "default", "accelerator")
+    if device.expr.endswith(".device"):
+        return True
+    bindings = ctx.model.visible_bindings(device.expr, site.scope, site.order)
+    return bool(bindings) and all(_binds_device_object(ctx, binding) for binding in bindings)
+
+
+def _binds_device_object(ctx: FileContext, binding: Binding) -> bool:
+    if binding.kind == "param":
+        annotation = binding.annotation
+        if annotation is None:
+            return False
+        written = string_value(annotation) or dotted_name(annotation)
+        return written == "torch.device" or ctx.model.qualname(annotation) == "torch.device"
+    return binding.value is not None and _device_object(ctx, binding.value)
+
+
+def _device_object(ctx: FileContext, value: cst.BaseExpression) -> bool:
+    if isinstance(value, cst.IfExp):
+        return _device_object(ctx, value.body) and _device_object(ctx, value.orelse)
+    if isinstance(value, cst.Attribute):
+        return value.attr.value == "device"
+    if isinstance(value, cst.Call):
+        qual = ctx.model.qualname(value.func) or ""
+        return qual == "torch.device" or qual == "torch.accelerator.current_accelerator"
+    return False
+
+
+def off_on_cpu(ctx: FileContext, kind: str, enabled: cst.BaseExpression | None) -> str:
+    """The ``enabled=`` value that keeps autocast or scaling off on the CPU, where the CUDA-only
+    original disabled itself, and otherwise as ``enabled`` says."""
+    off = f'{kind} != "cpu"'
+    constant = enabled.value if isinstance(enabled, cst.Name) and enabled.value in ("True", "False") else None
+    if enabled is None or constant == "True":
+        return off
+    if constant == "False":
+        return "False"
+    text = ctx.code(enabled)
+    if not isinstance(enabled, _TIGHT) and not enabled.lpar and not _is_and(enabled):
+        text = f"({text})"
+    return f"{text} and {off}"
+
+
+def _is_and(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And)
+
+
+@dataclass(frozen=True)
+class AmpCall:
+    """An autocast or GradScaler call to rewrite: its device-type parameter (``None`` for the
+    torch.cuda.amp classes, which have none) and the names of the positional parameters after it."""
+
+    device_parameter: str | None
+    parameters: tuple[str, ...]
+
+
+AUTOCAST = AmpCall("device_type", ("dtype", "enabled", "cache_enabled"))
+SCALER = AmpCall("device", ("init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled"))
+# torch.cuda.amp's classes: no device parameter; autocast's other parameters in another order
+CUDA_AMP_AUTOCAST = AmpCall(None, ("enabled", "dtype", "cache_enabled"))
+CUDA_AMP_SCALER = AmpCall(None, SCALER.parameters)
+
+
+def amp_fix_text(ctx: FileContext, node: cst.Call, func: str | None, call: AmpCall, kind: str) -> str:
+    """``node`` with the device type ``kind`` and ``enabled=`` off on the CPU; positional
+    arguments after the device type become keywords (the torch.amp signatures order them
+    differently from the torch.cuda.amp ones)."""
+    rest = [a for a in node.args if not _is_device_argument(a, node, call)]
+    if call.device_parameter is not None and any(a.keyword is None for a in node.args):
+        # the first positional argument was the device type
+        first = next(a for a in node.args if a.keyword is None)
+        rest = [a for a in node.args if a is not first]
+    given = [a for a in rest if a.keyword is None]
+    names = iter(call.parameters)
+    args = [_as_keyword(a, next(names)) if a in given else a for a in rest]
+    enabled = next((a for a in args if _named(a, "enabled")), None)
+    value = off_on_cpu(ctx, kind, enabled.value if enabled is not None else None)
+    args = [a.with_changes(value=cst.parse_expression(value)) if a is enabled else a for a in args]
+    new = node.with_changes(args=args) if func is None else node.with_changes(func=cst.parse_expression(func), args=args)
+    if enabled is None:
+        new = append_arg(new, arg(value, "enabled"))
+    device_keyword = keyword(node, call.device_parameter) if call.device_parameter is not None else None
+    new = prepend_arg(new, arg(kind, device_keyword.keyword.value if device_keyword is not None else None))
+    return code_in_place(ctx, node, new)
+
+
+def _is_device_argument(argument: cst.Arg, node: cst.Call, call: AmpCall) -> bool:
+    return call.device_parameter is not None and _named(argument, call.device_parameter)
+
+
+def _as_keyword(argument: cst.Arg, name: str) -> cst.Arg:
+    return argument.with_changes(
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+    )

@@ -1,0 +1,244 @@
+"""DEV604 cuda-availability-check (opt-in): `torch.cuda.is_available()` choosing a device or
+guarding device code."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from devlint.accelerator import ACCELERATOR, AVAILABLE, conditional_in_place, guards_cuda_code
+from devlint.devices import ACCELERATOR_EXPRESSION, is_cuda_string
+from devlint.fixes import FixPlan, Replace
+from devlint.rule import Invalid, Rule
+from devlint.semantic import string_value
+
+HEAD = "import torch\n"
+_CHECK = "torch.cuda.is_available"
+_CURRENT = "torch.accelerator.current_accelerator()"
+
+
+class CudaAvailabilityCheck(Rule):
+    code = "DEV604"
+    name = "cuda-availability-check"
+    what = (
+        '`torch.cuda.is_available()` choosing a device (`"cuda" if torch.cuda.is_available() else '
+        '"cpu"`, `torch.device(...)` of that) or guarding device code (`if torch.cuda.is_available():`). '
+        "Opt-in: add it with `extend-select`."
+    )
+    why = (
+        "The check only knows CUDA: on Apple MPS, Intel XPU or Ascend NPU the program picks the CPU "
+        "and skips its accelerator code. `torch.accelerator.is_available()` and "
+        "`torch.accelerator.current_accelerator()` (torch 2.6+) answer for whatever accelerator "
+        "there is. Opt-in, because devlint's own default device definition uses the CUDA check; with "
+        "this rule selected (and torch-version >= 2.6), the definitions fixes insert use the "
+        "accelerator form instead."
+    )
+    example = (
+        'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+        "if torch.cuda.is_available():\n    model = model.half()"
+    )
+    use_instead = (
+        "device = " + ACCELERATOR_EXPRESSION + "\nif torch.accelerator.is_available():\n    model = model.half()"
+    )
+    fix_availability = "sometimes"
+    fix_note = (
+        "Needs torch-version >= 2.6 (torch.accelerator): a project that must still run on an older "
+        "torch has nothing to move to, so below 2.6 the rule reports nothing, as for code in a "
+        "branch guarded for an older torch. Safe: `torch.device(\"cuda\" if torch.cuda.is_available() "
+        'else "cpu")` becomes `torch.accelerator.current_accelerator() if '
+        'torch.accelerator.is_available() else torch.device("cpu")`: on a CUDA machine the '
+        "accelerator is CUDA and `current_accelerator()` is `device(type='cuda')`, the same device; "
+        "without an accelerator both pick the CPU. A string choice keeps its type "
+        '(`torch.accelerator.current_accelerator().type`, "cuda" on a CUDA machine). The accelerator '
+        "is only asked for under the check that it exists, so the 2.6 behaviour of "
+        "`current_accelerator()` (raising without one) never shows. An `if` guard is rewritten only "
+        "when it has no `else`/`elif` (often a chain over backends) and neither the rest of its "
+        "test, its block, nor, after an early exit, the code that follows names CUDA: on another "
+        "accelerator that code now runs, and CUDA-only code there would fail; otherwise it is "
+        "reported without a fix (fix that code with the other DEV rules first). A choice whose "
+        "test asks more of CUDA (`torch.version.cuda`, its capability) has no fix either. A GPU index is kept: `\"cuda:1\"` becomes "
+        "`f\"{torch.accelerator.current_accelerator().type}:1\"`, \"cuda:1\" on a CUDA machine."
+    )
+    triggers = ("is_available",)
+    default_enabled = False
+    advice_since = ACCELERATOR
+
+    VALID = (
+        HEAD + "device = " + ACCELERATOR_EXPRESSION + "\n",
+        HEAD + "if torch.accelerator.is_available():\n    torch.accelerator.synchronize()\n",
+        # not a device choice: a flag for the loader
+        HEAD + "loader = DataLoader(data, pin_memory=torch.cuda.is_available())\n",
+        # below torch-version 2.6 there is no torch.accelerator to move to
+        HEAD + 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n',
+        # another library's check
+        "from numba import cuda\nif cuda.is_available():\n    pass\n",
+    )
+    INVALID = (
+        Invalid(
+            HEAD + 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n',
+            HEAD + "device = " + ACCELERATOR_EXPRESSION + "\n",
+            torch_version=ACCELERATOR,
+        ),
+        # a string stays a string; other conditions stay; the inverted test too
+        Invalid(
+            HEAD + 'dev = "cuda" if torch.cuda.is_available() and not args.cpu else "cpu"\n'
+            'kind = ("cpu" if not torch.cuda.is_available() else "cuda")\n',
+            HEAD + 'dev = torch.accelerator.current_accelerator().type if torch.accelerator.is_available() and not args.cpu else "cpu"\n'
+            'kind = ("cpu" if not torch.accelerator.is_available() else torch.accelerator.current_accelerator().type)\n',
+            count=2,
+            torch_version=ACCELERATOR,
+        ),
+        Invalid(
+            HEAD + 'name = torch.device("cuda" if torch.cuda.is_available() else "cpu").type\n',
+            HEAD + "name = (" + ACCELERATOR_EXPRESSION + ").type\n",
+            torch_version=ACCELERATOR,
+        ),
+        # a guard around device-generic code
+        Invalid(
+            HEAD + "if torch.cuda.is_available():\n    model = model.half()\n",
+            HEAD + "if torch.accelerator.is_available():\n    model = model.half()\n",
+            torch_version=ACCELERATOR,
+        ),
+        # a guard around CUDA-only code, before it (an early exit), or choosing among backends; a
+        # test that asks more of CUDA: reported without a fix
+        Invalid(HEAD + "if torch.cuda.is_available():\n    torch.cuda.manual_seed_all(0)\n", torch_version=ACCELERATOR),
+        Invalid(
+            HEAD + "def bf16():\n    if not torch.cuda.is_available():\n        return True\n"
+            "    return torch.cuda.is_bf16_supported()\n",
+            torch_version=ACCELERATOR,
+        ),
+        Invalid(
+            HEAD + "if torch.cuda.is_available():\n    kinds.append(Activity.CUDA)\nelif torch.xpu.is_available():\n"
+            "    kinds.append(Activity.XPU)\n",
+            torch_version=ACCELERATOR,
+        ),
+        Invalid(
+            HEAD + "if torch.cuda.is_available() and torch.cuda.get_device_capability() >= (9, 0):\n    fast = True\n",
+            torch_version=ACCELERATOR,
+        ),
+        # a GPU index stays
+        Invalid(
+            HEAD + "gpu = 'cuda:1' if torch.cuda.is_available() else 'cpu'\n"
+            'dev = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")\n',
+            HEAD + "gpu = f'{torch.accelerator.current_accelerator().type}:1' if torch.accelerator.is_available() else 'cpu'\n"
+            'dev = torch.device(torch.accelerator.current_accelerator().type, 0) if torch.accelerator.is_available() else torch.device("cpu")\n',
+            count=2,
+            torch_version=ACCELERATOR,
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.settings.torch_version < ACCELERATOR or self.ctx.model.qualname(node.func) != _CHECK:
+            return
+        owner = self._test_owner(node)
+        if isinstance(owner, cst.IfExp):
+            self._choice(node, owner)
+        elif isinstance(owner, cst.If):
+            self._guard(node, owner)
+
+    def _test_owner(self, node: cst.Call) -> cst.CSTNode | None:
+        """The conditional whose test holds ``node`` (through ``and``/``or``/``not``)."""
+        child: cst.CSTNode = node
+        for ancestor in self.ctx.ancestors(node):
+            if isinstance(ancestor, (cst.If, cst.IfExp)):
+                return ancestor if child is ancestor.test else None
+            if not isinstance(ancestor, (cst.BooleanOperation, cst.UnaryOperation)):
+                return None
+            child = ancestor
+        return None
+
+    def _choice(self, node: cst.Call, choice: cst.IfExp) -> None:
+        cuda_side = self._cuda_side(node, choice)
+        if cuda_side is None:
+            return
+        self.report(
+            node,
+            "`torch.cuda.is_available()` chooses CUDA or the CPU only; use `torch.accelerator.is_available()` "
+            "and `torch.accelerator.current_accelerator()`",
+            fix=self._choice_fix(node, choice, cuda_side),
+        )
+
+    def _cuda_side(self, node: cst.Call, choice: cst.IfExp) -> cst.BaseExpression | None:
+        """The side of ``choice`` taken where CUDA is available, when it is a CUDA device
+        (``"cuda"``, ``torch.device("cuda")``) and the other one is not."""
+        negated = isinstance(choice.test, cst.UnaryOperation) and choice.test.expression is node
+        if choice.test is not node and not negated and not _conjunct(choice.test, node):
+            return None
+        cuda, other = (choice.orelse, choice.body) if negated else (choice.body, choice.orelse)
+        if self._device_literal(cuda) is None or self._device_literal(other) is None:
+            return None
+        return cuda if is_cuda_string(self._device_literal(cuda)) else None
+
+    def _device_literal(self, node: cst.BaseExpression) -> str | None:
+        value = string_value(node)
+        if value is None and isinstance(node, cst.Call) and self.ctx.model.qualname(node.func) == "torch.device":
+            args = [a for a in node.args if a.keyword is None]
+            value = string_value(args[0].value) if len(node.args) == 1 and args else None
+        return value
+
+    def _choice_fix(self, node: cst.Call, choice: cst.IfExp, cuda_side: cst.BaseExpression):
+        if _mentions_cuda(self.ctx.code(choice.test.deep_replace(node, cst.Name("_")))):
+            return None  # the rest of the test asks about CUDA itself (its version, its capability)
+        literal = self._device_literal(cuda_side)
+        wrapper = self.ctx.parent(choice)
+        device_call = self.ctx.parent(wrapper) if isinstance(wrapper, cst.Arg) else None
+        whole = (
+            isinstance(device_call, cst.Call)
+            and self.ctx.model.qualname(device_call.func) == "torch.device"
+            and len(device_call.args) == 1
+        )
+        as_string = isinstance(cuda_side, cst.SimpleString) and not whole
+        current = _accelerator_form(literal or "", as_string, cuda_side.quote if as_string else '"')
+        if current is None:
+            return None
+
+        def fix(site) -> FixPlan:
+            if whole:
+                # torch.device("cuda" if c else "cpu") -> current_accelerator() if c' else torch.device("cpu")
+                other = choice.body if cuda_side is choice.orelse else choice.orelse
+                other_text = f"torch.device({self.ctx.code(other)})"
+                test = self.ctx.code(choice.test.with_deep_changes(node, func=cst.parse_expression("torch.accelerator.is_available")))
+                body, orelse = (other_text, current) if cuda_side is choice.orelse else (current, other_text)
+                replacements = [Replace(device_call, conditional_in_place(self.ctx, device_call, f"{body} if {test} else {orelse}"))]
+            else:
+                replacements = [Replace(node, AVAILABLE), Replace(cuda_side, current)]
+            return FixPlan("Choose the accelerator, else the CPU", replacements, needs_torch=True, requires=ACCELERATOR)
+
+        return fix
+
+    def _guard(self, node: cst.Call, guard: cst.If) -> None:
+        self.report(
+            node,
+            "`torch.cuda.is_available()` guards code for CUDA only; use `torch.accelerator.is_available()`",
+            fix=(
+                lambda site: FixPlan(
+                    f"Use `{AVAILABLE}`", [Replace(node, AVAILABLE)], needs_torch=True, requires=ACCELERATOR
+                )
+            )
+            if guard.orelse is None and not guards_cuda_code(self.ctx, node)
+            else None,
+        )
+
+def _mentions_cuda(code: str) -> bool:
+    return "cuda" in code.lower()
+
+
+def _accelerator_form(literal: str, as_string: bool, quote: str) -> str | None:
+    """The accelerator's counterpart of the CUDA device ``literal`` (``"cuda"``, ``"cuda:1"``), as a
+    string or a torch.device; the same value on a CUDA machine. None for what is no such literal."""
+    if literal == "cuda":
+        return _CURRENT + ".type" if as_string else _CURRENT
+    index = literal.removeprefix("cuda:")
+    if not index.isdigit():
+        return None
+    if as_string:
+        return f"f{quote}{{{_CURRENT}.type}}:{index}{quote}"
+    return f"torch.device({_CURRENT}.type, {index})"
+
+
+def _conjunct(test: cst.BaseExpression, node: cst.CSTNode) -> bool:
+    """``node`` is one of the ``and``-ed parts of ``test``: where ``test`` holds, so does it."""
+    if test is node:
+        return True
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _conjunct(test.left, node) or _conjunct(test.right, node)
+    return False

@@ -1,0 +1,200 @@
+"""The DEV6 rules as a family: which fix each torch-version gets, what they leave alone, who owns
+a GPU selection (DEV202 or DEV601), DEV604 and the device definitions fixes insert, and coverage
+of PyTorch's own TEST_DEVICE_BIAS lint."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from devlint.accelerator import ACCELERATOR, ACCELERATOR_INDEX, ACCELERATOR_MEMORY, AMP_DEVICE_ARGUMENT, GET_DEVICE_MODULE
+from devlint.cli import main
+from devlint.config import Overrides, Resolver
+from devlint.context import FixSettings
+from devlint.devices import ACCELERATOR_EXPRESSION, DEFAULT_EXPRESSION
+from devlint.registry import all_rules, select_rules
+from devlint.runner import fix_text, lint_text
+
+ALL = list(all_rules())
+HEAD = "import torch\n"
+PAIRS = Path(__file__).resolve().parent.parent / "fixtures" / "pairs"
+
+
+def _fix_text(source: str, version: tuple[int, int], unsafe: bool = False) -> str | None:
+    """The one DEV601-DEV603 finding's fix applied, or None when it has no fix at ``version``."""
+    settings = FixSettings(torch_version=version)
+    findings = [f for f in lint_text(source, "x.py", ALL, settings) if f.code in ("DEV601", "DEV602", "DEV603")]
+    assert len(findings) == 1, findings
+    if findings[0].fix is None or (findings[0].fix.applicability == "unsafe" and not unsafe):
+        return None
+    return fix_text(source, "x.py", select_rules([findings[0].code]), settings, unsafe=unsafe).text
+
+
+# (code, the version from which it has a fix, the fixed statement at that version)
+VERSION_TABLE = [
+    ("torch.cuda.synchronize()", GET_DEVICE_MODULE, "torch.get_device_module(device).synchronize()"),
+    ("torch.cuda.synchronize()", ACCELERATOR, "if torch.accelerator.is_available():\n    torch.accelerator.synchronize()"),
+    ("n = torch.cuda.device_count()", ACCELERATOR, "n = torch.accelerator.device_count()"),
+    ("s = torch.cuda.current_stream()", GET_DEVICE_MODULE, "s = torch.get_device_module(device).current_stream()"),
+    ("i = torch.cuda.current_device()", ACCELERATOR_INDEX, "i = torch.accelerator.current_device_index()"),
+    ("torch.cuda.empty_cache()", ACCELERATOR_MEMORY, "if torch.accelerator.is_available():\n    torch.accelerator.empty_cache()"),
+    (
+        "m = torch.cuda.max_memory_reserved(device)",
+        ACCELERATOR_MEMORY,
+        "m = torch.accelerator.max_memory_reserved(device) if torch.accelerator.is_available() else 0",
+    ),
+    ("s = torch.amp.GradScaler()", AMP_DEVICE_ARGUMENT, 's = torch.amp.GradScaler(device.type, enabled=device.type != "cpu")'),
+]
+
+
+@pytest.mark.parametrize(("code", "since", "fixed"), VERSION_TABLE, ids=[f"{c}@{v}" for c, v, _ in VERSION_TABLE])
+def test_a_fix_appears_from_the_torch_version_that_has_its_api(code: str, since: tuple[int, int], fixed: str) -> None:
+    source = HEAD + 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n' + code + "\n"
+    before = (since[0], since[1] - 1)
+    after = _fix_text(source, since, unsafe=True)
+    assert after is not None and after.endswith(fixed + "\n"), after
+    # one release earlier the same code gets another fix, or none
+    earlier = _fix_text(source, before, unsafe=True)
+    assert earlier is None or not earlier.endswith(fixed + "\n")
+
+
+def test_mem_get_info_and_timing_events_have_no_fix_at_any_version() -> None:
+    for code in ("free, total = torch.cuda.mem_get_info()", "start = torch.cuda.Event(enable_timing=True)"):
+        assert _fix_text(HEAD + code + "\n", (2, 13)) is None
+
+
+GENERIC = [
+    # the accelerator API, guarded
+    "if torch.accelerator.is_available():\n    torch.accelerator.synchronize()\n    torch.accelerator.empty_cache()\n"
+    "    used = torch.accelerator.memory_allocated()\n    idx = torch.accelerator.current_device_index()\n",
+    "n = torch.accelerator.device_count()\nacc = torch.accelerator.current_accelerator()\n",
+    # autocast and scaling with the device type of the device in use
+    "def step(model, x, acc: torch.device):\n    with torch.autocast(device_type=acc.type, dtype=torch.bfloat16):\n"
+    "        return model(x)\n",
+    'scaler = torch.amp.GradScaler(device.type, enabled=device.type != "cpu")\n',
+    # the device module of the device in use
+    "def sync(acc):\n    mod = torch.get_device_module(acc)\n    mod.synchronize()\n    s = mod.Stream()\n"
+    "    with mod.stream(s):\n        pass\n",
+    # the accelerator device definition
+    "device = " + ACCELERATOR_EXPRESSION + "\nx = torch.ones(2, device=device)\n",
+    # other backends' own modules are not CUDA
+    "if torch.xpu.is_available():\n    torch.xpu.synchronize()\n    torch.xpu.empty_cache()\n",
+]
+
+
+@pytest.mark.parametrize("code", GENERIC)
+def test_accelerator_generic_code_raises_no_finding(code: str) -> None:
+    for version in ((2, 4), (2, 9), (2, 13)):
+        assert lint_text(HEAD + code, "generic.py", ALL, FixSettings(torch_version=version)) == []
+
+
+SELECTIONS = [
+    # (code, the rule that reports the selection)
+    ("torch.cuda.set_device(0)", "DEV202"),  # a literal index pins every process to one GPU
+    ("torch.cuda.set_device(rank)", "DEV202"),  # unguarded: fails without CUDA
+    ("if torch.cuda.is_available():\n    torch.cuda.set_device('cuda:1')", "DEV202"),
+    ("if torch.cuda.is_available():\n    torch.cuda.set_device(rank)", "DEV601"),  # guarded, from the launcher
+    ("if device.type == 'cuda':\n    torch.cuda.set_device(device)", "DEV601"),
+    ("with torch.cuda.device(1):\n    pass", "DEV202"),
+    ("with torch.cuda.device(rank):\n    pass", "DEV202"),
+    ("if x.is_cuda:\n    with torch.cuda.device(x.device):\n        pass", "DEV601"),
+    ("def f(rank):\n    if not torch.cuda.is_available():\n        return\n    with torch.cuda.device(rank):\n        pass", "DEV601"),
+]
+
+
+@pytest.mark.parametrize(("code", "owner"), SELECTIONS)
+def test_each_gpu_selection_is_reported_by_exactly_one_rule(code: str, owner: str) -> None:
+    findings = lint_text(HEAD + code + "\n", "select.py", select_rules(["DEV202", "DEV601"]), FixSettings(torch_version=(2, 13)))
+    selections = [f for f in findings if "set_device" in f.message or "torch.cuda.device" in f.message]
+    assert [f.code for f in selections] == [owner]
+
+
+def test_guarded_set_device_becomes_set_device_index_from_2_7() -> None:
+    source = HEAD + "if torch.cuda.is_available():\n    torch.cuda.set_device(device=rank)\n"
+    assert _fix_text(source, (2, 6)) is None
+    assert _fix_text(source, ACCELERATOR_INDEX) == HEAD + "if torch.cuda.is_available():\n    torch.accelerator.set_device_index(rank)\n"
+
+
+# -- DEV604 and the device definitions fixes insert ------------------------------------------
+
+
+def _settings(tmp_path: Path, toml: str) -> FixSettings:
+    (tmp_path / "devlint.toml").write_text(toml)
+    return Resolver().settings_for(tmp_path / "train.py").fix
+
+
+def test_selecting_dev604_makes_inserted_definitions_use_the_accelerator(tmp_path: Path) -> None:
+    assert _settings(tmp_path, 'extend-select = ["DEV604"]\ntorch-version = "2.6"\n').device_expression == "accelerator"
+    # without DEV604, or below 2.6 where DEV604 reports nothing, the default stays
+    assert _settings(tmp_path, 'torch-version = "2.6"\n').device_expression == "default"
+    assert _settings(tmp_path, 'extend-select = ["DEV604"]\ntorch-version = "2.5"\n').device_expression == "default"
+    # an expression the user chose wins
+    chosen = 'extend-select = ["DEV604"]\ntorch-version = "2.6"\ndevice-expression = "torch.device(\'cpu\')"\n'
+    assert _settings(tmp_path, chosen).device_expression == "torch.device('cpu')"
+
+
+def test_dev604_reports_nothing_below_2_6() -> None:
+    source = HEAD + 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\nif torch.cuda.is_available():\n    pass\n'
+    rule = select_rules(["DEV604"])
+    assert lint_text(source, "x.py", rule, FixSettings(torch_version=(2, 5))) == []
+    assert [f.code for f in lint_text(source, "x.py", rule, FixSettings(torch_version=ACCELERATOR))] == ["DEV604"] * 2
+
+
+def test_fixing_with_dev604_selected_creates_no_new_finding(tmp_path: Path, capsys) -> None:
+    script = tmp_path / "train.py"
+    script.write_text("import torch\nmodel = Net().cuda()\nx = torch.ones(2).to('cuda')\ntorch.cuda.synchronize()\n")
+    flags = ["--extend-select", "DEV604", "--torch-version", "2.6", "--no-cache"]
+    assert main(["fix", str(script), *flags]) == 0
+    fixed = script.read_text()
+    assert "device = " + ACCELERATOR_EXPRESSION + "\n" in fixed and DEFAULT_EXPRESSION not in fixed
+    capsys.readouterr()
+    assert main(["check", str(script), "--select", "ALL", "--torch-version", "2.6", "--no-cache"]) == 0
+
+
+DEV5_DEV6_PAIRS = [p for p in sorted(PAIRS.glob("dev[56]0*.py")) if not p.name.endswith((".fixed.py", ".unsafe.py"))]
+
+
+def _unfixable(findings) -> Counter:
+    return Counter((f.code, f.message) for f in findings if f.fix is None)
+
+
+@pytest.mark.parametrize("version", [(2, 4), (2, 6), (2, 9)])
+@pytest.mark.parametrize("pair", DEV5_DEV6_PAIRS, ids=lambda p: p.stem)
+def test_a_fix_never_produces_code_a_selected_rule_flags(pair: Path, version: tuple[int, int]) -> None:
+    settings = Resolver(Overrides(select=("ALL",), torch_version=version)).settings_for(pair).fix
+    text = pair.read_text()
+    before = lint_text(text, pair.name, ALL, settings)
+    result = fix_text(text, pair.name, ALL, settings, unsafe=True)
+    # what remains is exactly what had no fix: nothing new, nothing fixable left
+    assert all(f.fix is None for f in result.remaining)
+    assert _unfixable(result.remaining) <= _unfixable(before)
+
+
+# -- PyTorch's TEST_DEVICE_BIAS lint (tools/linter/adapters/test_device_bias_linter.py) --------
+# It flags, in GPU tests: a `device=` keyword whose string names a device type, `device=` given a
+# `torch.device("cuda")` call, a `.cuda()` (`.xpu()`, `.mps()`) method call, `.to("cuda")`, and
+# `with torch.device("cuda")`. Each CUDA pattern must be flagged by some devlint rule.
+DEVICE_BIAS = [
+    'x = torch.ones(2, device="cuda")',
+    'x = torch.ones(2, device="cuda:0")',
+    'x = torch.empty(3, device=torch.device("cuda"))',
+    "x = torch.ones(2).cuda()",
+    "model = model.cuda(0)",
+    'x = torch.ones(2).to("cuda")',
+    'x = torch.ones(2).to("cuda:1")',
+    'with torch.device("cuda"):\n    x = torch.ones(2)',
+]
+
+
+@pytest.mark.parametrize("code", DEVICE_BIAS)
+def test_every_cuda_pattern_of_test_device_bias_is_flagged(code: str) -> None:
+    test = HEAD + "@requires_gpu()\ndef test_kernel():\n" + "".join("    " + line + "\n" for line in code.splitlines())
+    assert lint_text(test, "test_kernel.py", select_rules(None)) != []
+
+
+@pytest.mark.xfail(strict=True, reason="devlint flags code that only runs on CUDA; code written for one other backend is out of scope")
+@pytest.mark.parametrize("code", ['x = torch.ones(2, device="xpu")', "x = torch.ones(2).mps()", 'x = torch.ones(2).to("xpu")'])
+def test_other_backend_patterns_of_test_device_bias(code: str) -> None:
+    assert lint_text(HEAD + code + "\n", "test_kernel.py", ALL) != []
