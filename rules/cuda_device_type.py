@@ -116,9 +116,9 @@ class CudaDeviceType(Rule):
         # inside forward the input's device is followed; a constant `enabled=False` stays
         Invalid(
             HEAD + "class Net(torch.nn.Module):\n    def forward(self, x):\n"
-            '        with torch.autocast("cuda", enabled=False):\n            return x\n',
+            '        with torch.autocast("cuda", enabled=False):\n            return x.float() * 2\n',
             HEAD + "class Net(torch.nn.Module):\n    def forward(self, x):\n"
-            '        with torch.autocast(x.device.type, enabled=False):\n            return x\n',
+            '        with torch.autocast(x.device.type, enabled=False):\n            return x.float() * 2\n',
         ),
         # other device_type="cuda" arguments: reported, no fix
         Invalid(HEAD + '@torch.amp.custom_fwd(device_type="cuda")\ndef forward(ctx, x):\n    return x\n'),

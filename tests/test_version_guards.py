@@ -88,12 +88,12 @@ OLD_AMP = "torch.cuda.amp.GradScaler()"
         f"""
         import torch
         NEW_TORCH = tuple(int(p) for p in torch.__version__.split(".")[:2]) >= (2, 4)
-        scaler = torch.amp.GradScaler("cuda") if NEW_TORCH else {OLD_AMP}
+        scaler = torch.amp.GradScaler(device.type) if NEW_TORCH else {OLD_AMP}
         """,
         f"""
         import torch
         try:
-            scaler = torch.amp.GradScaler(device="cuda")
+            scaler = torch.amp.GradScaler(device=device.type)
         except (AttributeError, TypeError):
             scaler = {OLD_AMP}
         """,
