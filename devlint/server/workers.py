@@ -1,0 +1,84 @@
+"""Where the engine runs: one worker process, so that a long check never holds up the event loop
+(the GIL included) and a crash in the native parser costs a restart, not the server.
+
+Workers are spawned, not forked: the server has threads (pygls reads stdin in one). Where
+processes cannot be started (no semaphores in some sandboxes) the work runs in a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import signal
+from collections.abc import Callable
+from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def _start_worker() -> None:
+    # The editor's Ctrl-C (or a terminal's) is for the server, which stops the worker.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Anything written to stdout would corrupt the protocol stream: send it to stderr.
+    os.dup2(2, 1)
+
+
+def _load_rules() -> int:
+    from devlint.registry import all_rules
+
+    return len(all_rules())
+
+
+class Workers:
+    def __init__(self) -> None:
+        self._executor: Executor | None = None
+
+    def _pool(self) -> Executor:
+        if self._executor is None:
+            try:
+                self._executor = ProcessPoolExecutor(
+                    1, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker
+                )
+            except (OSError, ImportError, NotImplementedError):
+                self._executor = ThreadPoolExecutor(1, thread_name_prefix="devlint-check")
+        return self._executor
+
+    def warm_up(self) -> None:
+        """Start the worker and load the rules before the first document arrives."""
+        self._submit(_load_rules)
+
+    def _submit(self, function: Callable[..., T], *args: object) -> asyncio.Future[T]:
+        loop = asyncio.get_running_loop()
+        try:
+            return loop.run_in_executor(self._pool(), function, *args)
+        except OSError:
+            # The process could not be started: check in a thread from now on.
+            self._discard()
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="devlint-check")
+            return loop.run_in_executor(self._executor, function, *args)
+
+    async def run(self, function: Callable[..., T], *args: object) -> T:
+        """``function(*args)`` in the worker. A worker that died is replaced and the call tried
+        once more; if it dies again, BrokenExecutor (the next call starts a fresh worker)."""
+        try:
+            return await self._submit(function, *args)
+        except BrokenExecutor:
+            self._discard()
+        try:
+            return await self._submit(function, *args)
+        except BrokenExecutor:
+            self._discard()
+            raise
+
+    def _discard(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+
+    def close(self) -> None:
+        """Stop at once: a check still running is of no use to anyone now."""
+        self._discard()
+        for child in multiprocessing.active_children():
+            child.terminate()
