@@ -256,7 +256,9 @@ def test_a_skipped_file_and_an_engine_bug_give_no_findings(monkeypatch: pytest.M
     def broken(*args: object) -> None:
         raise KeyError("boom")
 
+    raised_at = broken.__code__.co_firstlineno + 1
+
     monkeypatch.setattr(analysis, "lint_text", broken)
     found = analyze(Source("a.py", ("import torch\nx.cuda()\n",), False, SETTINGS))
     assert found.problem is not None
-    assert found.problem.message == "internal error at test_server_parts.py:256: KeyError: 'boom' (please report this)"
+    assert found.problem.message == f"internal error at test_server_parts.py:{raised_at}: KeyError: 'boom' (please report this)"
