@@ -8,6 +8,7 @@ processes cannot be started (no semaphores in some sandboxes) the work runs in a
 from __future__ import annotations
 
 import asyncio
+import gc
 import multiprocessing
 import os
 import signal
@@ -28,7 +29,10 @@ def _start_worker() -> None:
 def _load_rules() -> int:
     from devlint.registry import all_rules
 
-    return len(all_rules())
+    count = len(all_rules())
+    # What is loaded now lives as long as the worker: keep it out of every collection.
+    gc.freeze()
+    return count
 
 
 class Workers:
