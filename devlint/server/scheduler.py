@@ -4,7 +4,8 @@ over a newer one.
 Each document has at most one check task. An edit cancels it, wherever it is (waiting out the
 pause, or waiting for the worker; the worker's result for the old text is then dropped), and
 starts a new one. A request that needs the findings of the current version (a code action, a
-hover) waits for that version's check, starting it at once if it was only pausing.
+hover) waits for that version's check; it does not cut the pause short, or an editor that asks
+for code actions at every cursor move would have every keystroke checked.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import asyncio
 import logging
 from collections.abc import Callable
 from concurrent.futures import BrokenExecutor
-from dataclasses import dataclass
 
 from devlint.server.analysis import analyze
 from devlint.server.model import Analysis, Problem
@@ -29,12 +29,6 @@ class Superseded(Exception):
     """The document changed (or closed) before its check finished."""
 
 
-@dataclass
-class _Pending:
-    task: asyncio.Task[Checked | None] | None = None
-    version: int | None = None  # the version being checked, once the pause is over
-
-
 class Scheduler:
     def __init__(
         self,
@@ -47,15 +41,13 @@ class Scheduler:
         self._take = take
         self._version = version
         self._publish = publish
-        self._pending: dict[str, _Pending] = {}
+        self._pending: dict[str, asyncio.Task[Checked | None]] = {}
         self._latest: dict[str, Checked] = {}
 
     def schedule(self, key: str, delay: float) -> asyncio.Task[Checked | None]:
         """Check document ``key`` after ``delay`` seconds, instead of any check under way."""
         self._cancel(key)
-        pending = _Pending()
-        task = pending.task = asyncio.ensure_future(self._check(key, delay, pending))
-        self._pending[key] = pending
+        task = self._pending[key] = asyncio.ensure_future(self._check(key, delay))
         return task
 
     def forget(self, key: str) -> None:
@@ -63,17 +55,16 @@ class Scheduler:
         self._latest.pop(key, None)
 
     def _cancel(self, key: str) -> None:
-        pending = self._pending.pop(key, None)
-        if pending is not None and pending.task is not None:
-            pending.task.cancel()
+        task = self._pending.pop(key, None)
+        if task is not None:
+            task.cancel()
 
-    async def _check(self, key: str, delay: float, pending: _Pending) -> Checked | None:
+    async def _check(self, key: str, delay: float) -> Checked | None:
         if delay > 0:
             await asyncio.sleep(delay)
         snapshot = self._take(key)
         if snapshot is None:
             return None
-        pending.version = snapshot.version
         try:
             analysis = await self._workers.run(analyze, snapshot.source)
         except Exception as error:
@@ -85,7 +76,7 @@ class Scheduler:
             return None
         checked = Checked(snapshot, analysis)
         self._latest[key] = checked
-        if self._pending.get(key) is pending:
+        if self._pending.get(key) is asyncio.current_task():
             del self._pending[key]
         self._publish(checked)
         return checked
@@ -101,10 +92,7 @@ class Scheduler:
         checked = self._latest.get(key)
         if checked is not None and checked.snapshot.version == version:
             return checked
-        pending = self._pending.get(key)
-        task = pending.task if pending is not None and pending.version == version else None
-        if task is None:
-            task = self.schedule(key, 0)
+        task = self._pending.get(key) or self.schedule(key, 0)
         try:
             # Shielded: a request the client cancels must not cancel the check it waited for.
             result = await asyncio.shield(task)
