@@ -7,10 +7,7 @@ answering a code action needs no engine work; the changes of `source.fixAll` (fi
 
 from __future__ import annotations
 
-import gc
 import traceback
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -30,8 +27,7 @@ from devlint.suppress import Comments, apply_noqa, noqa_edit, noqa_target, scan,
 def analyze(source: Source) -> Analysis:
     """The findings of ``source``; never raises (a bug becomes the document's problem)."""
     try:
-        with _collector_paused():
-            return call_with_deep_stack(_analyze, source)
+        return call_with_deep_stack(_analyze, source)
     except Exception as error:
         return Analysis(problem=Problem(_internal(error), _first_text(source)))
 
@@ -40,23 +36,9 @@ def fix_all(source: Source) -> tuple[Change, ...]:
     """The changes `devlint fix` would make (safe fixes, over rounds); none for a document that
     does not parse."""
     try:
-        with _collector_paused():
-            return call_with_deep_stack(_fix_all, source)
+        return call_with_deep_stack(_fix_all, source)
     except (ParseError, NotebookError):
         return ()
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """A tree holds millions of objects and no cycles: the cyclic collector, run while it is
-    built, walks it again and again (devlint.execute pauses it per file for the same reason)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _first_text(source: Source) -> int:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import sys
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any, BinaryIO
 
 from lsprotocol import types
@@ -25,109 +26,69 @@ CODE_ACTIONS = types.CodeActionOptions(
 )
 
 
-class Protocol(LanguageServerProtocol):
-    """pygls keeps its own copy of each document, splitting lines where LSP does not (form
-    feeds, U+2028) and failing on positions some clients send; devlint.server.documents keeps
-    the text instead, so pygls's copy is not made at all."""
+def _forward(method: str) -> Callable[[LanguageServerProtocol, Any], Generator[Any, Any, None]]:
+    """A builtin handler for ``method`` that only calls the server's own handler."""
 
-    def _forward(self, method: str, params: Any) -> Generator[Any, Any, None]:
+    @lsp_method(method)
+    def forward(self: LanguageServerProtocol, params: Any) -> Generator[Any, Any, None]:
         handler = self.fm.features.get(method)
         if handler is not None:
             yield handler, (params,), None
 
-    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
-    def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams) -> Generator[Any, Any, None]:
-        yield from self._forward(types.TEXT_DOCUMENT_DID_OPEN, params)
+    return forward
 
-    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
-    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> Generator[Any, Any, None]:
-        yield from self._forward(types.TEXT_DOCUMENT_DID_CHANGE, params)
 
-    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
-    def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams) -> Generator[Any, Any, None]:
-        yield from self._forward(types.TEXT_DOCUMENT_DID_CLOSE, params)
+class Protocol(LanguageServerProtocol):
+    """pygls keeps its own copy of each document, splitting lines where LSP does not (form
+    feeds, U+2028) and failing on positions some clients send; devlint.server.documents keeps
+    the text instead, so pygls's copy is not made at all (same names: these replace pygls's)."""
 
-    @lsp_method(types.NOTEBOOK_DOCUMENT_DID_OPEN)
-    def lsp_notebook_document__did_open(self, params: types.DidOpenNotebookDocumentParams) -> Generator[Any, Any, None]:
-        yield from self._forward(types.NOTEBOOK_DOCUMENT_DID_OPEN, params)
+    lsp_text_document__did_open = _forward(types.TEXT_DOCUMENT_DID_OPEN)
+    lsp_text_document__did_change = _forward(types.TEXT_DOCUMENT_DID_CHANGE)
+    lsp_text_document__did_close = _forward(types.TEXT_DOCUMENT_DID_CLOSE)
+    lsp_notebook_document__did_open = _forward(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    lsp_notebook_document__did_change = _forward(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    lsp_notebook_document__did_close = _forward(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
 
-    @lsp_method(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
-    def lsp_notebook_document__did_change(
-        self, params: types.DidChangeNotebookDocumentParams
-    ) -> Generator[Any, Any, None]:
-        yield from self._forward(types.NOTEBOOK_DOCUMENT_DID_CHANGE, params)
 
-    @lsp_method(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
-    def lsp_notebook_document__did_close(
-        self, params: types.DidCloseNotebookDocumentParams
-    ) -> Generator[Any, Any, None]:
-        yield from self._forward(types.NOTEBOOK_DOCUMENT_DID_CLOSE, params)
+def _plain(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A function calling a bound method: pygls marks its handlers with attributes, which a
+    bound method does not take."""
+    if inspect.iscoroutinefunction(method):
+
+        async def call_async(params: Any) -> Any:
+            return await method(params)
+
+        return call_async
+
+    def call(params: Any) -> Any:
+        return method(params)
+
+    return call
 
 
 def create_server() -> tuple[LanguageServer, Session]:
     server = LanguageServer("devlint", __version__, protocol_cls=Protocol, notebook_document_sync=NOTEBOOK_SYNC)
     session = Session(server)
-
-    @server.feature(types.INITIALIZE)
-    def initialize(params: types.InitializeParams) -> None:
-        session.initialize(params)
-
-    @server.feature(types.INITIALIZED)
-    async def initialized(params: types.InitializedParams) -> None:
-        await session.initialized()
-
-    @server.feature(types.SHUTDOWN)
-    def shutdown(params: None) -> None:
-        session.shutdown()
-
-    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(params: types.DidOpenTextDocumentParams) -> None:
-        session.opened(params.text_document)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    def did_change(params: types.DidChangeTextDocumentParams) -> None:
-        session.changed(params)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
-    def did_save(params: types.DidSaveTextDocumentParams) -> None:
-        session.saved(params.text_document.uri)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
-    def did_close(params: types.DidCloseTextDocumentParams) -> None:
-        session.closed(params.text_document.uri)
-
-    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
-    def notebook_open(params: types.DidOpenNotebookDocumentParams) -> None:
-        session.notebook_opened(params)
-
-    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
-    def notebook_change(params: types.DidChangeNotebookDocumentParams) -> None:
-        session.notebook_changed(params)
-
-    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
-    def notebook_close(params: types.DidCloseNotebookDocumentParams) -> None:
-        session.notebook_closed(params.notebook_document.uri)
-
-    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    async def configuration(params: types.DidChangeConfigurationParams) -> None:
-        await session.configuration_changed(params)
-
-    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
-    def watched(params: types.DidChangeWatchedFilesParams) -> None:
-        session.files_changed()
-
-    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, CODE_ACTIONS)
-    async def code_action(params: types.CodeActionParams) -> list[types.CodeAction]:
-        return await session.code_actions(params)
-
-    @server.feature(types.CODE_ACTION_RESOLVE)
-    async def code_action_resolve(params: types.CodeAction) -> types.CodeAction:
-        return await session.resolve(params)
-
-    @server.feature(types.TEXT_DOCUMENT_HOVER)
-    async def hover(params: types.HoverParams) -> types.Hover | None:
-        return await session.hover(params)
-
+    handlers: dict[str, Callable[..., Any]] = {
+        types.INITIALIZE: session.initialize,
+        types.INITIALIZED: session.initialized,
+        types.SHUTDOWN: session.shutdown,
+        types.TEXT_DOCUMENT_DID_OPEN: session.opened,
+        types.TEXT_DOCUMENT_DID_CHANGE: session.changed,
+        types.TEXT_DOCUMENT_DID_SAVE: session.saved,
+        types.TEXT_DOCUMENT_DID_CLOSE: session.closed,
+        types.NOTEBOOK_DOCUMENT_DID_OPEN: session.notebook_opened,
+        types.NOTEBOOK_DOCUMENT_DID_CHANGE: session.notebook_changed,
+        types.NOTEBOOK_DOCUMENT_DID_CLOSE: session.notebook_closed,
+        types.WORKSPACE_DID_CHANGE_CONFIGURATION: session.configuration_changed,
+        types.WORKSPACE_DID_CHANGE_WATCHED_FILES: session.files_changed,
+        types.TEXT_DOCUMENT_CODE_ACTION: session.code_actions,
+        types.CODE_ACTION_RESOLVE: session.resolve,
+        types.TEXT_DOCUMENT_HOVER: session.hover,
+    }
+    for method, handler in handlers.items():
+        server.feature(method, CODE_ACTIONS if method == types.TEXT_DOCUMENT_CODE_ACTION else None)(_plain(handler))
     return server, session
 
 

@@ -69,7 +69,7 @@ class Session:
         self.lazy_fix_all = "edit" in (resolvable or ())
         self.workers.warm_up()
 
-    async def initialized(self) -> None:
+    async def initialized(self, params: types.InitializedParams) -> None:
         capabilities = self.server.client_capabilities
         if _capability(capabilities, "workspace", "did_change_watched_files", "dynamic_registration"):
             watchers = [types.FileSystemWatcher(glob_pattern=glob) for glob in CONFIG_GLOBS]
@@ -104,17 +104,17 @@ class Session:
         else:
             await self._pull_settings()
 
-    def files_changed(self) -> None:
+    def files_changed(self, params: types.DidChangeWatchedFilesParams | None = None) -> None:
         """A configuration file changed on disk: check every open document again."""
         self.configs.invalidate()
         for key in self._keys():
             self.scheduler.schedule(key, 0)
 
-    def saved(self, uri: str) -> None:
-        if uri.rsplit("/", 1)[-1] in CONFIG_NAMES:
+    def saved(self, params: types.DidSaveTextDocumentParams) -> None:
+        if params.text_document.uri.rsplit("/", 1)[-1] in CONFIG_NAMES:
             self.files_changed()
 
-    def shutdown(self) -> None:
+    def shutdown(self, params: None = None) -> None:
         self.workers.close()
 
     # -- documents -----------------------------------------------------------------------
@@ -127,7 +127,8 @@ class Session:
         path = item.uri.split("?", 1)[0]
         return not path.endswith(".ipynb") and (item.language_id in PYTHON_LANGUAGES or path.endswith(PYTHON_SUFFIXES))
 
-    def opened(self, item: types.TextDocumentItem) -> None:
+    def opened(self, params: types.DidOpenTextDocumentParams) -> None:
+        item = params.text_document
         if self._lintable(item):
             self.documents.open_text(item)
             self.scheduler.schedule(item.uri, 0)
@@ -136,7 +137,8 @@ class Session:
         if self.documents.change_text(params) is not None:
             self.scheduler.schedule(params.text_document.uri, self._debounce())
 
-    def closed(self, uri: str) -> None:
+    def closed(self, params: types.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
         if self.documents.close_text(uri) is not None:
             self.scheduler.forget(uri)
             self._clear([uri])
@@ -151,7 +153,8 @@ class Session:
             self._clear(closed)
             self.scheduler.schedule(notebook.uri, self._debounce())
 
-    def notebook_closed(self, uri: str) -> None:
+    def notebook_closed(self, params: types.DidCloseNotebookDocumentParams) -> None:
+        uri = params.notebook_document.uri
         notebook = self.documents.close_notebook(uri)
         if notebook is not None:
             self.scheduler.forget(uri)

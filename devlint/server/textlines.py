@@ -9,6 +9,7 @@ the end of the text.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -66,16 +67,10 @@ class Lines:
 
     def position(self, offset: int, encoding: str) -> types.Position:
         offset = max(0, min(offset, len(self.text)))
-        lo, hi = 0, len(self.starts) - 1
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if self.starts[mid] <= offset:
-                lo = mid
-            else:
-                hi = mid - 1
-        line = self.line(lo)
-        column = min(offset - self.starts[lo], len(line))
-        return types.Position(lo, units(line[:column], encoding))
+        index = bisect.bisect_right(self.starts, offset) - 1
+        line = self.line(index)
+        column = min(offset - self.starts[index], len(line))
+        return types.Position(index, units(line[:column], encoding))
 
     def at(self, row: int, column: int, encoding: str) -> types.Position:
         """The position of devlint's 1-based ``row`` and 1-based code point ``column``."""
