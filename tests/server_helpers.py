@@ -26,6 +26,20 @@ def session(root: Path, **initialize: Any) -> Iterator[LspClient]:
         client.kill()
 
 
+def workers_of(pid: int) -> set[int]:
+    """The worker processes of the server ``pid`` (Linux /proc; empty elsewhere)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            command = (stat.parent / "cmdline").read_bytes()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid and b"spawn_main" in command:
+            found.add(int(stat.parent.name))
+    return found
+
+
 def span(text: str, needle: str, occurrence: int = 0) -> dict[str, Any]:
     """The LSP range (UTF-16) of the ``occurrence``-th ``needle`` in ``text``."""
     starts = [m.start() for m in re.finditer(re.escape(needle), text)]

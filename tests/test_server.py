@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("pygls", reason="the language server needs the `server` extra")
 
 from lsp_client import LspClient, ResponseError, apply_edits, uri_of  # noqa: E402
-from server_helpers import at, engine_diagnostics, published, session, span  # noqa: E402
+from server_helpers import at, engine_diagnostics, published, session, span, workers_of  # noqa: E402
 
 CONTENT_MODIFIED = -32801
 REQUEST_CANCELLED = -32800
@@ -580,11 +580,14 @@ def test_newer_edits_supersede_older_checks(client: LspClient, root: Path) -> No
     assert [d["code"] for d in final] == ["DEV101"]
 
 
+BIG = "import torch\n" + "".join(
+    f"def f{i}(x):\n    return x.cuda() + {i}\n\n" if i % 100 == 0 else f"def f{i}(x):\n    y = torch.relu(x) * {i}\n    return y.sum()\n\n"
+    for i in range(5_030)
+)
+
+
 def test_a_large_file_does_not_block_other_requests(client: LspClient, root: Path) -> None:
-    big = "import torch\n" + "".join(
-        f"def f{i}(x):\n    return x.cuda() + {i}\n\n" if i % 100 == 0 else f"def f{i}(x):\n    y = torch.relu(x) * {i}\n    return y.sum()\n\n"
-        for i in range(5_030)
-    )
+    big = BIG
     assert big.count("\n") > 20_000
     big_uri = uri_of(root / "big.py")
     small_uri = uri_of(root / "small.py")
@@ -599,6 +602,27 @@ def test_a_large_file_does_not_block_other_requests(client: LspClient, root: Pat
     found = client.diagnostics(big_uri, 2, timeout=180)
     assert len(found) == 51
     assert all(p["version"] == 2 for p in client.publishes(big_uri))
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the worker process in /proc")
+def test_an_edit_stops_a_long_check_of_the_old_text(tmp_path: Path) -> None:
+    with session(tmp_path) as client:
+        small = uri_of(tmp_path / "small.py")
+        client.open(small, TRAIN)
+        client.diagnostics(small, 1)
+        (worker,) = workers_of(client.process.pid)
+        uri = uri_of(tmp_path / "big.py")
+        client.open(uri, BIG)
+        time.sleep(1.5)  # the check of 20,000 lines takes longer than this
+        still_running = not client.publishes(uri)
+        client.change(uri, 2, [{"range": span(BIG, "x.cuda() + 0"), "text": "x.cpu() + 0"}])
+        found = client.diagnostics(uri, 2, timeout=180)
+        assert len(found) == 50
+        assert [p["version"] for p in client.publishes(uri)] == ([2] if still_running else [1, 2])
+        if still_running:
+            # The worker on the old text was ended, not left to finish; a new one took over.
+            assert worker not in workers_of(client.process.pid)
+            assert len(workers_of(client.process.pid)) == 1
 
 
 def test_cancelled_requests_are_answered_and_the_server_goes_on(client: LspClient, root: Path) -> None:
