@@ -69,7 +69,8 @@ def quick_fixes(
     if lines is None:
         return []
     fixes: list[types.CodeAction] = []
-    silences: dict[str, types.CodeAction] = {}
+    # One noqa action per line and code, however many findings of that code the line has.
+    silences: dict[tuple[Change, ...], types.CodeAction] = {}
     for item in checked.analysis.items:
         if item.text != text or not _overlaps(item_range(item, lines, encoding), span):
             continue
@@ -85,10 +86,9 @@ def quick_fixes(
                     is_preferred=fix.applicability == "safe",
                 )
             )
-        title = f"Add `# noqa: {item.finding.code}` to this line"
-        if item.noqa and title not in silences:
-            silences[title] = types.CodeAction(
-                title=title,
+        if item.noqa and item.noqa not in silences:
+            silences[item.noqa] = types.CodeAction(
+                title=f"Add `# noqa: {item.finding.code}` to this line",
                 kind=types.CodeActionKind.QuickFix,
                 diagnostics=[diagnostic],
                 edit=workspace_edit(snapshot, item.noqa, encoding, versioned),

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcContentModified
+from pygls.exceptions import JsonRpcContentModified, JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
@@ -78,15 +78,23 @@ class Session:
                 method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
                 register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=watchers),
             )
-            await self.server.client_register_capability_async(types.RegistrationParams([registration]))
+            try:
+                await self.server.client_register_capability_async(types.RegistrationParams([registration]))
+            except JsonRpcException as error:
+                # Configuration changes are then found by their timestamps alone.
+                logger.warning("the editor does not watch the configuration files: %s", error)
         await self._pull_settings()
 
     async def _pull_settings(self) -> None:
         if not _capability(self.server.client_capabilities, "workspace", "configuration"):
             return
-        found = await self.server.workspace_configuration_async(
-            types.ConfigurationParams([types.ConfigurationItem(section=SECTION)])
-        )
+        try:
+            found = await self.server.workspace_configuration_async(
+                types.ConfigurationParams([types.ConfigurationItem(section=SECTION)])
+            )
+        except JsonRpcException as error:
+            logger.warning("the editor did not send the devlint settings: %s", error)
+            return
         if found:
             self._settings_changed(read_settings(found[0], self.settings))
 
@@ -221,14 +229,17 @@ class Session:
                 return notebook.uri
         return None
 
+    async def _checked(self, key: str) -> Checked:
+        try:
+            return await self.scheduler.current(key)
+        except Superseded:
+            raise JsonRpcContentModified("the document changed; ask again") from None
+
     async def _current(self, uri: str) -> tuple[Checked, int] | None:
         key = self._owner(uri)
         if key is None:
             return None
-        try:
-            checked = await self.scheduler.current(key)
-        except Superseded:
-            raise JsonRpcContentModified("the document changed; ask again") from None
+        checked = await self._checked(key)
         text = checked.snapshot.text_of(uri)
         return None if text is None else (checked, text)
 
@@ -260,11 +271,7 @@ class Session:
         key = action.data.get("uri")
         if not isinstance(key, str) or self._version(key) != action.data.get("version"):
             raise JsonRpcContentModified("the document changed since the action was offered")
-        try:
-            checked = await self.scheduler.current(key)
-        except Superseded:
-            raise JsonRpcContentModified("the document changed; ask again") from None
-        return fix_all_action(action.data, await self._fix_all_edit(checked))
+        return fix_all_action(action.data, await self._fix_all_edit(await self._checked(key)))
 
     async def _fix_all_edit(self, checked: Checked) -> types.WorkspaceEdit:
         changes = await self.workers.run(fix_all, checked.snapshot.source)
