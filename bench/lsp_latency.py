@@ -46,7 +46,7 @@ def step_{n}(model, batch, optimizer):
 
 def script(lines: int) -> str:
     header = "import torch\n\n\n"
-    blocks = []
+    blocks: list[str] = []
     n = 0
     while header.count("\n") + sum(b.count("\n") for b in blocks) < lines:
         blocks.append(BLOCK.format(n=n))

@@ -26,7 +26,7 @@ CODE_ACTIONS = types.CodeActionOptions(
 )
 
 
-def _forward(method: str) -> Callable[[LanguageServerProtocol, Any], Generator[Any, Any, None]]:
+def _forward(method: str) -> Callable[..., Any]:
     """A builtin handler for ``method`` that only calls the server's own handler."""
 
     @lsp_method(method)
