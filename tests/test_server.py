@@ -625,6 +625,30 @@ def test_an_edit_stops_a_long_check_of_the_old_text(tmp_path: Path) -> None:
             assert len(workers_of(client.process.pid)) == 1
 
 
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the worker process in /proc")
+def test_the_worker_ends_with_a_killed_server(tmp_path: Path) -> None:
+    client = LspClient(tmp_path)
+    try:
+        client.initialize(tmp_path)
+        uri = uri_of(tmp_path / "x.py")
+        client.open(uri, TRAIN)
+        client.diagnostics(uri, 1)
+        (worker,) = workers_of(client.process.pid)
+    finally:
+        client.kill()
+    def alive() -> bool:
+        try:
+            state = Path(f"/proc/{worker}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return False
+        return state != "Z"  # a zombie has ended; only its parent's reaper is missing
+
+    deadline = time.monotonic() + 30
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive()
+
+
 def test_cancelled_requests_are_answered_and_the_server_goes_on(client: LspClient, root: Path) -> None:
     uri = uri_of(root / "cancel.py")
     client.open(uri, TRAIN)

@@ -18,6 +18,7 @@ import gc
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor, ThreadPoolExecutor
@@ -30,9 +31,18 @@ T = TypeVar("T")
 STOP_AFTER_SECONDS = 1.0
 
 
+def _exit_with(parent: multiprocessing.process.BaseProcess) -> None:
+    parent.join()
+    os._exit(0)
+
+
 def _start_worker() -> None:
     # The editor's Ctrl-C (or a terminal's) is for the server, which stops the worker.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # An editor may kill the server outright: the worker must not live on without it.
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_exit_with, args=(parent,), name="devlint-parent", daemon=True).start()
     # Anything written to stdout would corrupt the protocol stream: send it to stderr.
     os.dup2(2, 1)
     from devlint.registry import all_rules
