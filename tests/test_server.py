@@ -124,6 +124,19 @@ def test_without_pygls_the_command_says_which_extra_to_install() -> None:
     assert "Traceback" not in done.stderr
 
 
+def test_python_dash_m_devlint_server(tmp_path: Path) -> None:
+    # Workers are spawned: under `python -m devlint` the main module must not run again in them.
+    client = LspClient(tmp_path, command=[sys.executable, "-m", "devlint", "server"])
+    try:
+        client.initialize(tmp_path)
+        uri = uri_of(tmp_path / "m.py")
+        client.open(uri, TRAIN)
+        assert codes(client.diagnostics(uri, 1)) == TRAIN_CODES
+        assert client.shutdown() == 0
+    finally:
+        client.kill()
+
+
 def test_server_help() -> None:
     done = subprocess.run([sys.executable, "-m", "devlint", "server", "--help"], capture_output=True, text=True, check=False)
     assert done.returncode == 0
