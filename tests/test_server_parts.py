@@ -149,6 +149,10 @@ def test_notebook_cells_are_inserted_moved_and_closed() -> None:
     )
     assert closed == ["c1"]
     assert notebook.version == 4 and [c.doc.uri for c in notebook.cells] == ["c2", "c0"]
+    # A markdown cell the client does not sync (no text sent) is kept, empty and not Python.
+    markdown = types.NotebookCell(kind=types.NotebookCellKind.Markup, document="md")
+    change(5, types.NotebookDocumentCellChangeStructure(array=types.NotebookCellArrayChange(start=0, delete_count=0, cells=[markdown])))
+    assert [(c.doc.uri, c.doc.text, c.python) for c in notebook.cells] == [("md", "", False), ("c2", "x2", True), ("c0", "x0", True)]
 
 
 # -- settings --------------------------------------------------------------------------------

@@ -111,9 +111,9 @@ class Documents:
         known = {**notebook.detached, **{cell.doc.uri: cell for cell in notebook.cells}}
         array = structure.array
         inserted = [
-            _cell(cell.kind, opened[cell.document], cell.document)
-            if cell.document in opened or cell.document not in known
-            else known[cell.document]
+            known[cell.document]
+            if cell.document in known and cell.document not in opened
+            else _cell(cell.kind, opened.get(cell.document), cell.document)
             for cell in array.cells or ()
         ]
         removed = notebook.cells[array.start : array.start + array.delete_count]
