@@ -76,6 +76,13 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--atol", type=float, default=None, help="absolute tolerance")
     verify.add_argument("--unsafe-fixes", action="store_true", help="verify unsafe fixes too")
     verify.add_argument("--jobs", "-j", type=int, default=None, metavar="N", help="runs at a time (default: all cores)")
+    commands.add_parser(
+        "server",
+        help="run the language server (LSP over stdio; needs devlint[server])",
+        description="Speak the Language Server Protocol on stdin/stdout: diagnostics, quick fixes, "
+        "source.fixAll.devlint and rule documentation on hover, for Python files and notebooks. "
+        "Editors start it; see the README for VS Code, Neovim, Helix and Zed.",
+    )
     return parser
 
 
@@ -111,6 +118,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
 
 
+# What `pip install devlint[server]` adds; a missing one means the extra is not installed.
+SERVER_PACKAGES = frozenset({"pygls", "lsprotocol", "cattrs", "attrs"})
+
+
+def _serve() -> int:
+    try:
+        from devlint.server.protocol import serve
+    except ImportError as error:
+        package = (error.name or "").split(".")[0]
+        if package not in SERVER_PACKAGES:
+            raise
+        sys.stderr.write(f"devlint: error: `devlint server` needs {package}: pip install 'devlint[server]'\n")
+        return EXIT_ERROR
+    return serve()
+
+
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -129,6 +152,8 @@ def _main(argv: Sequence[str] | None) -> int:
         from devlint.verify.command import run_verify
 
         return run_verify(args, sys.stdout, sys.stderr)
+    if args.command == "server":
+        return _serve()
     from devlint.app import Options, run_check
 
     options = Options(

@@ -129,32 +129,40 @@ def add_noqa(text: str, findings: list[Finding]) -> tuple[str, int]:
     """``text`` with `# noqa: CODE` on every line that has a finding, merged into a noqa comment
     already there; returns the new text and the number of lines changed."""
     comments = scan(text)
-    lines = comments.lines
     wanted: dict[int, set[str]] = {}
     for finding in findings:
-        wanted.setdefault(comments.target(finding.noqa_row or finding.location.row), set()).add(finding.code)
-    edits: list[tuple[int, int, str]] = []
-    for row, codes in wanted.items():
-        if row > len(lines.starts):
-            continue
-        start = lines.starts[row - 1]
-        line = lines.line(row)
-        found = comments.comment(row)
-        match = NOQA.search(found[1]) if found is not None else None
-        if found is not None and match is not None:
-            if match.group("codes") is None:
-                continue  # a bare noqa already covers every code
-            have = noqa_codes(found[1]) or frozenset()
-            if codes <= have:
-                continue
-            at = start + found[0]
-            edits.append((at + match.start("codes"), at + match.end("codes"), ", ".join(sorted(have | codes))))
-            continue
-        body = line.rstrip(" \t")
-        edits.append((start + len(body), start + len(line), f"  # noqa: {', '.join(sorted(codes))}"))
+        wanted.setdefault(noqa_target(comments, finding), set()).add(finding.code)
+    edits = [edit for row, codes in wanted.items() if (edit := noqa_edit(comments, row, codes)) is not None]
     for begin, end, content in sorted(edits, reverse=True):
         text = text[:begin] + content + text[end:]
     return text, len(edits)
+
+
+def noqa_target(comments: Comments, finding: Finding) -> int:
+    """The row whose comment suppresses ``finding``."""
+    return comments.target(finding.noqa_row or finding.location.row)
+
+
+def noqa_edit(comments: Comments, row: int, codes: set[str]) -> tuple[int, int, str] | None:
+    """The edit (start and end offsets, new text) that makes the comment of ``row`` suppress
+    ``codes``; None when it already does (or the row is past the end)."""
+    lines = comments.lines
+    if row > len(lines.starts):
+        return None
+    start = lines.starts[row - 1]
+    line = lines.line(row)
+    found = comments.comment(row)
+    match = NOQA.search(found[1]) if found is not None else None
+    if found is not None and match is not None:
+        if match.group("codes") is None:
+            return None  # a bare noqa already covers every code
+        have = noqa_codes(found[1]) or frozenset()
+        if codes <= have:
+            return None
+        at = start + found[0]
+        return at + match.start("codes"), at + match.end("codes"), ", ".join(sorted(have | codes))
+    body = line.rstrip(" \t")
+    return start + len(body), start + len(line), f"  # noqa: {', '.join(sorted(codes))}"
 
 
 def add_noqa_to_file(path: Path, findings: list[Finding]) -> int:

@@ -1,0 +1,57 @@
+"""What the server sends to a worker and gets back: plain, picklable data.
+
+A document is one or more texts: a Python file is one; a notebook is one per cell (``None`` for
+a cell that is not Python code). Offsets, rows and columns count code points within one text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from devlint.config import FileSettings
+from devlint.findings import Finding
+
+
+@dataclass(frozen=True)
+class Source:
+    filename: str
+    texts: tuple[str | None, ...]
+    notebook: bool
+    settings: FileSettings
+
+
+@dataclass(frozen=True)
+class Change:
+    """Replace ``[start, end)`` of text number ``text`` with ``content``."""
+
+    text: int
+    start: int
+    end: int
+    content: str
+
+
+@dataclass(frozen=True)
+class Item:
+    """One finding as the editor shows it: in text ``text``, with the changes of its fix (empty:
+    no fix) and of the `# noqa` comment that silences it (empty: already silenced)."""
+
+    finding: Finding
+    text: int
+    fix: tuple[Change, ...]
+    noqa: tuple[Change, ...]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why a document has no findings: it does not parse (or devlint failed on it)."""
+
+    message: str
+    text: int
+    row: int | None = None
+    column: int | None = None
+
+
+@dataclass(frozen=True)
+class Analysis:
+    items: tuple[Item, ...] = ()
+    problem: Problem | None = None

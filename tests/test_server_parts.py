@@ -1,0 +1,268 @@
+"""The language server's parts in process: positions, minimal edits, the document store,
+settings, configuration tracking, severities and the analysis of notebooks."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pygls", reason="the language server needs the `server` extra")
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from lsprotocol import types  # noqa: E402
+
+from devlint.config import FileSettings  # noqa: E402
+from devlint.context import FixSettings  # noqa: E402
+from devlint.server.analysis import analyze, fix_all  # noqa: E402
+from devlint.server.configuration import ConfigTracker, default_settings  # noqa: E402
+from devlint.server.documents import Documents  # noqa: E402
+from devlint.server.model import Source  # noqa: E402
+from devlint.server.settings import ServerSettings, read_settings  # noqa: E402
+from devlint.server.severity import severity, tags  # noqa: E402
+from devlint.server.textdiff import minimal_edits  # noqa: E402
+from devlint.server.textlines import UTF8, UTF16, UTF32, Lines, apply_change  # noqa: E402
+
+P = types.Position
+
+
+# -- positions -------------------------------------------------------------------------------
+
+
+def test_columns_in_each_encoding() -> None:
+    lines = Lines.of("a = '😀é'; b\n")
+    offset = lines.text.index("b")
+    assert lines.position(offset, UTF16) == P(0, 11)  # the emoji is two UTF-16 units
+    assert lines.position(offset, UTF8) == P(0, 14)  # four bytes, then two
+    assert lines.position(offset, UTF32) == P(0, 10)
+    for encoding in (UTF8, UTF16, UTF32):
+        assert lines.offset(lines.position(offset, encoding), encoding) == offset
+
+
+def test_only_lsp_line_breaks_count() -> None:
+    # A form feed and U+2028 are no line breaks for LSP (str.splitlines says they are).
+    text = "x = 1\x0c\ny = '\u2028'\r\nz = 2\rw = 3"
+    lines = Lines.of(text)
+    assert len(lines.starts) == 4
+    assert lines.line(1) == "y = '\u2028'"
+    assert lines.position(text.index("w"), UTF16) == P(3, 0)
+    assert lines.offset(P(2, 0), UTF16) == text.index("z")
+
+
+def test_positions_past_the_end_are_clamped() -> None:
+    lines = Lines.of("ab\r\ncd")
+    assert lines.offset(P(0, 99), UTF16) == 2  # end of the line, before its CRLF
+    assert lines.offset(P(7, 0), UTF16) == 6
+    assert lines.position(3, UTF16) == P(0, 2)  # between CR and LF: the line's end
+
+
+def test_a_column_inside_a_surrogate_pair_moves_past_the_character() -> None:
+    lines = Lines.of("😀x")
+    assert lines.offset(P(0, 1), UTF16) == 1
+    assert lines.offset(P(0, 2), UTF16) == 1
+    assert lines.offset(P(0, 3), UTF16) == 2
+
+
+def test_apply_change_with_a_range_and_whole() -> None:
+    text = "é = 1\n😀 = 2\n"
+    change = types.TextDocumentContentChangePartial(range=types.Range(P(1, 2), P(1, 2)), text="x")
+    assert apply_change(text, change, UTF16) == "é = 1\n😀x = 2\n"
+    assert apply_change(text, types.TextDocumentContentChangeWholeDocument(text="new"), UTF16) == "new"
+
+
+# -- minimal edits ---------------------------------------------------------------------------
+
+
+def _apply(old: str, edits: list[tuple[int, int, str]]) -> str:
+    for start, end, content in reversed(edits):
+        old = old[:start] + content + old[end:]
+    return old
+
+
+def test_edits_touch_only_what_changed() -> None:
+    old = "import torch\n" + "x = 1\n" * 50 + "y = t.cuda()\n"
+    new = "import torch\ndevice = 'cpu'\n" + "x = 1\n" * 50 + "y = t.to(device)\n"
+    edits = minimal_edits(old, new)
+    assert edits == [(13, 13, "device = 'cpu'\n"), (old.index("cuda()"), old.index("cuda()") + 5, "to(device")]
+    assert minimal_edits(old, old) == []
+
+
+def test_a_crlf_is_never_split() -> None:
+    old = "a\r\nb"
+    for new in ("a\rX\r\nb", "a\r\nXb", "a\nb"):
+        for start, end, _ in minimal_edits(old, new):
+            assert not (0 < start < len(old) and old[start - 1] == "\r" and old[start] == "\n")
+            assert not (0 < end < len(old) and old[end - 1] == "\r" and old[end] == "\n")
+        assert _apply(old, minimal_edits(old, new)) == new
+
+
+lines_of_text = st.lists(st.sampled_from(["x = 1", "y.cuda()", "", "    z", "é😀", "# c"]), max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines_of_text, lines_of_text, st.sampled_from(["\n", "\r\n"]))
+def test_minimal_edits_make_the_new_text(old: list[str], new: list[str], newline: str) -> None:
+    before, after = newline.join(old), newline.join(new)
+    edits = minimal_edits(before, after)
+    assert _apply(before, edits) == after
+    assert all(a[1] <= b[0] for a, b in zip(edits, edits[1:]))
+
+
+# -- the document store ----------------------------------------------------------------------
+
+
+def _item(uri: str, text: str, language: str = "python") -> types.TextDocumentItem:
+    return types.TextDocumentItem(uri=uri, language_id=language, version=1, text=text)
+
+
+def test_notebook_cells_are_inserted_moved_and_closed() -> None:
+    docs = Documents()
+    cells = [types.NotebookCell(kind=types.NotebookCellKind.Code, document=f"c{i}") for i in range(3)]
+    docs.open_notebook(
+        types.DidOpenNotebookDocumentParams(
+            notebook_document=types.NotebookDocument(uri="nb", notebook_type="jupyter", version=1, cells=cells),
+            cell_text_documents=[_item(f"c{i}", f"x{i}") for i in range(3)],
+        )
+    )
+
+    def change(version: int, structure: types.NotebookDocumentCellChangeStructure) -> list[str]:
+        params = types.DidChangeNotebookDocumentParams(
+            notebook_document=types.VersionedNotebookDocumentIdentifier(version=version, uri="nb"),
+            change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(structure=structure)),
+        )
+        return docs.change_notebook(params)[1]
+
+    # Move c0 to the end: removed in one change, inserted in the next, its text kept.
+    assert change(2, types.NotebookDocumentCellChangeStructure(array=types.NotebookCellArrayChange(start=0, delete_count=1))) == []
+    inserted = types.NotebookCellArrayChange(start=2, delete_count=0, cells=[cells[0]])
+    assert change(3, types.NotebookDocumentCellChangeStructure(array=inserted)) == []
+    notebook = docs.notebooks["nb"]
+    assert [(c.doc.uri, c.doc.text) for c in notebook.cells] == [("c1", "x1"), ("c2", "x2"), ("c0", "x0")]
+    closed = change(
+        4,
+        types.NotebookDocumentCellChangeStructure(
+            array=types.NotebookCellArrayChange(start=0, delete_count=1),
+            did_close=[types.TextDocumentIdentifier(uri="c1")],
+        ),
+    )
+    assert closed == ["c1"]
+    assert notebook.version == 4 and [c.doc.uri for c in notebook.cells] == ["c2", "c0"]
+    # A markdown cell the client does not sync (no text sent) is kept, empty and not Python.
+    markdown = types.NotebookCell(kind=types.NotebookCellKind.Markup, document="md")
+    change(5, types.NotebookDocumentCellChangeStructure(array=types.NotebookCellArrayChange(start=0, delete_count=0, cells=[markdown])))
+    assert [(c.doc.uri, c.doc.text, c.python) for c in notebook.cells] == [("md", "", False), ("c2", "x2", True), ("c0", "x0", True)]
+
+
+# -- settings --------------------------------------------------------------------------------
+
+
+def test_settings_from_any_shape_the_editors_send() -> None:
+    base = ServerSettings()
+    assert read_settings({"devlint": {"unsafeFixes": True}}, base).unsafe_fixes is True
+    assert read_settings({"settings": {"showSyntaxErrors": False}}, base).show_syntax_errors is False
+    assert read_settings({"debounceMs": 20}, base).debounce_ms == 20
+    # Wrong types and unknown shapes leave the settings as they were.
+    assert read_settings({"unsafeFixes": "yes", "debounceMs": True}, base) == base
+    assert read_settings(None, base) == base
+    assert read_settings({"debounceMs": -5}, base).debounce_ms == 0
+
+
+# -- configuration ---------------------------------------------------------------------------
+
+
+def _touch_later(path: Path, text: str) -> None:
+    """Write, and move the mtime on so even a coarse clock sees the change."""
+    stat = path.stat() if path.exists() else None
+    path.write_text(text)
+    if stat is not None:
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10_000_000))
+
+
+def test_the_tracker_sees_configuration_changes_and_keeps_good_settings(tmp_path: Path) -> None:
+    tracker = ConfigTracker(tmp_path)
+    file = tmp_path / "pkg" / "train.py"
+    file.parent.mkdir()
+    assert tracker.settings_for(file).settings == default_settings()
+    config = tmp_path / "pyproject.toml"
+    _touch_later(config, '[tool.devlint]\nignore = ["DEV101"]\ndevice-name = "dev"\n')
+    ignored = tracker.settings_for(file)
+    assert "DEV101" not in ignored.settings.codes and ignored.settings.fix.device_name == "dev"
+    # A nearer devlint.toml appears: it wins.
+    _touch_later(file.parent / "devlint.toml", 'select = ["DEV4"]\n')
+    assert set(tracker.settings_for(file).settings.codes) == {"DEV401", "DEV402", "DEV403"}
+    (file.parent / "devlint.toml").unlink()
+    assert tracker.settings_for(file) == ignored
+    _touch_later(config, "[tool.devlint\n")  # half saved
+    broken = tracker.settings_for(file)
+    assert broken.error is not None and "pyproject.toml" in broken.error
+    assert broken.settings == ignored.settings  # the last good settings of this file
+    again = tracker.settings_for(file)
+    assert again.error is None and again.settings == ignored.settings  # reported once
+    _touch_later(config, "[tool.devlint]\n")
+    assert tracker.settings_for(file) == type(broken)(default_settings())
+
+
+# -- severity --------------------------------------------------------------------------------
+
+
+def test_severities_and_tags() -> None:
+    assert severity("DEV101") == types.DiagnosticSeverity.Warning
+    assert severity("DEV303") == types.DiagnosticSeverity.Warning
+    assert severity("DEV301") == types.DiagnosticSeverity.Information
+    assert severity("DEV601") == types.DiagnosticSeverity.Information
+    assert tags("DEV501") == [types.DiagnosticTag.Deprecated]
+    assert tags("DEV105") == [types.DiagnosticTag.Deprecated]
+    assert tags("DEV101") is None
+
+
+# -- analysis --------------------------------------------------------------------------------
+
+SETTINGS = FileSettings(default_settings().codes, FixSettings())
+
+
+def _notebook(*cells: str | None) -> Source:
+    return Source("nb.ipynb", cells, True, SETTINGS)
+
+
+def test_an_unfinished_cell_is_the_problem_of_that_cell() -> None:
+    found = analyze(_notebook("import torch\n", None, "x = torch.zeros(1).cuda(\n"))
+    assert found.items == ()
+    assert found.problem is not None
+    assert found.problem.text == 2 and found.problem.row == 1
+    assert "never closed" in found.problem.message
+
+
+def test_a_parse_error_is_placed_in_its_cell() -> None:
+    found = analyze(_notebook("import torch\n", "x = 1\n", "y = (1 +\n  2)\nz = $\n"))
+    assert found.problem is not None and (found.problem.text, found.problem.row) == (2, 3)
+
+
+def test_notebook_fix_all_changes_each_cell_it_needs() -> None:
+    source = _notebook("import torch\n", "# markdown", "model = torch.nn.Linear(1, 1).cuda()\n")
+    source = Source(source.filename, (source.texts[0], None, source.texts[2]), True, SETTINGS)
+    changes = fix_all(source)
+    assert {change.text for change in changes} == {0, 2}
+    fixed = list(source.texts)
+    for change in sorted(changes, key=lambda c: (c.text, -c.start)):
+        text = fixed[change.text] or ""
+        fixed[change.text] = text[: change.start] + change.content + text[change.end :]
+    assert fixed[2] == "model = torch.nn.Linear(1, 1).to(device)\n"
+    assert fixed[0] is not None and fixed[0].startswith("import torch\ndevice = torch.device(")
+
+
+def test_a_skipped_file_and_an_engine_bug_give_no_findings(monkeypatch: pytest.MonkeyPatch) -> None:
+    skipped = Source("a.py", ("# devlint: skip-file\nx.cuda()\n",), False, SETTINGS)
+    assert analyze(skipped).items == () and analyze(skipped).problem is None
+    import devlint.server.analysis as analysis
+
+    def broken(*args: object) -> None:
+        raise KeyError("boom")
+
+    raised_at = broken.__code__.co_firstlineno + 1
+
+    monkeypatch.setattr(analysis, "lint_text", broken)
+    found = analyze(Source("a.py", ("import torch\nx.cuda()\n",), False, SETTINGS))
+    assert found.problem is not None
+    assert found.problem.message == f"internal error at test_server_parts.py:{raised_at}: KeyError: 'boom' (please report this)"
