@@ -275,9 +275,12 @@ def _pin_a_cuda_tensor() -> Any:
 
 
 def _loader_pins() -> Any:
-    loader = DataLoader(TensorDataset(torch.arange(6.0).view(3, 2)), batch_size=2, pin_memory=True)
-    (batch,) = next(iter(loader))
-    return batch.is_pinned(), str(batch.device), str(batch.to("cuda", non_blocking=True).device)
+    seen = []
+    for workers in (0, 1):
+        loader = DataLoader(TensorDataset(torch.arange(6.0).view(3, 2)), batch_size=2, pin_memory=True, num_workers=workers)
+        (batch,) = next(iter(loader))
+        seen.append((batch.is_pinned(), str(batch.device), str(batch.to("cuda", non_blocking=True).device)))
+    return seen
 
 
 # -- checkpoints ------------------------------------------------------------------------------------
@@ -452,6 +455,12 @@ def _hidden_cuda_tensor() -> Any:
     return torch.ones(1).cuda()
 
 
+def _compiled() -> Any:
+    model = nn.Linear(2, 1).cuda()
+    compiled = torch.compile(model)
+    return str(compiled(torch.ones(3, 2).cuda()).device), compiled is model
+
+
 def _cuda_graph() -> Any:
     return type(torch.cuda.CUDAGraph()).__name__
 
@@ -508,7 +517,7 @@ CASES: dict[str, Case] = {
         _pin_a_cuda_tensor,
         Raises(RuntimeError, r"cannot pin 'torch\.cuda\.FloatTensor' only dense CPU tensors can be pinned"),
     ),
-    "DataLoader(pin_memory=True)": Case(_loader_pins, (True, "cpu", "cuda:0")),
+    "DataLoader(pin_memory=True)": Case(_loader_pins, [(True, "cpu", "cuda:0")] * 2),
     "torch.save/load and map_location": Case(
         _checkpoints, (["cuda:0", "cpu", "cuda:0", "cuda:0", "cpu", "cpu", "cuda:0", "cpu", "cuda:0"], ["cuda:0"], [0.0, 1.0, 2.0])
     ),
@@ -540,6 +549,12 @@ CASES: dict[str, Case] = {
     "hidden, then shown too late": Case(_hidden_then_shown, (False, False), visible_devices="1", set_visible=True),
     "cuda() with device 0 hidden": Case(
         _hidden_cuda_tensor, Raises((AssertionError, RuntimeError), NO_CUDA), visible_devices="", set_visible=True
+    ),
+    "torch.compile": Case(
+        _compiled,
+        ("cuda:0", True),
+        on_gpu=("cuda:0", False),
+        reason="emulation runs the model eagerly: the compiler would take emulated tensors for CUDA ones",
     ),
     "CUDA graphs": Case(
         _cuda_graph,

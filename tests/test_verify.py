@@ -409,6 +409,16 @@ def test_what_emulation_cannot_run_is_said_plainly() -> None:
     assert cells["cpu"].text() == "pass (no reference)"
 
 
+def test_a_run_torch_aborts_for_an_emulated_tensor_is_not_emulated() -> None:
+    abort = "terminate called after throwing an instance of 'c10::Error'\n  what():  PyTorch is not linked with support for cuda devices\n"
+    died = RunRecord("cuda", None, "", abort, -6, False, Path("/cuda.pt"), emulated=True)
+    assert died.outcome == "not_emulated"
+    cell = _cells_of(_runs(cuda=died))["cuda"]
+    assert cell.text() == "n/a (not emulated)" and "not linked with support for cuda" in cell.detail
+    real = RunRecord("cuda", None, "", abort, -6, False, Path("/cuda.pt"), emulated=False)
+    assert real.outcome == "died"
+
+
 def test_with_a_gpu_the_cpu_run_meets_the_emulated_original_and_emulation_meets_the_gpu() -> None:
     runs = _runs(
         True,

@@ -22,6 +22,8 @@ from devlint.verify.targets import Program
 
 # How much of a run's stderr a report quotes.
 STDERR_TAIL = 1500
+# What torch's C++ says before it aborts on a CUDA device it has no support for.
+_CUDA_ABORT = "not linked with support for cuda devices"
 # The probe and the comparisons run no user code: --timeout is not theirs, but they too must end.
 SERVICE_TIMEOUT = 600.0
 
@@ -39,6 +41,8 @@ class RunRecord:
     result: Path
     limit: float = 0.0
     problem: str | None = None
+    # It ran under emulated CUDA.
+    emulated: bool = False
 
     @property
     def outcome(self) -> str:
@@ -47,7 +51,8 @@ class RunRecord:
         if self.timed_out:
             return "timeout"
         if self.status is None:
-            return "died"
+            # Torch's C++ aborts a process that takes an emulated tensor for a real CUDA one.
+            return "not_emulated" if self.emulated and _CUDA_ABORT in self.stderr else "died"
         return str(self.status["outcome"])
 
     @property
@@ -220,6 +225,7 @@ class Session:
             result=paths["result.pt"],
             limit=limit,
             problem=problem,
+            emulated=bool(job.get("emulate")),
         )
 
 

@@ -273,7 +273,7 @@ class Judge:
         if outcome == "mixed_devices":
             return Cell(FAIL, f"mixes devices{self.at(run)}", self.message(run))
         if outcome == "not_emulated":
-            return Cell(NA, f"not emulated{self.at(run)}", self.message(run))
+            return Cell(NA, f"not emulated{self.at(run)}", self.message(run) or run.stderr_tail())
         if outcome == "unhid_gpu":
             return Cell(FAIL, "uses a GPU it was not given", self.message(run))
         kind = str((run.status or {}).get("message", "error")).split(":", 1)[0]

@@ -21,7 +21,7 @@ What differs from a GPU, by design: random numbers drawn "on CUDA" come from the
 (so the CPU run of a fixed program and the emulated original draw the same numbers); autocast
 and ``GradScaler`` on CUDA are active but compute in float32 (a GPU computes in float16 or
 bfloat16: results there differ by that precision, and verify says when a program used it);
-memory statistics are 0; kernels run synchronously. What emulation does not model at all (CUDA
+memory statistics are 0; kernels run synchronously; ``torch.compile`` returns the model as it is. What emulation does not model at all (CUDA
 graphs, NVML queries, more than one GPU) raises ``EmulationUnsupportedError``.
 """
 
@@ -40,6 +40,7 @@ from .tensor import Dispatcher, EmulationMode
 __all__ = ["Emulation", "EmulationUnsupportedError", "install"]
 
 AUTOCAST_NOTE = "autocast in float32"
+COMPILE_NOTE = "torch.compile not applied"
 
 
 class Emulation:
@@ -64,6 +65,7 @@ class Emulation:
         legacy.install(self._patches, self.machine, self.dispatcher, self._default)
         storage.install(self._patches, self.machine)
         self._install_autocast_note()
+        self._install_compile()
         self._install_threads()
         self._install_module_moves()
         self._mode.__enter__()
@@ -109,6 +111,17 @@ class Emulation:
                 future.set_swap_module_params_on_conversion(swapping)
 
         self._patches.set(torch.nn.Module, "_apply", _apply)
+
+    def _install_compile(self) -> None:
+        """``torch.compile`` returns what it is given: the compiler would trace the emulated device
+        into real CUDA kernels. Under emulation, the CPU run included, programs run eagerly."""
+        machine = self.machine
+
+        def compile(model: Any = None, **options: Any) -> Any:
+            machine.notes.add(COMPILE_NOTE)
+            return model if model is not None else (lambda given: given)
+
+        self._patches.set(torch, "compile", compile)
 
     def _install_threads(self) -> None:
         """New threads (a DataLoader's pinning thread) run under emulation too: the mode that
