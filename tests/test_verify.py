@@ -573,29 +573,29 @@ def test_negative_programs_fail(bundled_and_pairs) -> None:
         assert "'Batch' object has no attribute 'to'" in naive[mode]["detail"]
 
 
-# dev201_pin_gpu as it was first fixed: the inserted device definition asks for CUDA while the
-# script still has GPU 1 selected (hidden on a one-GPU machine), before it selects GPU 0.
-PINNING = '''"""Pin the job to one GPU from inside the script, then train a tiny autoencoder."""
+# A script that pins its GPU in code, as fixtures/pairs/dev201_pin_gpu.py does, with the device
+# definition a fix inserts: right after the imports, it asks for CUDA while the script still has
+# GPU 1 selected (hidden on a one-GPU machine), before it selects GPU 0.
+PINNING = '''"""Select GPU 0 from inside the script, then fit a line."""
 import os
 
 os.environ["CUDA_VISIBLE_DEVICES"] = "1"
 
 import torch
-import torch.nn as nn
 {early}
-os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 os.environ.update({{"CUDA_VISIBLE_DEVICES": "0"}})
 {late}
 torch.manual_seed(0)
-autoencoder = nn.Sequential(nn.Linear(6, 2), nn.ReLU(), nn.Linear(2, 6)).{move}
-data = torch.randn(10, 6).{move}
-optimizer = torch.optim.Adam(autoencoder.parameters(), lr=0.05)
-for epoch in range(3):
-    optimizer.zero_grad()
-    loss = nn.functional.mse_loss(autoencoder(data), data)
-    loss.backward()
-    optimizer.step()
-    print(epoch, round(loss.item(), 4))
+weight = torch.zeros(3, 1).{move}.requires_grad_()
+points = torch.randn(16, 3).{move}
+targets = points @ torch.tensor([[1.0], [-2.0], [0.5]]).{move}
+for step in range(4):
+    error = ((points @ weight - targets) ** 2).mean()
+    error.backward()
+    with torch.no_grad():
+        weight -= 0.1 * weight.grad
+        weight.grad = None
+    print(step, round(error.item(), 4))
 '''
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
 
