@@ -435,6 +435,13 @@ def _random_on_cuda() -> Any:
     return torch.equal(drawn.cpu(), torch.randn(3))
 
 
+def _cuda_generator() -> Any:
+    generator = torch.Generator(device="cuda").manual_seed(3)
+    drawn = torch.randn(3, generator=generator, device="cuda")
+    host = torch.randn(3, generator=torch.Generator().manual_seed(3))
+    return str(generator.device), isinstance(generator, torch.Generator), str(drawn.device), torch.equal(drawn.cpu(), host)
+
+
 def _visible() -> Any:
     return torch.cuda.is_available(), torch.cuda.device_count()
 
@@ -449,6 +456,15 @@ def _hidden_then_shown() -> Any:
     hidden = torch.cuda.is_available()
     os.environ["CUDA_VISIBLE_DEVICES"] = "0"
     return hidden, torch.cuda.is_available()
+
+
+def _shown_before_the_first_query() -> Any:
+    torch.zeros(2)  # CPU work, seeds and type checks do not start CUDA
+    torch.cuda.manual_seed(0)
+    checked = isinstance(torch.ones(1), torch.cuda.FloatTensor)
+    initialised = torch.cuda.is_initialized()
+    os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+    return checked, initialised, torch.cuda.is_available()
 
 
 def _hidden_cuda_tensor() -> Any:
@@ -540,6 +556,12 @@ CASES: dict[str, Case] = {
         on_gpu=False,
         reason="emulated CUDA draws from the CPU generator, so CPU and emulated runs draw the same numbers",
     ),
+    "torch.Generator(device='cuda')": Case(
+        _cuda_generator,
+        ("cuda:0", True, "cuda:0", True),
+        on_gpu=("cuda:0", True, "cuda:0", False),
+        reason="emulated CUDA generators are CPU generators",
+    ),
     "CUDA_VISIBLE_DEVICES unset": Case(_visible, (True, 1), set_visible=True),
     "CUDA_VISIBLE_DEVICES=0": Case(_visible, (True, 1), visible_devices="0", set_visible=True),
     "CUDA_VISIBLE_DEVICES=''": Case(_visible, (False, 0), visible_devices="", set_visible=True),
@@ -547,6 +569,9 @@ CASES: dict[str, Case] = {
     "CUDA_VISIBLE_DEVICES=-1": Case(_visible, (False, 0), visible_devices="-1", set_visible=True),
     "CUDA_VISIBLE_DEVICES is read once": Case(_visible_is_read_once, (True, True, "cuda:0"), set_visible=True),
     "hidden, then shown too late": Case(_hidden_then_shown, (False, False), visible_devices="1", set_visible=True),
+    "shown before the first CUDA query": Case(
+        _shown_before_the_first_query, (False, False, True), visible_devices="1", set_visible=True
+    ),
     "cuda() with device 0 hidden": Case(
         _hidden_cuda_tensor, Raises((AssertionError, RuntimeError), NO_CUDA), visible_devices="", set_visible=True
     ),
@@ -628,12 +653,12 @@ def test_visible_devices_on_a_gpu(name: str) -> None:
 
 
 def test_uninstalling_puts_torch_back() -> None:
-    before = (torch.cuda.is_available, torch.cuda.FloatTensor, torch.UntypedStorage.to, torch.nn.Module._apply)
+    before = (torch.cuda.is_available, torch.cuda.FloatTensor, torch.UntypedStorage.to, torch.nn.Module._apply, torch.Generator)
     with Emulation(visible=True) as emulation:
         assert torch.cuda.is_available() and emulation.machine.visible
         made = torch.ones(1).cuda()
         assert isinstance(made, emulation.tensor_class)
-    after = (torch.cuda.is_available, torch.cuda.FloatTensor, torch.UntypedStorage.to, torch.nn.Module._apply)
+    after = (torch.cuda.is_available, torch.cuda.FloatTensor, torch.UntypedStorage.to, torch.nn.Module._apply, torch.Generator)
     assert after == before
     assert str(torch.ones(1).device) == "cpu"
     assert torch.cuda.is_available() == HAS_GPU

@@ -29,7 +29,7 @@ from devlint.verify.report import Report, write_full
 from devlint.verify.runners import Job, SubprocessRunner
 from devlint.verify.session import Probe, RunRecord, plan
 from devlint.verify.textcompare import compare_text
-from devlint.verify.verdict import DIFFERS, FAIL, NA, PASS, SKIPPED, Tolerance, judge
+from devlint.verify.verdict import DIFFERS, NA, PASS, Tolerance, judge
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = ROOT / "fixtures" / "programs"

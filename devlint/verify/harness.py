@@ -327,8 +327,8 @@ def _warm_up() -> None:
     with emulation.Emulation(visible=True):
         for device in ("cpu", "cuda"):
             layer = torch.nn.Linear(2, 2).to(device)
-            optimizers = (torch.optim.SGD(layer.parameters(), lr=0.1, momentum=0.9), torch.optim.Adam(layer.parameters()))
-            for optimizer in optimizers:
+            sgd = torch.optim.SGD(layer.parameters(), lr=0.1, momentum=0.9)
+            for optimizer in (sgd, torch.optim.Adam(layer.parameters())):
                 layer(torch.ones(1, 2, device=device)).sum().backward()
                 optimizer.step()
             repr(layer.weight)

@@ -187,7 +187,9 @@ class Session:
         gpus = "hidden" if run.hidden else "emulated" if run.emulated else "real"
         return self._start(folder, job, gpus, mode=run.name)
 
-    def _start(self, folder: Path, job: dict[str, Any], gpus: str, mode: str = "", limit: float | None = None) -> RunRecord:
+    def _start(
+        self, folder: Path, job: dict[str, Any], gpus: str, mode: str = "", limit: float | None = None
+    ) -> RunRecord:
         """Run ``job``; ``gpus`` as for run_environment. Only runs on the real GPU start a fresh
         interpreter: the others are forked from the server, which never touches CUDA."""
         limit = self.timeout if limit is None else limit

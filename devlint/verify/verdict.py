@@ -32,7 +32,13 @@ AGREEMENT = "emulation"
 PASS, FAIL, SKIPPED, NA, DIFFERS = "pass", "FAIL", "skipped", "n/a", "differs"
 
 # A reference as a cell names it; the JSON's compared_with names the exact run.
-_SHORT = {"original": "original", "cpu": "cpu", "cuda": "cuda", "emulated_original": "original", "emulated_cuda": "cuda"}
+_SHORT = {
+    "original": "original",
+    "cpu": "cpu",
+    "cuda": "cuda",
+    "emulated_original": "original",
+    "emulated_cuda": "cuda",
+}
 _LABELS = {
     "original": "original",
     "cpu": "fixed on cpu",
@@ -133,7 +139,13 @@ class Comparison:
 
 class Judge:
     def __init__(
-        self, index: int, program: Program, runs: dict[str, RunRecord], answers: dict[str, dict[str, Any]], probe: Probe, tolerance: Tolerance
+        self,
+        index: int,
+        program: Program,
+        runs: dict[str, RunRecord],
+        answers: dict[str, dict[str, Any]],
+        probe: Probe,
+        tolerance: Tolerance,
     ) -> None:
         self.index = index
         self.program = program

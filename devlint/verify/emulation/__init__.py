@@ -21,8 +21,9 @@ What differs from a GPU, by design: random numbers drawn "on CUDA" come from the
 (so the CPU run of a fixed program and the emulated original draw the same numbers); autocast
 and ``GradScaler`` on CUDA are active but compute in float32 (a GPU computes in float16 or
 bfloat16: results there differ by that precision, and verify says when a program used it);
-memory statistics are 0; kernels run synchronously; ``torch.compile`` returns the model as it is. What emulation does not model at all (CUDA
-graphs, NVML queries, more than one GPU) raises ``EmulationUnsupportedError``.
+memory statistics are 0; kernels run synchronously; ``torch.compile`` returns the model as it
+is. What emulation does not model at all (CUDA graphs, NVML queries, more than one GPU) raises
+``EmulationUnsupportedError``; the harness reports a run that meets it as not emulated.
 """
 
 from __future__ import annotations

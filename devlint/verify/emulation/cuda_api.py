@@ -158,16 +158,18 @@ def install(patches: Patches, machine: Machine, dispatcher: Dispatcher) -> None:
     current = {"stream": Stream()}
     default_stream = current["stream"]
 
-    def replace(owner: Any, name: str, emulated: Callable[..., Any]) -> None:
+    def replace(owner: Any, name: str, emulated: Callable[..., Any], query: bool = True) -> None:
         """``owner.name`` becomes ``emulated`` while the device is visible, torch's own otherwise.
-        A class stays a class (``isinstance`` works): its ``__new__`` hands over to torch's."""
+        A class stays a class (``isinstance`` works): its ``__new__`` hands over to torch's.
+        ``query``: calling it looks for the device, as CUDA does (reading CUDA_VISIBLE_DEVICES the
+        first time); otherwise it is emulated only once the device was found."""
         original = getattr(owner, name, None)
         if isinstance(emulated, type):
             patches.set(owner, name, _delegating_class(emulated, original, machine))
             return
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            if machine.visible or original is None:
+            if original is None or (machine.visible if query else machine.known_visible):
                 return emulated(*args, **kwargs)
             return original(*args, **kwargs)
 
@@ -184,7 +186,7 @@ def install(patches: Patches, machine: Machine, dispatcher: Dispatcher) -> None:
 
     replace(cuda, "is_available", lambda: True)
     replace(cuda, "device_count", lambda: 1)
-    replace(cuda, "is_initialized", lambda: machine.initialized)
+    replace(cuda, "is_initialized", lambda: machine.initialized, query=False)
     replace(cuda, "init", initialised())
     replace(cuda, "_lazy_init", initialised())
     replace(cuda, "current_device", initialised(0))
@@ -206,7 +208,7 @@ def install(patches: Patches, machine: Machine, dispatcher: Dispatcher) -> None:
     for name in ("manual_seed", "manual_seed_all", "seed", "seed_all"):
         # Random numbers drawn on the emulated device come from the CPU generator; seeding the
         # CUDA generators leaves it alone, as on a GPU.
-        replace(cuda, name, lambda *args, **kwargs: None)
+        replace(cuda, name, lambda *args, **kwargs: None, query=False)
     replace(cuda, "initial_seed", lambda: torch.initial_seed())
     replace(cuda, "get_rng_state", lambda device="cuda": torch.get_rng_state())
     replace(cuda, "get_rng_state_all", lambda: [torch.get_rng_state()])
@@ -267,6 +269,7 @@ def install(patches: Patches, machine: Machine, dispatcher: Dispatcher) -> None:
         replace(cuda.nvtx, name, _nvtx(name))
     _install_accelerator(replace, machine, current_stream, set_stream)
     _install_parallel(replace)
+    _install_generator(patches, machine)
 
 
 def _install_accelerator(
@@ -301,11 +304,36 @@ def _install_accelerator(
     )
 
 
+def _install_generator(patches: Patches, machine: Machine) -> None:
+    """``torch.Generator(device="cuda")``: a CPU generator that says ``cuda:0``, since emulated
+    CUDA draws its random numbers on the CPU. ``isinstance(g, torch.Generator)`` still holds for
+    every generator."""
+    original = torch.Generator
+
+    class GeneratorType(type(original)):  # type: ignore[misc]
+        def __instancecheck__(cls, value: Any) -> bool:
+            return isinstance(value, original)
+
+    class Generator(original, metaclass=GeneratorType):  # type: ignore[misc, valid-type]
+        def __new__(cls, device: Any = "cpu") -> Any:
+            index = cuda_index(device)
+            if index is False or not machine.visible:
+                return original(device)
+            machine.use(index if isinstance(index, int) else None)
+            return super().__new__(cls, "cpu")
+
+        @property
+        def device(self) -> torch.device:  # type: ignore[override]
+            return CUDA0
+
+    patches.set(torch, "Generator", Generator)
+
+
 def _install_parallel(replace: Callable[..., None]) -> None:
     """``nn.DataParallel`` on the one emulated device: its scatter and gather, without copy streams."""
     from torch.nn.parallel import _functions, comm
 
-    def scatter(tensor: torch.Tensor, devices: Any = None, chunk_sizes: Any = None, dim: int = 0, streams: Any = None, *, out: Any = None) -> tuple:
+    def scatter(tensor: torch.Tensor, devices: Any = None, *args: Any, out: Any = None, **kwargs: Any) -> tuple:
         if out is not None or [_index(d) for d in devices or [0]] != [0]:
             raise EmulationUnsupportedError("scattering to more than one GPU (there is one)")
         return (tensor.to(CUDA0),)

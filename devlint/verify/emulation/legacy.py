@@ -15,7 +15,7 @@ import torch
 
 from .machine import Machine
 from .patches import Patches
-from .tensor import _LEGACY_NAMES, Dispatcher
+from .tensor import LEGACY_NAMES, Dispatcher
 
 
 class LegacyDefault:
@@ -29,7 +29,7 @@ class LegacyDefault:
 
 
 def install(patches: Patches, machine: Machine, dispatcher: Dispatcher, default: LegacyDefault) -> None:
-    for dtype, name in _LEGACY_NAMES.items():
+    for dtype, name in LEGACY_NAMES.items():
         original = getattr(torch.cuda, name)
         patches.set(torch.cuda, name, _legacy_type(name, dtype, original, machine, dispatcher))
     original_set_default = torch.set_default_tensor_type
@@ -41,7 +41,7 @@ def install(patches: Patches, machine: Machine, dispatcher: Dispatcher, default:
             default.cuda = False
             return
         machine.use()
-        original_set_default(f"torch.{_LEGACY_NAMES[dtype]}")
+        original_set_default(f"torch.{LEGACY_NAMES[dtype]}")
         default.cuda = True
 
     patches.set(torch, "set_default_tensor_type", set_default_tensor_type)
@@ -52,8 +52,8 @@ def _legacy_type(name: str, dtype: torch.dtype, original: Any, machine: Machine,
 
     class LegacyCudaType(type):
         def __instancecheck__(cls, value: Any) -> bool:
-            if machine.visible:
-                return dispatcher.is_emulated(value) and value.dtype == dtype
+            if dispatcher.is_emulated(value):
+                return value.dtype == dtype
             return isinstance(value, original)
 
         def __call__(cls, *args: Any, **kwargs: Any) -> Any:

@@ -19,7 +19,7 @@ import torch
 
 from .machine import CUDA0, Machine, cuda_index
 from .patches import Patches
-from .tensor import _MARK
+from .tensor import STORAGE_MARK
 
 
 def install(patches: Patches, machine: Machine) -> None:
@@ -29,11 +29,11 @@ def install(patches: Patches, machine: Machine) -> None:
     original_cuda = storage.cuda
 
     def device(self: torch.UntypedStorage) -> torch.device:
-        return CUDA0 if getattr(self, _MARK, False) else true_device.__get__(self)
+        return CUDA0 if getattr(self, STORAGE_MARK, False) else true_device.__get__(self)
 
     def to(self: torch.UntypedStorage, *, device: Any, non_blocking: bool = False) -> torch.UntypedStorage:
         index = cuda_index(device)
-        marked = getattr(self, _MARK, False)
+        marked = getattr(self, STORAGE_MARK, False)
         if index is False:
             return _copy(self, mark=False) if marked else original_to(self, device=device, non_blocking=non_blocking)
         if not machine.visible:
@@ -55,5 +55,5 @@ def _copy(source: torch.UntypedStorage, mark: bool) -> torch.UntypedStorage:
     with torch._C.DisableTorchFunction():
         duplicate = torch.UntypedStorage(source.nbytes()).copy_(source)
     if mark:
-        setattr(duplicate, _MARK, True)
+        setattr(duplicate, STORAGE_MARK, True)
     return duplicate

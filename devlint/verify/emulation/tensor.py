@@ -32,7 +32,7 @@ from torch.utils._device import _device_constructors
 
 from .machine import CUDA0, Machine, cuda_index, not_a_cuda_device
 
-_MARK = "_devlint_emulated_cuda"
+STORAGE_MARK = "_devlint_emulated_cuda"
 _PINNED = "_devlint_pinned"
 # Calls that move or copy data between devices on purpose: CUDA lets them mix devices.
 _CROSS_DEVICE = frozenset(
@@ -44,7 +44,7 @@ _CROSS_DEVICE = frozenset(
 _INDEXING = frozenset({"__getitem__", "__setitem__", "index_put_", "index_put", "_index_put_impl_"})
 
 # What a program sees when it has emulation pin a tensor of this kind.
-_LEGACY_NAMES = {
+LEGACY_NAMES = {
     torch.float32: "FloatTensor",
     torch.float64: "DoubleTensor",
     torch.float16: "HalfTensor",
@@ -165,7 +165,7 @@ class Dispatcher:
     def mark_storage(self, tensor: torch.Tensor) -> None:
         """Emulated storages say ``cuda:0`` (see storage.py): checkpoints record CUDA locations."""
         with self.raw():
-            setattr(tensor.untyped_storage(), _MARK, True)
+            setattr(tensor.untyped_storage(), STORAGE_MARK, True)
 
     # -- dispatch ----------------------------------------------------------------------------
 
@@ -205,12 +205,11 @@ class Dispatcher:
         return None
 
     def _default_is_cuda(self) -> bool:
-        if not self.machine.visible:
-            return False
+        """A CUDA default device (or tensor type) that is there. A CPU factory call must not read
+        CUDA_VISIBLE_DEVICES: the program may still be about to set it."""
         current = torch.utils._device.CURRENT_DEVICE
-        if current is not None:
-            return cuda_index(current) is not False
-        return self._legacy_default()
+        wanted = cuda_index(current) is not False if current is not None else self._legacy_default()
+        return wanted and self.machine.visible
 
     def _check_devices(self, name: str, args: tuple, tensors: list[torch.Tensor]) -> None:
         if name in _CROSS_DEVICE:
@@ -245,11 +244,13 @@ class Dispatcher:
         if args and isinstance(args[0], torch.Tensor):
             other, rest = args[0], args[1:]
             device: Any = CUDA0 if isinstance(other, self.cls) else other.device
-            dtype, non_blocking, memory_format = other.dtype, kwargs.get("non_blocking", False), kwargs.get("memory_format")
+            dtype, non_blocking = other.dtype, kwargs.get("non_blocking", False)
+            memory_format = kwargs.get("memory_format")
         else:
             rest = args[2:] if args and not isinstance(args[0], torch.dtype) else args[1:]
             parsed = {key: value for key, value in kwargs.items() if key != "copy"}
-            device, dtype, non_blocking, memory_format = torch._C._nn._parse_to(*args[: len(args) - len(rest)], **parsed)
+            given = args[: len(args) - len(rest)]
+            device, dtype, non_blocking, memory_format = torch._C._nn._parse_to(*given, **parsed)
         copies = bool(kwargs.get("copy", False) or (len(rest) > 1 and rest[1]))
         options: dict[str, Any] = {"non_blocking": non_blocking, "copy": copies}
         if memory_format is not None:
@@ -302,18 +303,21 @@ class Dispatcher:
 
     def legacy_type(self, value: Any) -> tuple[bool, torch.dtype | None]:
         """(a CUDA type?, its dtype) for a legacy tensor type or its name; (False, None): not one."""
-        name = value if isinstance(value, str) else getattr(value, "__module__", "") + "." + getattr(value, "__name__", "")
+        if isinstance(value, str):
+            name = value
+        else:
+            name = f"{getattr(value, '__module__', '')}.{getattr(value, '__name__', '')}"
         if isinstance(value, torch.dtype):
             return False, None
         cuda = name.startswith("torch.cuda.")
         short = name.rsplit(".", 1)[-1]
-        for dtype, legacy in _LEGACY_NAMES.items():
+        for dtype, legacy in LEGACY_NAMES.items():
             if legacy == short and (cuda or name == f"torch.{short}"):
                 return cuda, dtype
         return False, None
 
     def legacy_name(self, tensor: torch.Tensor) -> str:
-        return f"torch.cuda.{_LEGACY_NAMES.get(tensor.dtype, 'Tensor')}"
+        return f"torch.cuda.{LEGACY_NAMES.get(tensor.dtype, 'Tensor')}"
 
     def _numpy(self, tensor: torch.Tensor, *, force: bool = False) -> Any:
         if isinstance(tensor, self.cls) and not force:
@@ -404,7 +408,8 @@ class Dispatcher:
         with self.raw():
             if not tensor.is_leaf:
                 raise RuntimeError(
-                    "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at the moment."
+                    "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol "
+                    "at the moment."
                 )
             duplicate = tensor.detach().clone().requires_grad_(tensor.requires_grad)
             grad = tensor.grad
