@@ -173,7 +173,7 @@ def run_program(job: dict[str, Any]) -> dict[str, Any]:
     _make_deterministic(torch)
     sys.argv = [program]
     sys.path.insert(0, os.path.dirname(program))
-    status: dict[str, Any] = {"outcome": "ok", "result": False, "emulated": bool(job["emulate"])}
+    status: dict[str, Any] = {"outcome": "ok", "result": False}
     emulation, value = None, None
     try:
         emulation = _sibling("emulation").install() if job["emulate"] else None
