@@ -29,7 +29,7 @@ from devlint.verify.report import Report, write_full
 from devlint.verify.runners import Job, SubprocessRunner
 from devlint.verify.session import Probe, RunRecord, plan
 from devlint.verify.textcompare import compare_text
-from devlint.verify.verdict import DIFFERS, NA, PASS, Tolerance, judge
+from devlint.verify.verdict import DIFFERS, NA, PASS, Judge, Tolerance
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = ROOT / "fixtures" / "programs"
@@ -293,7 +293,7 @@ def _runs(gpu: bool = False, **given: RunRecord) -> dict[str, RunRecord]:
 
 
 def _cells_of(runs, probe=NO_GPU, answers=None, program=None) -> dict:
-    return judge(0, program or _program(), runs, answers or {}, probe, Tolerance()).cells
+    return Judge(0, program or _program(), runs, answers or {}, probe, Tolerance()).row().cells
 
 
 def _answer(actual: str, expected: str, mismatches: list | None = None) -> dict:
@@ -443,7 +443,7 @@ def test_with_a_gpu_the_cpu_run_meets_the_emulated_original_and_emulation_meets_
 def test_the_full_report_is_a_table_with_failures_spelled_out() -> None:
     cuda = _run("cuda", "mixed_devices", message="RuntimeError: Expected all tensors to be on the same device", line=4)
     runs = _runs(original=_run("original", "mixed_devices", message="RuntimeError: Expected", line=4), cuda=cuda)
-    rows = [judge(0, _program(), runs, {}, NO_GPU, Tolerance())]
+    rows = [Judge(0, _program(), runs, {}, NO_GPU, Tolerance()).row()]
     out = io.StringIO()
     write_full(Report(rows, NO_GPU, [], 1, ["pairs/a.fixed.py"]), out)
     text = out.getvalue()

@@ -18,7 +18,7 @@ from devlint.verify.report import Report, write_full, write_json
 from devlint.verify.runners import SubprocessRunner, hidden_gpu_runner
 from devlint.verify.session import Probe, ProbeError, Session, plan
 from devlint.verify.targets import DEFAULT_TARGET, Program, discover, prepare
-from devlint.verify.verdict import Row, Tolerance, judge, pairs
+from devlint.verify.verdict import Judge, Row, Tolerance, pairs
 
 EXIT_OK, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 
@@ -102,5 +102,5 @@ def verify_programs(
             answers = session.compare(wanted, tolerance.rtol, tolerance.atol)
         finally:
             hidden.close()
-    rows = [judge(i, program, runs[i], answers, probe, tolerance) for i, program in enumerate(programs)]
+    rows = [Judge(i, program, runs[i], answers, probe, tolerance).row() for i, program in enumerate(programs)]
     return probe, rows

@@ -138,6 +138,8 @@ class Comparison:
 
 
 class Judge:
+    """The cells of one program's row: ``Judge(...).row()``."""
+
     def __init__(
         self,
         index: int,
@@ -306,17 +308,6 @@ class Judge:
             ran = "as written" if run.mode in ("original", "emulated_original") else "as run"
             message += f"\n  {self.program.display}{self.at(run)} ({ran}): {status['source']}"
         return message
-
-
-def judge(
-    index: int,
-    program: Program,
-    runs: dict[str, RunRecord],
-    answers: dict[str, dict[str, Any]],
-    probe: Probe,
-    tolerance: Tolerance,
-) -> Row:
-    return Judge(index, program, runs, answers, probe, tolerance).row()
 
 
 def _difference(mismatch: dict[str, Any]) -> str:
