@@ -191,6 +191,17 @@ def _module_to_and_back() -> Any:
     return str(momentum.device), str(model.weight.device), type(model.weight) is nn.Parameter
 
 
+def _convert_after_backward() -> Any:
+    model = nn.Linear(3, 1).cuda()
+    weight = model.weight
+    out = model(torch.ones(2, 3, device="cuda")).sum()
+    out.backward()  # the graph still holds the parameters
+    model.half()
+    halved = (weight is model.weight, model.weight.dtype, str(model.weight.device), str(model.weight.grad.device))
+    model.cpu()
+    return halved, str(model.weight.device), type(model.weight) is nn.Parameter, str(model.weight.grad.device)
+
+
 def _autograd() -> Any:
     x = torch.tensor([1.0, 2.0, 3.0]).cuda().requires_grad_()
     y = (x * x).sum()
@@ -511,6 +522,9 @@ CASES: dict[str, Case] = {
         _module_cuda, (True, True, ["cuda:0"] * 4, "cpu", True)
     ),
     "Module.to() and back, SGD momentum": Case(_module_to_and_back, ("cuda:0", "cpu", True)),
+    "Module.half() and .cpu() after backward": Case(
+        _convert_after_backward, ((True, torch.float16, "cuda:0", "cuda:0"), "cpu", True, "cpu")
+    ),
     "autograd and hooks": Case(
         _autograd, ("cuda:0", [2.0, 4.0, 6.0], "cuda:0", [3.0, 12.0, 27.0], ["cuda:0"], "SumBackward0")
     ),

@@ -60,8 +60,6 @@ class Emulation:
         return self.dispatcher.cls
 
     def install(self) -> Emulation:
-        if not hasattr(torch.__future__, "set_swap_module_params_on_conversion"):
-            raise EmulationUnsupportedError(f"torch {torch.__version__} (it needs torch 2.3 or newer)")
         cuda_api.install(self._patches, self.machine, self.dispatcher)
         legacy.install(self._patches, self.machine, self.dispatcher, self._default)
         storage.install(self._patches, self.machine)
@@ -94,22 +92,26 @@ class Emulation:
         self._patches.set(torch, "set_autocast_enabled", set_autocast_enabled)
 
     def _install_module_moves(self) -> None:
-        """``Module.to()``/``.cuda()`` swap each parameter object for an emulated one (the optimizer
-        holds the same objects) instead of assigning ``.data``, which would keep the CPU class.
-        Only there: ``load_state_dict`` copies into the parameters, as on a GPU."""
+        """``Module.to()``/``.cuda()`` keep each parameter object (the optimizer holds them) and
+        assign the moved data to it, as on a GPU; the parameter (and its gradient) then changes
+        class to say where its data went: emulated after ``.cuda()``, plain after ``.cpu()``."""
         original_apply = torch.nn.Module._apply
-        machine = self.machine
-        future = torch.__future__
+        dispatcher = self.dispatcher
 
         def _apply(module: torch.nn.Module, fn: Any, recurse: bool = True) -> Any:
-            if machine.known_hidden:
-                return original_apply(module, fn, recurse)
-            swapping = future.get_swap_module_params_on_conversion()
-            future.set_swap_module_params_on_conversion(True)
-            try:
-                return original_apply(module, fn, recurse)
-            finally:
-                future.set_swap_module_params_on_conversion(swapping)
+            moved: dict[int, bool] = {}
+
+            def tracking(tensor: torch.Tensor) -> Any:
+                result = fn(tensor)
+                moved[id(tensor)] = dispatcher.is_emulated(result)
+                return result
+
+            result = original_apply(module, tracking, recurse)
+            for param in module._parameters.values():
+                for tensor in (param, None if param is None else param.grad):
+                    if tensor is not None and id(tensor) in moved:
+                        dispatcher.relabel(tensor, moved[id(tensor)])
+            return result
 
         self._patches.set(torch.nn.Module, "_apply", _apply)
 

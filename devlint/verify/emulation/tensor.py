@@ -157,6 +157,21 @@ class Dispatcher:
             return type(value)(self.wrap(item, inputs) for item in value)
         return value
 
+    def relabel(self, tensor: torch.Tensor, emulated: bool) -> None:
+        """Give ``tensor`` (a parameter or a gradient whose data was replaced in place) the class
+        that says where its data now is. A parameter stays one (``isinstance(p, nn.Parameter)``
+        holds for a tensor marked ``_is_param``)."""
+        if self.is_emulated(tensor) == emulated:
+            return
+        parameter = isinstance(tensor, torch.nn.Parameter)
+        if emulated:
+            tensor.__class__ = self.cls
+            if parameter:
+                tensor._is_param = True
+        else:
+            tensor.__class__ = torch.nn.Parameter if parameter else torch.Tensor
+            vars(tensor).pop("_is_param", None)
+
     def plain(self, tensor: torch.Tensor) -> torch.Tensor:
         """A plain tensor sharing ``tensor``'s data (and autograd history)."""
         with self.raw():
