@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
 from devlint.verify.emulation import Emulation, EmulationUnsupportedError
@@ -231,6 +232,25 @@ def _data_parallel() -> Any:
 
 
 # -- devices meeting -----------------------------------------------------------------------------
+
+
+def _host_lengths() -> Any:
+    torch.manual_seed(0)
+    lstm = nn.LSTM(3, 4, batch_first=True)
+    x = torch.randn(2, 5, 3)
+    log_probs = torch.randn(6, 2, 5).log_softmax(2)
+    targets, lengths = torch.tensor([[1, 2], [3, 1]]), torch.tensor([6, 6])
+
+    def run(device: str) -> tuple:
+        packed = nn.utils.rnn.pack_padded_sequence(x.to(device), torch.tensor([5, 3]), batch_first=True)
+        padded, sizes = nn.utils.rnn.pad_packed_sequence(lstm.to(device)(packed)[0], batch_first=True)
+        ctc = F.ctc_loss(log_probs.to(device), targets, lengths, torch.tensor([2, 2]))
+        return padded, sizes, packed.batch_sizes, ctc
+
+    host = run("cpu")
+    padded, sizes, batch_sizes, ctc = run("cuda")
+    same = torch.allclose(padded.cpu(), host[0], atol=1e-5) and torch.allclose(ctc.cpu(), host[3], atol=1e-4)
+    return _where(padded, sizes, batch_sizes, ctc), same
 
 
 def _mixed_add() -> Any:
@@ -530,6 +550,7 @@ CASES: dict[str, Case] = {
     ),
     "deepcopy and printing a parameter": Case(_deepcopy_and_print, ("cuda:0", True, True, True)),
     "DataParallel on one GPU": Case(_data_parallel, ("cuda:0", True)),
+    "packed sequences and CTC take CPU lengths": Case(_host_lengths, (["cuda:0", "cpu", "cpu", "cuda:0"], True)),
     "cuda + cpu": Case(_mixed_add, Raises(RuntimeError, SAME_DEVICE)),
     "mm(cpu, cuda)": Case(_mixed_mm, Raises(RuntimeError, SAME_DEVICE)),
     "cuda Linear on a cpu batch": Case(_mixed_linear, Raises(RuntimeError, SAME_DEVICE)),

@@ -40,6 +40,13 @@ _CROSS_DEVICE = frozenset(
     | {"_has_compatible_shallow_copy_type", "__reduce_ex__", "__deepcopy__", "__setstate__", "__get__"}
     | {"module_load"}
 )
+# Calls whose CUDA kernels take some arguments on the CPU by design: the lengths of a packed
+# sequence (and the batch sizes an RNN gets with it), the lengths of CTC.
+_HOST_ARGUMENTS = frozenset(
+    {"_pack_padded_sequence", "_pad_packed_sequence", "lstm", "gru", "rnn_tanh", "rnn_relu", "ctc_loss", "_ctc_loss"}
+)
+# Of these, the ones whose second result stays on the CPU on CUDA too (batch sizes, lengths).
+_HOST_SECOND_RESULT = frozenset({"_pack_padded_sequence", "_pad_packed_sequence"})
 # Indexing a CUDA tensor with CPU indices (or assigning CPU values) is fine on CUDA.
 _INDEXING = frozenset({"__getitem__", "__setitem__", "index_put_", "index_put", "_index_put_impl_"})
 
@@ -201,7 +208,11 @@ class Dispatcher:
             result = func(*args, **kwargs)
         if args and result is args[0]:
             return result  # in place, or the tensor itself: already what it was
-        return self.wrap(result, tuple(tensors)) if target in (None, "cuda") else result
+        if target not in (None, "cuda"):
+            return result
+        if name in _HOST_SECOND_RESULT:
+            return (self.wrap(result[0], tuple(tensors)), *result[1:])
+        return self.wrap(result, tuple(tensors))
 
     def _device_target(self, func: Any, kwargs: dict) -> str | None:
         """``cuda`` when the call makes tensors on the emulated device (``device=`` is then set to
@@ -227,7 +238,7 @@ class Dispatcher:
         return wanted and self.machine.visible
 
     def _check_devices(self, name: str, args: tuple, tensors: list[torch.Tensor]) -> None:
-        if name in _CROSS_DEVICE:
+        if name in _CROSS_DEVICE or name in _HOST_ARGUMENTS:
             return
         if name in _INDEXING and args:
             indexed = args[0]
