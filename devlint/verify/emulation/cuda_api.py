@@ -15,8 +15,9 @@ machine without one. When it is:
   CPU generator's, since random numbers drawn "on CUDA" come from the CPU generator;
 - ``torch.cuda.amp`` and ``torch.autocast("cuda")`` are entered (``is_autocast_enabled("cuda")``
   says so) but compute in float32, the CPU kernels' precision: see the package docstring;
-- features with no CPU meaning (CUDA graphs, NVML queries, IPC, ``torch.cuda.jiterator``) raise
-  ``EmulationUnsupportedError``, which verify reports as "not emulated".
+- features with no CPU meaning (CUDA graphs, NVML queries, external streams, the CUDA runtime
+  API, raw allocations, scattering to more than one GPU) raise ``EmulationUnsupportedError``,
+  which verify reports as "not emulated".
 """
 
 from __future__ import annotations
