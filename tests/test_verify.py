@@ -1,7 +1,9 @@
-"""`devlint verify`: the guard, the comparisons and the verdicts in-process; whole runs end to end.
+"""`devlint verify`: comparisons and verdicts in-process; whole runs end to end.
 
-The end-to-end runs start real child processes (torch in each); the bundled fixtures are verified
-once, in a subprocess that also proves the devlint process itself never imports torch.
+The end-to-end runs start real child processes (torch in each, CUDA emulated where the machine
+has no GPU); the bundled programs and the fixture pairs are verified once, in a subprocess that
+also proves the devlint process itself never imports torch. Tests that need a GPU skip here with
+the reason; the same assertions hold on a machine with one.
 """
 
 from __future__ import annotations
@@ -16,23 +18,23 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from devlint.cli import main
 from devlint.registry import all_rules
 from devlint.runner import lint_text
-from devlint.verify import compare, guard, targets
+from devlint.verify import compare, harness, targets
+from devlint.verify.command import verify_programs
 from devlint.verify.environment import HIDE_GPUS, base_environment, run_environment, torch_root
-from devlint.verify.meta_source import to_meta
 from devlint.verify.report import Report, write_full
 from devlint.verify.runners import Job, SubprocessRunner
-from devlint.verify.session import Probe, RunRecord
+from devlint.verify.session import Probe, RunRecord, plan
 from devlint.verify.textcompare import compare_text
-from devlint.verify.verdict import FAIL, NA, PASS, SKIPPED, Tolerance, judge
+from devlint.verify.verdict import DIFFERS, NA, PASS, Judge, Tolerance
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = ROOT / "fixtures" / "programs"
 NEGATIVE = ROOT / "fixtures" / "negative"
+PAIRS = ROOT / "fixtures" / "pairs"
 EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9, ]+)$")
 # SPEC's rule table: every rule with a fix.
 FIXABLE = {
@@ -42,24 +44,33 @@ FIXABLE = {
 NO_GPU = Probe("2.x", cuda=False, gpu=None)
 GPU = Probe("2.x", cuda=True, gpu="a GPU")
 HAS_GPU = torch.cuda.is_available()
+NEEDS_GPU = pytest.mark.skipif(not HAS_GPU, reason="needs a GPU that torch can see")
 
-# What `devlint verify` reports for each bundled program on a machine without a GPU:
-# (original, cpu, meta) statuses, and a phrase the meta cell must contain.
+# What `devlint verify` (safe fixes) says about each bundled program on a machine without a GPU:
+# the original, cpu and cuda cells.
+SAME = ("pass (emulated cuda)", "pass (= original)", "pass (= original)")
 EXPECTED_WITHOUT_GPU = {
-    "attention_masks": (SKIPPED, PASS, PASS, ""),
-    "checkpoint_roundtrip": (SKIPPED, PASS, PASS, ""),
-    "class_weighted_training": (PASS, PASS, PASS, ""),
-    "default_tensor_type": (SKIPPED, PASS, PASS, ""),
-    "device_strings": (SKIPPED, PASS, PASS, ""),
-    "evaluate_with_device": (SKIPPED, PASS, PASS, ""),
-    "gpu_index": (PASS, PASS, NA, "no tensor reached the meta device"),
-    "inference_report": (SKIPPED, PASS, NA, "needs real values: `.tolist()`"),
-    "legacy_tensor_types": (SKIPPED, PASS, PASS, ""),
-    "mixed_precision": (SKIPPED, PASS, PASS, ""),
-    "numpy_metrics": (SKIPPED, PASS, NA, "needs real values: `.cpu()`"),
-    "own_cuda_method": (SKIPPED, PASS, PASS, ""),
-    "variable_api": (SKIPPED, PASS, PASS, ""),
-    "visible_devices": (PASS, PASS, PASS, ""),
+    "attention_masks": SAME,
+    "checkpoint_roundtrip": SAME,
+    # The loss weights stay on the CPU: the original crashes on CUDA, the fixed runs agree.
+    "class_weighted_training": ("skipped (original fails: mixes devices at line 34)", "pass (= cuda)", "pass (= cpu)"),
+    "default_tensor_type": SAME,
+    "device_strings": SAME,
+    "evaluate_with_device": SAME,
+    "gpu_index": SAME,
+    "inference_report": ("pass (emulated cuda)", "pass (= original; stdout)", "pass (= original; stdout)"),
+    "legacy_tensor_types": SAME,
+    "mixed_precision": (
+        "pass (emulated cuda; autocast in float32)",
+        "pass (= original)",
+        "pass (= original; autocast in float32)",
+    ),
+    # `.numpy()` of a CUDA tensor.
+    "numpy_metrics": ("skipped (original fails: TypeError at line 13)", "pass (= cuda)", "pass (= cpu)"),
+    "own_cuda_method": SAME,
+    "variable_api": SAME,
+    # It pins GPU 0 itself; the fix that stops it is unsafe.
+    "visible_devices": ("pass (emulated cuda)", "FAIL (uses a GPU it was not given)", "pass (= original)"),
 }
 
 
@@ -81,90 +92,8 @@ def _rows(report: dict) -> dict[str, dict]:
     return {Path(p["path"]).stem: p for p in report["programs"]}
 
 
-# -- the device-mixing guard -----------------------------------------------------------------
-
-
-def _meta(*shape: int) -> torch.Tensor:
-    return torch.empty(*shape, device="meta")
-
-
-MIXES = {
-    "mm": lambda: torch.mm(torch.ones(2, 3), _meta(3, 4)),
-    "matmul": lambda: torch.ones(2, 3) @ _meta(3, 4),
-    "linear": lambda: F.linear(torch.ones(2, 3), _meta(4, 3)),
-    "bmm": lambda: torch.bmm(torch.ones(1, 2, 3), _meta(1, 3, 4)),
-    "conv2d": lambda: F.conv2d(_meta(1, 1, 5, 5), torch.ones(2, 1, 3, 3)),
-    "einsum": lambda: torch.einsum("ij,jk->ik", _meta(2, 3), torch.ones(3, 4)),
-    "add": lambda: _meta(3) + torch.ones(3),
-    "cat": lambda: torch.cat([_meta(2), torch.ones(2)]),
-}
-
-
-@pytest.mark.parametrize("op", sorted(MIXES))
-def test_guard_catches_a_cpu_tensor_mixed_with_a_meta_one(op: str) -> None:
-    with pytest.raises(guard.MixedDevicesError) as caught, guard.DeviceGuard():
-        MIXES[op]()
-    assert caught.value.devices == ["cpu", "meta"]
-    assert caught.value.op in (op, "__matmul__", "__add__", "matmul")
-
-
-def test_guard_lets_deliberate_moves_and_cpu_scalars_through() -> None:
-    with guard.DeviceGuard() as watch:
-        net = torch.nn.Linear(3, 2).to("meta")
-        net.load_state_dict(torch.nn.Linear(3, 2).state_dict())  # copy_ from the CPU
-        x = torch.ones(4, 3).to("meta")
-        y = net(x) * torch.tensor(2.0)  # a 0-dim CPU tensor joins any device
-        picked = y[torch.tensor([0, 2])]  # CPU indices into a device tensor
-        y[torch.tensor([1])] = torch.zeros(1, 2)
-        z = torch.empty(2, 2, device="meta").copy_(torch.ones(2, 2))
-        optimizer = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
-        y.sum().backward()
-        optimizer.step()
-    assert watch.saw_meta
-    assert picked.device.type == z.device.type == "meta"
-
-
-def test_a_mix_the_program_catches_is_still_recorded() -> None:
-    with guard.DeviceGuard() as watch:
-        try:
-            torch.mm(torch.ones(2, 3), _meta(3, 4))
-        except RuntimeError:
-            pass
-    assert isinstance(watch.violation, guard.MixedDevicesError)
-
-
-def test_guard_records_that_no_tensor_ever_reached_meta() -> None:
-    with guard.DeviceGuard() as watch:
-        torch.ones(2, 3) @ torch.ones(3, 2)
-    assert not watch.saw_meta
-
-
-READS = {
-    "item": lambda t: t.sum().item(),
-    "__repr__": lambda t: print(t),
-    "__format__": lambda t: f"{t:}",
-    "__bool__": lambda t: bool(t.sum() > 0),
-    "__float__": lambda t: float(t.sum()),
-    "tolist": lambda t: t.tolist(),
-    "numpy": lambda t: t.numpy(),
-    "cpu": lambda t: t.cpu(),
-    "to": lambda t: t.to("cpu"),
-    "copy_": lambda t: torch.ones(2, 2).copy_(t),
-}
-
-
-@pytest.mark.parametrize("op", sorted(READS))
-def test_guard_stops_reads_of_meta_values(op: str) -> None:
-    with pytest.raises(guard.NeedsRealValuesError) as caught, guard.DeviceGuard():
-        READS[op](_meta(2, 2))
-    assert caught.value.op == op
-
-
-def test_guard_allows_reads_of_real_tensors_and_moves_within_meta() -> None:
-    with guard.DeviceGuard():
-        assert torch.ones(2).sum().item() == 2.0
-        assert _meta(2).to("meta").shape == (2,)
-        assert _meta(2).to(torch.float64).dtype == torch.float64
+def _cells(row: dict) -> tuple[str, ...]:
+    return tuple(row["runs"][mode]["cell"] for mode in ("original", "cpu", "cuda"))
 
 
 # -- comparing results -------------------------------------------------------------------------
@@ -212,14 +141,6 @@ def test_unsupported_results_are_refused_by_name() -> None:
         compare.normalize({"model": torch.nn.Linear(2, 2)})
 
 
-def test_described_leaves_keep_the_device_and_saved_ones_are_on_the_cpu() -> None:
-    value = {"x": _meta(2, 3), "n": 4}
-    assert compare.describe(compare.normalize(value, to_cpu=False)) == [
-        {"path": "result['x']", "kind": "tensor", "dtype": "torch.float32", "shape": [2, 3], "device": "meta"},
-        {"path": "result['n']", "kind": "int"},
-    ]
-
-
 def test_printed_output_compares_text_exactly_and_numbers_with_tolerance() -> None:
     assert compare_text("loss 0.1234\n", "loss 0.1235\n") is None  # one unit in the last digit
     assert compare_text("tensor([1., 2.], device='cuda:0')\n", "tensor([1., 2.])\n") is None
@@ -231,76 +152,101 @@ def test_printed_output_compares_text_exactly_and_numbers_with_tolerance() -> No
 
 
 @pytest.mark.parametrize(
-    ("error", "mode", "outcome"),
+    ("cpu", "cuda"),
     [
-        (AssertionError("Torch not compiled with CUDA enabled"), "original", "needs_cuda"),
-        (RuntimeError("No CUDA GPUs are available"), "cpu", "needs_cuda"),
-        (TypeError("type torch.cuda.FloatTensor not available. Torch not compiled with CUDA enabled."), "cpu", "needs_cuda"),
+        ("running on cpu\n", "running on cuda\n"),
+        ("device cpu\n", "device cuda:0\n"),
+        ("device(type='cpu')\n", "device(type='cuda', index=0)\n"),
+        ("torch.FloatTensor 2\n", "torch.cuda.FloatTensor 2\n"),
+    ],
+)
+def test_device_names_can_be_set_aside(cpu: str, cuda: str) -> None:
+    assert compare_text(cpu, cuda) is not None
+    assert compare_text(cpu, cuda, ignore_devices=True) is None
+
+
+def test_setting_device_names_aside_keeps_everything_else() -> None:
+    assert compare_text("cpu 1.5\n", "cuda 2.5\n", ignore_devices=True) is not None
+    assert compare_text("scale enabled False\n", "scale enabled True\n", ignore_devices=True) is not None
+    assert compare_text("cpus 2\n", "cudas 2\n", ignore_devices=True) is not None
+
+
+# -- the child side: classifying failures, the environment, the protocol -------------------------
+
+
+class _Emulation:
+    """What harness._failure reads of an installed emulation."""
+
+    def __init__(self, visible: bool) -> None:
+        self.machine = type("Machine", (), {"visible": visible})()
+
+
+@pytest.mark.parametrize(
+    ("error", "emulation", "outcome"),
+    [
+        (AssertionError("Torch not compiled with CUDA enabled"), None, "needs_cuda"),
+        (RuntimeError("No CUDA GPUs are available"), _Emulation(False), "needs_cuda"),
+        (RuntimeError("Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, ..."), None, "needs_cuda"),
+        (TypeError("type torch.cuda.FloatTensor not available. Torch not compiled with CUDA enabled."), None, "needs_cuda"),
         (RuntimeError("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False."),
-         "original", "needs_cuda"),
+         _Emulation(False), "needs_cuda"),
+        # Emulation showed a GPU: a CUDA-is-missing error means emulation did not model something.
+        (AssertionError("Torch not compiled with CUDA enabled"), _Emulation(True), "not_emulated"),
+        (RuntimeError("Invalid device, must be cuda device"), _Emulation(True), "error"),
+        (RuntimeError("Invalid device, must be cuda device"), None, "needs_cuda"),
         (RuntimeError("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"),
-         "cuda", "mixed_devices"),
+         _Emulation(True), "mixed_devices"),
         # .numpy() of a CUDA tensor: a real failure of the original (DEV304), not a missing GPU
         (TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor first."),
-         "original", "error"),
-        (NotImplementedError("Cannot copy out of meta tensor; no data!"), "meta", "meta_unsupported"),
-        (NotImplementedError("Cannot copy out of meta tensor; no data!"), "cpu", "error"),
-        (ValueError("bad shape"), "meta", "error"),
-        (SystemExit(3), "cpu", "error"),
+         _Emulation(True), "error"),
+        (ValueError("bad shape"), _Emulation(True), "error"),
+        (SystemExit(3), None, "error"),
     ],
-)
-def test_harness_classifies_failures(error: BaseException, mode: str, outcome: str) -> None:
-    from devlint.verify import harness
-
-    assert harness._failure(error, "p.py", mode, guard, 1)["outcome"] == outcome
+)  # fmt: skip
+def test_harness_classifies_failures(error: BaseException, emulation, outcome: str) -> None:
+    assert harness._failure(error, "p.py", emulation, 1)["outcome"] == outcome
 
 
-# -- the meta variant of a program, the environment, the protocol --------------------------------
+def test_what_emulation_does_not_model_is_classified_as_such() -> None:
+    from devlint.verify.emulation import EmulationUnsupportedError
 
-
-@pytest.mark.parametrize(
-    ("before", "after"),
-    [
-        ('device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n', 'device = torch.device("meta")\n'),
-        ('dev = "cuda:0" if args.cuda else "cpu"\n', 'dev = "meta"\n'),
-        ('d = torch.device("cuda", 0) if ok else torch.device("cpu")\n', 'd = torch.device("meta")\n'),
-        (
-            "d = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device('cpu')\n",
-            'd = torch.device("meta")\n',
-        ),
-        ("def f(device='cuda' if torch.cuda.is_available() else 'cpu'):\n    pass\n", 'def f(device="meta"):\n    pass\n'),
-    ],
-)
-def test_device_choices_become_meta(before: str, after: str) -> None:
-    assert to_meta(before) == after
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        'with torch.autocast("cuda" if use_cuda else "cpu"):\n    pass\n',
-        'scaler = torch.amp.GradScaler(device_type="cuda" if use_cuda else "cpu")\n',
-        'device_type = "cuda" if use_cuda else "cpu"\n',
-        'device = torch.device("cuda")\n',
-        'label = "big" if n > 3 else "small"\n',
-    ],
-)
-def test_device_types_and_other_conditionals_stay(text: str) -> None:
-    assert to_meta(text) == text
+    failure = harness._failure(EmulationUnsupportedError("CUDA graphs"), "p.py", _Emulation(True), 1)
+    assert failure["outcome"] == "not_emulated"
+    assert "does not support CUDA graphs" in failure["message"]
 
 
 def test_children_get_a_clean_environment() -> None:
     here = torch_root()
     assert here is not None
     parent = {"PATH": "/bin", "HOME": "/h", "PYTHONPATH": f"/elsewhere{os.pathsep}{here}", "SECRET": "x", "PYTHONSTARTUP": "s.py"}
-    env = base_environment(parent, torch_at=here)
+    env = base_environment({**parent, "CUDA_VISIBLE_DEVICES": "3"}, torch_at=here)
     assert env["PYTHONPATH"] == str(here)
     assert "SECRET" not in env and "PYTHONSTARTUP" not in env
     assert env["PATH"] == "/bin" and env["PYTHONHASHSEED"] == "0"
+    # torch.cuda.is_available() asks NVML: the fork server's children can still start CUDA.
+    assert env["PYTORCH_NVML_BASED_CUDA_CHECK"] == "1"
     assert "PYTHONPATH" not in base_environment({"PYTHONPATH": "/elsewhere"}, torch_at=here)
-    hidden = run_environment(env, True, Path("/t"))
+    hidden = run_environment(env, "hidden", Path("/t"))
     assert hidden["TMPDIR"] == "/t" and all(hidden[name] == "" for name in HIDE_GPUS)
-    assert "CUDA_VISIBLE_DEVICES" not in run_environment(env, False, Path("/t"))
+    assert run_environment(env, "real", Path("/t"))["CUDA_VISIBLE_DEVICES"] == "3"
+    # The emulated machine has its own one GPU: this machine's CUDA_VISIBLE_DEVICES is not about it.
+    assert "CUDA_VISIBLE_DEVICES" not in run_environment(env, "emulated", Path("/t"))
+
+
+def test_the_plan_emulates_without_a_gpu_and_compares_with_one() -> None:
+    assert [(r.name, r.fixed, r.emulated, r.hidden) for r in plan(False)] == [
+        ("original", False, True, False),
+        ("cpu", True, True, True),
+        ("cuda", True, True, False),
+    ]
+    with_gpu = {r.name: (r.fixed, r.emulated, r.hidden) for r in plan(True)}
+    assert with_gpu == {
+        "original": (False, False, False),
+        "cpu": (True, True, True),
+        "cuda": (True, False, False),
+        "emulated_original": (False, True, False),
+        "emulated_cuda": (True, True, False),
+    }
 
 
 @pytest.mark.parametrize(
@@ -317,56 +263,123 @@ def test_protocol(text: str, protocol: str) -> None:
     assert targets._protocol(text) == protocol
 
 
+def test_fixture_pair_outputs_are_left_out_of_folders(tmp_path: Path) -> None:
+    for name in ("a.py", "a.fixed.py", "a.unsafe.py", "b.fixed.py", "c.py"):
+        (tmp_path / name).write_text("print(1)\n")
+    found, problems, twins = targets.discover([str(tmp_path)])
+    assert [p.name for p in found] == ["a.py", "b.fixed.py", "c.py"]  # b.fixed.py has no b.py beside it
+    assert sorted(p.name for p in twins) == ["a.fixed.py", "a.unsafe.py"]
+    assert problems == []
+    named, _, none = targets.discover([str(tmp_path / "a.fixed.py")])
+    assert [p.name for p in named] == ["a.fixed.py"] and none == []
+
+
 # -- verdicts ----------------------------------------------------------------------------------
 
 
 def _program(protocol: str = "main", remaining: tuple[str, ...] = (), lines: dict[int, int] | None = None) -> targets.Program:
     same = {row: row for row in range(1, 50)} if lines is None else lines
-    return targets.Program(Path("p.py"), "p.py", "p", protocol, b"", b"", b"", 1, remaining, same, same)
+    return targets.Program(Path("p.py"), "p.py", "p", protocol, b"", b"", 1, remaining, same)
 
 
 def _run(mode: str, outcome: str = "ok", stdout: str = "", **status) -> RunRecord:
     return RunRecord(mode, {"outcome": outcome, **status}, stdout, "", 0, False, Path(f"/{mode}.pt"))
 
 
-def _runs(**given: RunRecord) -> dict[str, RunRecord]:
-    runs = {mode: _run(mode) for mode in ("original", "cpu", "meta")}
+def _runs(gpu: bool = False, **given: RunRecord) -> dict[str, RunRecord]:
+    runs = {run.name: _run(run.name) for run in plan(gpu)}
     runs.update(given)
     return runs
 
 
-def _cells(runs, probe=NO_GPU, answers=None, program=None) -> dict:
-    return judge(0, program or _program(), runs, answers or {}, probe, Tolerance()).cells
+def _cells_of(runs, probe=NO_GPU, answers=None, program=None) -> dict:
+    return Judge(0, program or _program(), runs, answers or {}, probe, Tolerance()).row().cells
 
 
-def test_original_needing_cuda_is_skipped_only_without_a_gpu() -> None:
-    runs = _runs(original=_run("original", "needs_cuda", message="AssertionError: Torch not compiled with CUDA enabled"))
-    cells = _cells(runs)
-    assert cells["original"].text() == "skipped (needs CUDA)"
-    assert cells["cpu"].text() == "pass (no reference)" and cells["cpu"].compared_with is None
-    assert cells["cuda"].text() == "skipped (torch sees no GPU)"
-    runs["cuda"] = _run("cuda")
-    on_gpu = _cells(runs, GPU)["original"]
-    assert on_gpu.status == SKIPPED and on_gpu.text().startswith("skipped (original fails: needs CUDA")
+def _answer(actual: str, expected: str, mismatches: list | None = None) -> dict:
+    return {f"0:{actual}:{expected}": {"mismatches": mismatches or [], "error": None}}
 
 
-def test_an_original_that_crashes_is_no_reference_and_fails_nothing() -> None:
-    runs = _runs(original=_run("original", "error", message="ValueError: bad", line=3, source="x = f()"))
-    cells = _cells(runs)
-    assert cells["original"].text() == "skipped (original fails: ValueError at line 3)"
+def test_every_run_is_compared_and_says_with_what() -> None:
+    runs = _runs(**{name: _run(name, result=True) for name in ("original", "cpu", "cuda")})
+    answers = {**_answer("cpu", "original"), **_answer("cuda", "original")}
+    cells = _cells_of(runs, answers=answers)
+    assert cells["original"].text() == "pass (emulated cuda)" and cells["original"].emulated
+    assert cells["cpu"].text() == "pass (= original)" and cells["cpu"].compared_with == "original"
+    assert not cells["cpu"].emulated
+    assert cells["cuda"].text() == "pass (= original)" and cells["cuda"].emulated
+
+
+def test_a_result_mismatch_fails_and_names_both_runs() -> None:
+    runs = _runs(**{name: _run(name, result=True) for name in ("original", "cpu", "cuda")})
+    wrong = [{"path": "result['w']", "message": "not close", "max_abs_diff": 0.25}]
+    answers = {**_answer("cpu", "original", wrong), **_answer("cuda", "original", wrong)}
+    cell = _cells_of(runs, answers=answers)["cpu"]
+    assert cell.text() == "FAIL (differs at result['w'])"
+    assert "fixed on cpu vs original on emulated cuda" in cell.detail and "0.25" in cell.detail
+    assert _cells_of(_runs(original=_run("original", result=True)))["cpu"].text() == "FAIL (results differ)"
+
+
+def test_printed_device_names_are_not_a_behaviour_change() -> None:
+    runs = _runs(
+        original=_run("original", stdout="x on cuda:0\n"),
+        cpu=_run("cpu", stdout="x on cpu\n"),
+        cuda=_run("cuda", stdout="x on cuda:0\n"),
+    )
+    cells = _cells_of(runs)
+    assert cells["cpu"].text() == "pass (= original; stdout; prints its device)"
+    assert "only the device named differs" in cells["cpu"].detail
+    assert cells["cuda"].text() == "pass (= original; stdout)"
+
+
+def test_output_the_fixed_program_prints_differently_on_each_device_is_its_design() -> None:
+    runs = _runs(
+        original=_run("original", stdout="loss 0.5\namp True\n"),
+        cpu=_run("cpu", stdout="loss 0.5\namp False\n"),
+        cuda=_run("cuda", stdout="loss 0.5\namp True\n"),
+    )
+    cell = _cells_of(runs)["cpu"]
+    assert cell.text() == "pass (= original except device-dependent output)"
+    assert "'amp False' vs 'amp True'" in cell.detail and "own CUDA run agrees" in cell.detail
+    # When the fixed program's CUDA run does not agree with the original either, it is a failure.
+    runs["cuda"] = _run("cuda", stdout="loss 0.7\namp True\n")
+    cells = _cells_of(runs)
+    assert cells["cpu"].text() == "FAIL (stdout differs at line 2)"
+    assert cells["cuda"].text() == "FAIL (stdout differs at line 1)"
+
+
+def test_an_original_that_crashes_is_no_reference_and_the_fixed_runs_meet() -> None:
+    runs = _runs(
+        original=_run("original", "mixed_devices", message="RuntimeError: Expected all tensors ...", line=3, source="x = f()"),
+        cpu=_run("cpu", stdout="1\n"),
+        cuda=_run("cuda", stdout="1\n"),
+    )
+    cells = _cells_of(runs)
+    assert cells["original"].text() == "skipped (original fails: mixes devices at line 3)"
     assert "x = f()" in cells["original"].detail
-    assert cells["cpu"].text() == "pass (no reference)"
-    assert "did not" in cells["cpu"].detail
+    assert cells["cpu"].text() == "pass (= cuda; stdout)" and cells["cpu"].compared_with == "cuda"
+    assert cells["cuda"].text() == "pass (= cpu; stdout)" and cells["cuda"].compared_with == "cpu"
+    runs["cuda"] = _run("cuda", "mixed_devices", message="RuntimeError: Expected all", line=4)
+    cells = _cells_of(runs)
+    assert cells["cpu"].text() == "pass (no reference)" and cells["cpu"].compared_with is None
+    assert cells["cuda"].text() == "FAIL (mixes devices at line 4)"
 
 
 def test_fixed_code_that_still_needs_cuda_fails_and_names_what_is_left() -> None:
     runs = _runs(cpu=_run("cpu", "needs_cuda", message="AssertionError: Torch not compiled with CUDA enabled", line=7))
     # Line 7 of the fixed code is line 6 of the original: the fix inserted a line above it.
-    cell = _cells(runs, program=_program(remaining=("DEV102",), lines={7: 6}))["cpu"]
+    cell = _cells_of(runs, program=_program(remaining=("DEV102",), lines={7: 6}))["cpu"]
     assert cell.text() == "FAIL (needs CUDA at line 6)"
     assert "DEV102" in cell.detail and "--unsafe-fixes" in cell.detail
     runs["cpu"].status["line"] = 3
-    assert _cells(runs, program=_program(lines={7: 6}))["cpu"].text() == "FAIL (needs CUDA at line 3 of the fixed code)"
+    assert _cells_of(runs, program=_program(lines={7: 6}))["cpu"].text() == "FAIL (needs CUDA at line 3 of the fixed code)"
+
+
+def test_a_cpu_run_that_unhides_the_gpu_fails_and_names_what_is_left() -> None:
+    runs = _runs(cpu=_run("cpu", "unhid_gpu", message="the program initialised CUDA although verify hid every GPU"))
+    cell = _cells_of(runs, program=_program(remaining=("DEV201",)))["cpu"]
+    assert cell.text() == "FAIL (uses a GPU it was not given)"
+    assert "DEV201" in cell.detail
 
 
 def test_lines_of_the_fixed_code_map_back_to_the_original() -> None:
@@ -375,53 +388,76 @@ def test_lines_of_the_fixed_code_map_back_to_the_original() -> None:
     assert targets.line_map(fixed, original) == {1: 1, 3: 2, 4: 3}
 
 
-def test_result_mismatches_and_missing_results_fail() -> None:
-    answer = {"0:cpu": {"mismatches": [{"path": "result['w']", "message": "not close", "max_abs_diff": 0.25}], "error": None}}
-    runs = _runs(original=_run("original", result=True), cpu=_run("cpu", result=True))
-    cell = _cells(runs, answers=answer)["cpu"]
-    assert cell.text() == "FAIL (differs at result['w'])"
-    assert "fixed on cpu vs original on cpu" in cell.detail and "0.25" in cell.detail
-    assert _cells(runs, answers={"0:cpu": {"mismatches": [], "error": None}})["cpu"].text() == "pass (= original)"
-    assert _cells(_runs(original=_run("original", result=True)))["cpu"].text() == "FAIL (results differ)"
-
-
-def test_printed_output_is_compared_when_main_returns_nothing() -> None:
-    runs = _runs(original=_run("original", stdout="acc 0.50\n"), cpu=_run("cpu", stdout="acc 0.75\n"))
-    assert _cells(runs)["cpu"].text() == "FAIL (stdout differs at line 1)"
-    runs["cpu"] = _run("cpu", stdout="acc 0.50\n")
-    assert _cells(runs)["cpu"].text() == "pass (= original; stdout)"
-    quiet = _cells(_runs())["cpu"]
-    assert quiet.text() == "pass (nothing to compare)" and quiet.compared_with is None
-
-
 def test_fixed_code_that_leaves_the_gpu_unused_fails_on_cuda() -> None:
     runs = _runs(original=_run("original", cuda_used=True), cuda=_run("cuda", cuda_used=False))
-    assert _cells(runs, GPU)["cuda"].text() == "FAIL (never used the GPU)"
+    assert _cells_of(runs)["cuda"].text() == "FAIL (never used the GPU)"
+    runs["cuda"].status["cuda_used"] = True
+    assert _cells_of(runs)["cuda"].text() == "pass (nothing to compare)"
 
 
-def test_without_the_original_the_cuda_run_is_compared_with_the_cpu_run() -> None:
-    runs = _runs(original=_run("original", "error", message="RuntimeError: x"), cuda=_run("cuda", stdout="1\n"))
-    runs["cpu"] = _run("cpu", stdout="2\n")
-    cell = _cells(runs, GPU)["cuda"]
-    assert cell.status == FAIL and cell.compared_with == "cpu"
+def test_what_emulation_cannot_run_is_said_plainly() -> None:
+    message = "EmulationUnsupportedError: devlint's CUDA emulation does not support CUDA graphs"
+    runs = _runs(
+        original=_run("original", "not_emulated", message=message, line=5),
+        cpu=_run("cpu", stdout="1\n"),
+        cuda=_run("cuda", "not_emulated", message=message, line=5),
+    )
+    cells = _cells_of(runs)
+    assert cells["original"].text() == "skipped (not emulated at line 5)"
+    assert cells["cuda"].status == NA and cells["cuda"].text() == "n/a (not emulated at line 5)"
+    assert "CUDA graphs" in cells["cuda"].detail
+    assert cells["cpu"].text() == "pass (no reference)"
 
 
-@pytest.mark.parametrize(
-    ("meta", "text"),
-    [
-        (_run("meta", "needs_values", message="item", line=9), "n/a (needs real values: `.item()` at line 9)"),
-        (_run("meta", "meta_unsupported", message="NotImplementedError: no meta kernel"), "n/a (not supported on meta)"),
-        (_run("meta", "no_meta"), "n/a (no tensor reached the meta device)"),
-        (_run("meta", "mixed_devices", message="`mm` received tensors on cpu and meta", line=4), "FAIL (mixes devices at line 4)"),
-        (
-            _run("meta", leaves=[{"path": "result", "kind": "tensor", "dtype": "torch.float32", "shape": [2]}]),
-            "FAIL (result differs from cpu run)",
-        ),
-    ],
-)
-def test_meta_cells(meta: RunRecord, text: str) -> None:
-    cpu = _run("cpu", leaves=[{"path": "result", "kind": "tensor", "dtype": "torch.float32", "shape": [3]}])
-    assert _cells(_runs(meta=meta, cpu=cpu))["meta"].text() == text
+def test_a_run_torch_aborts_for_an_emulated_tensor_is_not_emulated() -> None:
+    abort = "terminate called after throwing an instance of 'c10::Error'\n  what():  PyTorch is not linked with support for cuda devices\n"
+    died = RunRecord("cuda", None, "", abort, -6, False, Path("/cuda.pt"), emulated=True)
+    assert died.outcome == "not_emulated"
+    cell = _cells_of(_runs(cuda=died))["cuda"]
+    assert cell.text() == "n/a (not emulated)" and "not linked with support for cuda" in cell.detail
+    real = RunRecord("cuda", None, "", abort, -6, False, Path("/cuda.pt"), emulated=False)
+    assert real.outcome == "died"
+
+
+def test_with_a_gpu_the_cpu_run_meets_the_emulated_original_and_emulation_meets_the_gpu() -> None:
+    runs = _runs(
+        True,
+        original=_run("original", stdout="0.5 cuda\n"),
+        cpu=_run("cpu", stdout="0.25 cpu\n"),
+        cuda=_run("cuda", stdout="0.5 cuda\n"),
+        emulated_original=_run("emulated_original", stdout="0.25 cuda\n"),
+        emulated_cuda=_run("emulated_cuda", stdout="0.25 cuda\n"),
+    )
+    cells = _cells_of(runs, GPU)
+    assert cells["original"].text() == "pass (on cuda)" and not cells["original"].emulated
+    assert cells["cpu"].text() == "pass (= original; stdout; prints its device)"
+    assert cells["cpu"].compared_with == "emulated_original"
+    assert cells["cuda"].text() == "pass (= original; stdout)" and cells["cuda"].compared_with == "original"
+    # Random numbers drawn on the GPU, for instance: emulation draws others.
+    agreement = cells["emulation"]
+    assert agreement.status == DIFFERS and agreement.text() == "differs (stdout differs at line 1)"
+    runs["emulated_original"] = _run("emulated_original", stdout="0.5 cuda\n")
+    assert _cells_of(runs, GPU)["emulation"].text() == "pass (agrees with the GPU)"
+
+
+def test_the_full_report_is_a_table_with_failures_spelled_out() -> None:
+    cuda = _run("cuda", "mixed_devices", message="RuntimeError: Expected all tensors to be on the same device", line=4)
+    runs = _runs(original=_run("original", "mixed_devices", message="RuntimeError: Expected", line=4), cuda=cuda)
+    rows = [Judge(0, _program(), runs, {}, NO_GPU, Tolerance()).row()]
+    out = io.StringIO()
+    write_full(Report(rows, NO_GPU, [], 1, ["pairs/a.fixed.py"]), out)
+    text = out.getvalue()
+    header = next(line for line in text.splitlines() if "program" in line)
+    assert re.search(r"program .*fixes .*original .*cpu .*cuda", header) and "meta" not in header
+    row = next(line for line in text.splitlines() if "p.py" in line)
+    for cell in ("skipped (original fails: mixes devices at line 4)", "pass (no reference)", "FAIL (mixes devices at line 4)"):
+        assert cell in row
+    assert "p.py [cuda] FAIL: mixes devices at line 4" in text
+    assert "Expected all tensors to be on the same device" in text
+    assert (
+        "1 program(s): 1 pass, 1 FAIL, 1 skipped, 0 n/a; 1 passing run(s) had nothing to compare with; "
+        "left out 1 expected output(s) of fixture pairs" in text
+    )
 
 
 # -- whole runs --------------------------------------------------------------------------------
@@ -449,32 +485,64 @@ def test_bundled_programs_plant_every_rule_with_a_fix_and_each_is_reported() -> 
         assert planted[path.stem] & registered <= reported, path.name
 
 
-def test_bundled_programs_verify_without_a_gpu() -> None:
+@pytest.fixture(scope="module")
+def bundled_and_pairs() -> tuple[int, dict]:
+    """One verify of the bundled programs, the fixture pairs and the negative programs (about
+    10 s on two idle cores)."""
+    folders = [str(folder.relative_to(ROOT)) for folder in (PROGRAMS, PAIRS, NEGATIVE)]
+    status, report, _ = _verify_json(*folders)
+    return status, report
+
+
+def test_bundled_programs_verify_under_emulation(bundled_and_pairs) -> None:
     if HAS_GPU:
         pytest.skip("this machine has a GPU: see test_bundled_programs_verify_on_a_gpu")
-    status, report, _ = _verify_json()
-    rows = _rows(report)
+    status, report = bundled_and_pairs
+    rows = {stem: row for stem, row in _rows(report).items() if row["path"].startswith("fixtures/programs/")}
     assert set(rows) == set(EXPECTED_WITHOUT_GPU)
-    for stem, (original, cpu, meta, phrase) in EXPECTED_WITHOUT_GPU.items():
+    assert report["summary"]["not_compared"] == 1  # leftover_cpu_tensor's cpu run: see below
+    for stem, cells in EXPECTED_WITHOUT_GPU.items():
+        assert _cells(rows[stem]) == cells, stem
         runs = rows[stem]["runs"]
-        assert (runs["original"]["status"], runs["cpu"]["status"], runs["meta"]["status"]) == (original, cpu, meta), stem
-        assert runs["cuda"]["cell"] == "skipped (torch sees no GPU)"
-        assert phrase in runs["meta"]["cell"], stem
-        if original == SKIPPED:
-            assert runs["original"]["cell"] == "skipped (needs CUDA)"
-        else:
-            assert runs["cpu"]["compared_with"] == "original", stem
-    assert status == 0
-    assert report["summary"]["FAIL"] == 0
+        assert runs["original"]["emulated"] and runs["cuda"]["emulated"] and not runs["cpu"]["emulated"]
+    assert "DEV201" in rows["visible_devices"]["runs"]["cpu"]["detail"]
+    assert status == 1
 
 
-@pytest.mark.skipif(not HAS_GPU, reason="needs a GPU that torch can see")
+def test_fixture_pairs_verify_on_any_machine(bundled_and_pairs) -> None:
+    """Every pair's cpu and cuda runs are compared with a reference, with a GPU or without."""
+    _, report = bundled_and_pairs
+    rows = {stem: row for stem, row in _rows(report).items() if row["path"].startswith("fixtures/pairs/")}
+    originals = sorted(p.stem for p in PAIRS.glob("*.py") if not p.name.endswith((".fixed.py", ".unsafe.py")))
+    assert sorted(rows) == originals
+    assert sorted(Path(p).name for p in report["skipped_twins"]) == sorted(
+        p.name for p in PAIRS.glob("*.py") if p.name.endswith((".fixed.py", ".unsafe.py"))
+    )
+    for stem, row in rows.items():
+        runs = row["runs"]
+        started = ("pass (on cuda", "pass (emulated cuda", "skipped (original fails: ")
+        assert runs["original"]["cell"].startswith(started), (stem, runs["original"])
+        for mode in ("cpu", "cuda"):
+            assert runs[mode]["compared_with"] is not None, (stem, mode, runs[mode])
+            # dev201: the device definition a fix inserts runs before the script pins its GPU;
+            # see test_a_device_defined_before_the_script_pins_its_gpu_never_uses_it.
+            if stem != "dev201_pin_gpu":
+                assert runs[mode]["status"] == PASS, (stem, mode, runs[mode])
+    # What a program prints about its own device differs on the CPU by design, and says so.
+    assert rows["dev103_score_batches"]["runs"]["cpu"]["cell"] == "pass (= original; stdout; prints its device)"
+    assert rows["dev501_mixed_precision"]["runs"]["cpu"]["cell"] == "pass (= original except device-dependent output)"
+    assert "'scale enabled False' vs 'scale enabled True'" in rows["dev501_mixed_precision"]["runs"]["cpu"]["detail"]
+
+
+@NEEDS_GPU
 def test_bundled_programs_verify_on_a_gpu() -> None:
     status, report, _ = _verify_json("--unsafe-fixes")
     rows = _rows(report)
     for stem, row in rows.items():
-        assert row["runs"]["cuda"]["status"] == PASS, (stem, row["runs"]["cuda"])
-        assert row["runs"]["cpu"]["status"] == PASS, (stem, row["runs"]["cpu"])
+        runs = row["runs"]
+        assert runs["cuda"]["status"] == PASS and runs["cuda"]["compared_with"], (stem, runs["cuda"])
+        assert runs["cpu"]["status"] == PASS and runs["cpu"]["compared_with"], (stem, runs["cpu"])
+        assert not runs["original"]["emulated"] and runs["emulation"]["status"] in (PASS, DIFFERS, NA), stem
     # The originals that crash on a GPU (a loss weight left on the CPU, .numpy() of a CUDA tensor)
     # are no reference; the fixed programs run, and nothing fails.
     crashing = {stem for stem, row in rows.items() if row["runs"]["original"]["cell"].startswith("skipped (original fails")}
@@ -486,74 +554,103 @@ def _row_of(path: Path, text: str) -> int:
     return next(row for row, line in enumerate(path.read_text().splitlines(), 1) if text in line)
 
 
-def test_negative_programs_fail(capsys) -> None:
+def test_negative_programs_fail(bundled_and_pairs) -> None:
     leftover_path, naive_path = NEGATIVE / "leftover_cpu_tensor.py", NEGATIVE / "untraceable_cuda_method.py"
-    assert main(["verify", "--output-format", "json", str(leftover_path), str(naive_path)]) == 1
-    rows = _rows(json.loads(capsys.readouterr().out))
+    status, report = bundled_and_pairs
+    assert status == 1
+    rows = _rows(report)
     leftover = rows["leftover_cpu_tensor"]["runs"]
-    # Everything is on the CPU in the CPU run, so only the meta guard can see the mix.
-    assert leftover["cpu"]["status"] == PASS
-    assert leftover["meta"]["cell"] == f"FAIL (mixes devices at line {_row_of(leftover_path, 'torch.mm(')})"
-    assert "`mm` received tensors on cpu and meta" in leftover["meta"]["detail"]
+    # The features stay on the CPU, which only the CUDA run can see: on the GPU or under emulation.
+    mm_row = _row_of(leftover_path, "torch.mm(")
+    assert leftover["cuda"]["cell"] == f"FAIL (mixes devices at line {mm_row})"
+    assert "Expected all tensors to be on the same device" in leftover["cuda"]["detail"]
+    assert leftover["original"]["cell"] == f"skipped (original fails: mixes devices at line {mm_row})"
     # The class hides behind a factory: DEV101 takes `batch.cuda()` for a tensor's, the rewrite
     # breaks the program, and verify says so.
     naive = rows["untraceable_cuda_method"]["runs"]
     call_row = _row_of(naive_path, "batch = batch.cuda()")
-    assert naive["cpu"]["cell"] == f"FAIL (AttributeError at line {call_row})"
-    assert "'Batch' object has no attribute 'to'" in naive["cpu"]["detail"]
+    for mode in ("cpu", "cuda"):
+        assert naive[mode]["cell"] == f"FAIL (AttributeError at line {call_row})"
+        assert "'Batch' object has no attribute 'to'" in naive[mode]["detail"]
 
 
-def test_a_local_class_with_its_own_cuda_is_left_alone_and_verifies(capsys) -> None:
-    path = PROGRAMS / "own_cuda_method.py"
-    text = path.read_text()
-    call_row = _row_of(path, "batch = batch.cuda()")
-    flagged_rows = {f.location.row for f in lint_text(text, path.name, list(all_rules()))}
-    assert call_row not in flagged_rows
-    assert _row_of(path, "self.inputs.cuda(") in flagged_rows
-    assert main(["verify", "--output-format", "json", str(path)]) == 0
-    runs = _rows(json.loads(capsys.readouterr().out))["own_cuda_method"]["runs"]
-    assert runs["cpu"]["status"] == PASS and runs["meta"]["status"] == PASS
+# A script that pins its GPU in code, as fixtures/pairs/dev201_pin_gpu.py does, with the device
+# definition a fix inserts: right after the imports, it asks for CUDA while the script still has
+# GPU 1 selected (hidden on a one-GPU machine), before it selects GPU 0.
+PINNING = '''"""Select GPU 0 from inside the script, then fit a line."""
+import os
+
+os.environ["CUDA_VISIBLE_DEVICES"] = "1"
+
+import torch
+{early}
+os.environ.update({{"CUDA_VISIBLE_DEVICES": "0"}})
+{late}
+torch.manual_seed(0)
+weight = torch.zeros(3, 1).{move}.requires_grad_()
+points = torch.randn(16, 3).{move}
+targets = points @ torch.tensor([[1.0], [-2.0], [0.5]]).{move}
+for step in range(4):
+    error = ((points @ weight - targets) ** 2).mean()
+    error.backward()
+    with torch.no_grad():
+        weight -= 0.1 * weight.grad
+        weight.grad = None
+    print(step, round(error.item(), 4))
+'''
+DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+
+
+def _pair(name: str, original: str, fixed: str) -> targets.Program:
+    lines = targets.line_map(fixed, original)
+    return targets.Program(Path(name), name, "program", "script", original.encode(), fixed.encode(), 2, (), lines)
+
+
+def test_a_device_defined_before_the_script_pins_its_gpu_never_uses_it() -> None:
+    """The definition placed before the script's own CUDA_VISIBLE_DEVICES="0" sees GPU 1 (hidden
+    on a one-GPU machine), so the fixed program trains on the CPU: FAIL. Placed after it, the
+    fixed program trains on the GPU as the original does. Under emulation on a machine without a
+    GPU, and on a real one (where torch asks NVML, which reads the variable as CUDA would)."""
+    original = PINNING.format(early="", late="", move="cuda()")
+    early = PINNING.format(early=DEVICE, late="", move="to(device)")
+    late = PINNING.format(early="", late=DEVICE, move="to(device)")
+    programs = [_pair("early.py", original, early), _pair("late.py", original, late)]
+    probe, rows = verify_programs(programs, torch_root(), Tolerance(), 120, 2)
+    wrong, right = (row.cells for row in rows)
+    assert wrong["original"].text() == ("pass (on cuda)" if probe.cuda else "pass (emulated cuda)")
+    assert wrong["cuda"].text() == "FAIL (never used the GPU)"
+    assert wrong["cpu"].text() == "pass (= original; stdout)"
+    assert right["cuda"].text() == "pass (= original; stdout)"
+    # Placed after the script pins GPU 0, the definition finds it even in the run where verify hid
+    # every GPU: the program pins its GPU itself (DEV201, whose fix is unsafe), as on a GPU machine.
+    assert right["cpu"].text() == "FAIL (uses a GPU it was not given)"
 
 
 def test_mismatches_timeouts_and_bad_files(tmp_path: Path, capsys) -> None:
-    unsafe = 'import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0"\nimport torch\n'
-    visible = "float(len(os.environ['CUDA_VISIBLE_DEVICES']))"
-    (tmp_path / "returns.py").write_text(unsafe + f"\n\ndef main():\n    return {{'n': [torch.tensor([{visible}])]}}\n")
-    (tmp_path / "prints.py").write_text(unsafe + "print('visible', repr(os.environ['CUDA_VISIBLE_DEVICES']))\n")
+    """The same verdicts on any machine, with a GPU or without."""
+    (tmp_path / "returns.py").write_text("import os\nimport torch\n\n\ndef main():\n    return {'n': [torch.tensor([float(os.getpid())])]}\n")
+    (tmp_path / "prints.py").write_text("import os\nprint('run', os.getpid())\n")
     (tmp_path / "forever.py").write_text("import time\nwhile True:\n    time.sleep(0.05)\n")
+    (tmp_path / "second_gpu.py").write_text("import torch\n\nx = torch.ones(2).cuda(1)\nprint(x.sum().item())\n")
     (tmp_path / "broken.py").write_text("def f(:\n    pass\n")
-    status = main(["verify", "--unsafe-fixes", "--timeout", "2", "--output-format", "json", str(tmp_path)])
+    status = main(["verify", "--timeout", "2", "--output-format", "json", str(tmp_path)])
     captured = capsys.readouterr()
     assert status == 2
     assert re.search(r"broken\.py:1:\d+: syntax error", captured.err)
     rows = _rows(json.loads(captured.out))
-    assert set(rows) == {"returns", "prints", "forever"}
-    # The unsafe DEV201 fix lets the launcher's CUDA_VISIBLE_DEVICES="" win: a real difference.
+    assert set(rows) == {"returns", "prints", "forever", "second_gpu"}
+    # Each run is its own process: a program that returns its process id never agrees.
     returns = rows["returns"]["runs"]["cpu"]
-    assert returns["cell"] == "FAIL (differs at result['n'][0])"
-    assert "fixed on cpu vs original on cpu: largest absolute difference 1" in returns["detail"]
-    prints = rows["prints"]["runs"]["cpu"]["detail"]
-    assert prints == "fixed on cpu vs original on cpu: stdout line 1: \"visible ''\" vs \"visible '0'\""
+    assert returns["cell"] == "FAIL (differs at result['n'][0])" and returns["compared_with"]
+    assert re.search(r"fixed on cpu vs original (on emulated cuda|under emulation): largest absolute", returns["detail"])
+    assert rows["prints"]["runs"]["cuda"]["cell"] == "FAIL (stdout differs at line 1)"
     assert rows["forever"]["runs"]["original"]["cell"] == "skipped (original fails: timed out after 2 s)"
-    for mode in ("cpu", "meta"):
+    for mode in ("cpu", "cuda"):
         assert rows["forever"]["runs"][mode]["cell"] == "FAIL (timed out after 2 s)"
-
-
-def test_the_full_report_is_a_table_with_failures_spelled_out() -> None:
-    meta = _run("meta", "mixed_devices", message="`mm` received tensors on cpu and meta", line=4)
-    runs = _runs(original=_run("original", "needs_cuda"), meta=meta)
-    rows = [judge(0, _program(), runs, {}, NO_GPU, Tolerance())]
-    out = io.StringIO()
-    write_full(Report(rows, NO_GPU, [], 1), out)
-    text = out.getvalue()
-    header = next(line for line in text.splitlines() if "program" in line)
-    assert re.search(r"program .*fixes .*original .*cpu .*cuda .*meta", header)
-    row = next(line for line in text.splitlines() if "p.py" in line)
-    for cell in ("skipped (needs CUDA)", "pass (no reference)", "skipped (torch sees no GPU)", "FAIL (mixes devices at line 4)"):
-        assert cell in row
-    assert "p.py [meta] FAIL: mixes devices at line 4" in text
-    assert "`mm` received tensors on cpu and meta" in text
-    assert "1 program(s): 1 pass, 1 FAIL, 2 skipped, 0 n/a; 1 passing run(s) had nothing to compare with" in text
+    # DEV102's fix is unsafe: without --unsafe-fixes the cpu run still asks for GPU 1, and says so
+    # (on a GPU machine too, where the fork server never started CUDA).
+    second = rows["second_gpu"]["runs"]["cpu"]
+    assert second["cell"] == "FAIL (needs CUDA at line 3)" and "DEV102" in second["detail"], second
 
 
 def test_usage_errors_exit_2(tmp_path: Path, monkeypatch, capsys) -> None:
@@ -575,10 +672,10 @@ def test_usage_errors_exit_2(tmp_path: Path, monkeypatch, capsys) -> None:
 def test_one_process_per_run_where_there_is_no_fork(tmp_path: Path) -> None:
     program = tmp_path / "work" / "p.py"
     program.parent.mkdir()
-    program.write_text("import os\nimport torch\n\ndef main():\n    print(os.getcwd())\n    return torch.ones(2)\n")
-    env = run_environment(base_environment(torch_at=torch_root()), True, tmp_path)
+    program.write_text("import os\nimport torch\n\ndef main():\n    print(os.getcwd())\n    return torch.ones(2).cuda()\n")
+    env = run_environment(base_environment(torch_at=torch_root()), "emulated", tmp_path)
     job = {
-        "kind": "run", "program": str(program), "mode": "cpu", "protocol": "main", "module": "p",
+        "kind": "run", "program": str(program), "mode": "cuda", "emulate": True, "protocol": "main", "module": "p",
         "workdir": str(program.parent), "status": str(tmp_path / "status.json"), "result": str(tmp_path / "r.pt"),
         "stdout": str(tmp_path / "out"), "stderr": str(tmp_path / "err"), "env": env,
     }  # fmt: skip
@@ -587,5 +684,7 @@ def test_one_process_per_run_where_there_is_no_fork(tmp_path: Path) -> None:
     assert (ended.rc, ended.timed_out) == (0, False), (tmp_path / "err").read_text()
     status = json.loads((tmp_path / "status.json").read_text())
     assert status["outcome"] == "ok" and status["result"] is True
+    assert status["cuda_used"] is True and status["notes"] == []
     assert (tmp_path / "out").read_text().strip() == str(program.parent)
-    assert torch.equal(torch.load(tmp_path / "r.pt"), torch.ones(2))
+    saved = torch.load(tmp_path / "r.pt")
+    assert type(saved) is torch.Tensor and torch.equal(saved, torch.ones(2))

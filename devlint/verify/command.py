@@ -16,9 +16,9 @@ from devlint.findings import FileError
 from devlint.verify.environment import base_environment, run_environment, torch_root
 from devlint.verify.report import Report, write_full, write_json
 from devlint.verify.runners import SubprocessRunner, hidden_gpu_runner
-from devlint.verify.session import Probe, ProbeError, RunRecord, Session
+from devlint.verify.session import Probe, ProbeError, Session, plan
 from devlint.verify.targets import DEFAULT_TARGET, Program, discover, prepare
-from devlint.verify.verdict import Tolerance, judge, pairs
+from devlint.verify.verdict import Judge, Row, Tolerance, pairs
 
 EXIT_OK, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 
@@ -35,18 +35,16 @@ def run_verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             raise UsageError(
                 "verify runs the programs with PyTorch, which is not installed here: pip install devlint[verify]"
             )
-        programs, errors = _programs(args.paths, args.unsafe_fixes)
+        programs, errors, twins = _programs(args.paths, args.unsafe_fixes)
         for message in errors:
             err.write(f"devlint verify: error: {message}\n")
         if not programs:
             return EXIT_ERROR if errors else _usage(err, "no Python programs to verify")
-        probe, runs, answers = _run(programs, torch_at, args, jobs)
+        probe, rows = verify_programs(programs, torch_at, Tolerance(args.rtol, args.atol), args.timeout, jobs)
     except (UsageError, ProbeError) as error:
         return _usage(err, str(error))
-    tolerance = Tolerance(args.rtol, args.atol)
-    rows = [judge(i, program, runs[i], answers, probe, tolerance) for i, program in enumerate(programs)]
     exit_code = EXIT_ERROR if errors else EXIT_FAIL if any(row.failed for row in rows) else EXIT_OK
-    report = Report(rows, probe, errors, exit_code)
+    report = Report(rows, probe, errors, exit_code, [str(path) for path in twins])
     (write_json if args.output_format == "json" else write_full)(report, out)
     return exit_code
 
@@ -68,14 +66,14 @@ def _check_options(args: argparse.Namespace) -> int:
     return jobs
 
 
-def _programs(paths: list[str], unsafe: bool) -> tuple[list[Program], list[str]]:
+def _programs(paths: list[str], unsafe: bool) -> tuple[list[Program], list[str], list[Path]]:
     if not paths:
         if not DEFAULT_TARGET.is_dir():
             raise UsageError(
                 f"no PATH given and there is no {DEFAULT_TARGET}/ in the current directory; name the programs to verify"
             )
         paths = [str(DEFAULT_TARGET)]
-    files, errors = discover(paths)
+    files, errors, twins = discover(paths)
     programs: list[Program] = []
     for path in files:
         prepared = prepare(path, unsafe)
@@ -83,25 +81,26 @@ def _programs(paths: list[str], unsafe: bool) -> tuple[list[Program], list[str]]
             errors.append(str(prepared))
         else:
             programs.append(prepared)
-    return programs, errors
+    return programs, errors, twins
 
 
-def _run(
-    programs: list[Program], torch_at: Path, args: argparse.Namespace, jobs: int
-) -> tuple[Probe, list[dict[str, RunRecord]], dict[str, dict]]:
-    """Probe the machine, run every program in every mode, compare the saved results."""
+def verify_programs(
+    programs: list[Program], torch_at: Path, tolerance: Tolerance, timeout: float, jobs: int
+) -> tuple[Probe, list[Row]]:
+    """Probe the machine, run every program in every run of the plan, compare, judge."""
     with tempfile.TemporaryDirectory(prefix="devlint-verify-") as temp:
         root = Path(temp)
         env = base_environment(torch_at=torch_at)
         server = root / "server"
         server.mkdir()
-        hidden = hidden_gpu_runner(run_environment(env, True, server), server, root / "server.log")
+        hidden = hidden_gpu_runner(run_environment(env, "hidden", server), server, root / "server.log")
         try:
-            session = Session(root, hidden, SubprocessRunner(), env, args.timeout)
+            session = Session(root, hidden, SubprocessRunner(), env, timeout)
             probe = session.probe()
-            modes = ["original", "cpu", "meta"] + (["cuda"] if probe.cuda else [])
-            runs = session.run_programs(programs, modes, probe.cuda, jobs)
-            answers = session.compare([p for i, r in enumerate(runs) for p in pairs(i, r)], args.rtol, args.atol)
+            runs = session.run_programs(programs, plan(probe.cuda), jobs)
+            wanted = [pair for index, found in enumerate(runs) for pair in pairs(index, found, probe.cuda)]
+            answers = session.compare(wanted, tolerance.rtol, tolerance.atol)
         finally:
             hidden.close()
-    return probe, runs, answers
+    rows = [Judge(i, program, runs[i], answers, probe, tolerance).row() for i, program in enumerate(programs)]
+    return probe, rows

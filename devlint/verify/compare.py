@@ -37,19 +37,19 @@ class UnsupportedResultError(TypeError):
         )
 
 
-def normalize(value: Any, path: str = "result", to_cpu: bool = True) -> Any:
-    """The result as plain containers and (detached, CPU unless ``to_cpu`` is false) tensors."""
+def normalize(value: Any, path: str = "result") -> Any:
+    """The result as plain containers and detached CPU tensors."""
     if isinstance(value, torch.Tensor):
         value = value.detach()
-        if value.layout != torch.strided and value.device.type != "meta":
+        if value.layout != torch.strided:
             value = value.to_dense()
-        return value.cpu() if to_cpu and value.device.type != "meta" else value
+        return value.cpu()
     if value is None or isinstance(value, (bool, int, float, complex, str)):
         return value
     if isinstance(value, dict):
-        return {key: normalize(item, f"{path}[{key!r}]", to_cpu) for key, item in value.items()}
+        return {key: normalize(item, f"{path}[{key!r}]") for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        items = [normalize(item, f"{path}[{i}]", to_cpu) for i, item in enumerate(value)]
+        items = [normalize(item, f"{path}[{i}]") for i, item in enumerate(value)]
         return items if isinstance(value, list) else tuple(items)
     numpy_value = _from_numpy(value)
     if numpy_value is not None:
@@ -64,33 +64,6 @@ def _from_numpy(value: Any) -> Any:
     if hasattr(value, "shape") and value.shape != ():
         return torch.from_numpy(value.copy())
     return value.item() if hasattr(value, "item") else None
-
-
-def leaves(value: Any, path: str = "result") -> list[tuple[str, Any]]:
-    if isinstance(value, dict):
-        return [pair for key, item in value.items() for pair in leaves(item, f"{path}[{key!r}]")]
-    if isinstance(value, (list, tuple)):
-        return [pair for i, item in enumerate(value) for pair in leaves(item, f"{path}[{i}]")]
-    return [(path, value)]
-
-
-def describe(value: Any, path: str = "result") -> list[dict[str, Any]]:
-    """Kind, dtype, shape and device of every leaf: what a run reports without its values."""
-    described = []
-    for where, leaf in leaves(value, path):
-        if isinstance(leaf, torch.Tensor):
-            described.append(
-                {
-                    "path": where,
-                    "kind": "tensor",
-                    "dtype": str(leaf.dtype),
-                    "shape": list(leaf.shape),
-                    "device": leaf.device.type,
-                }
-            )
-        else:
-            described.append({"path": where, "kind": type(leaf).__name__})
-    return described
 
 
 def compare(actual: Any, expected: Any, rtol: float | None = None, atol: float | None = None) -> list[Mismatch]:

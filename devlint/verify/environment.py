@@ -26,6 +26,9 @@ KEPT = (
     "ROCR_VISIBLE_DEVICES",
 )
 FIXED = {
+    # torch.cuda.is_available() asks NVML instead of starting CUDA: a process that asked can still
+    # fork children that use CUDA, or be forked from the fork server (runners.py).
+    "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
     "PYTHONHASHSEED": "0",
     "PYTHONIOENCODING": "utf-8",
     "PYTHONDONTWRITEBYTECODE": "1",
@@ -60,10 +63,15 @@ def base_environment(parent: Mapping[str, str] | None = None, torch_at: Path | N
     return env
 
 
-def run_environment(base: Mapping[str, str], hide_gpus: bool, tmp: Path) -> dict[str, str]:
-    """One run's environment: its own temporary folder; no visible GPU for the CPU and meta runs."""
+def run_environment(base: Mapping[str, str], gpus: str, tmp: Path) -> dict[str, str]:
+    """One run's environment, with its own temporary folder. ``gpus``: ``hidden`` (every GPU
+    hidden: the CPU runs, the fork server), ``emulated`` (the emulated machine's one GPU, whatever
+    this machine has: the caller's ``CUDA_VISIBLE_DEVICES`` is about this machine's GPUs) or
+    ``real`` (the caller's GPUs)."""
     env = dict(base)
     env.update({"TMPDIR": str(tmp), "TEMP": str(tmp), "TMP": str(tmp)})
-    if hide_gpus:
+    if gpus == "hidden":
         env.update(HIDE_GPUS)
+    elif gpus == "emulated":
+        env.pop("CUDA_VISIBLE_DEVICES", None)
     return env

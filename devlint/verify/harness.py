@@ -1,9 +1,9 @@
 """The child side of `devlint verify`: runs one program (or a probe, or a comparison).
 
 This file runs in child processes started with ``sys.executable`` and a clean environment. It
-needs the standard library and torch, nothing of devlint: its two helpers (``guard.py`` and
-``compare.py`` beside it) are loaded by path, and its own folder is taken off ``sys.path`` before
-any user code runs.
+needs the standard library and torch, nothing of devlint: its helpers beside it (``compare.py``
+and the ``emulation`` package) are loaded by path, and its own folder is taken off ``sys.path``
+before any user code runs.
 
     python harness.py job JOB.json   run one job in this process (stdout/stderr already redirected)
     python harness.py serve          a fork server: import torch once, then fork one child per job
@@ -16,10 +16,10 @@ separate process: nothing a program does reaches another run.
 A job is a JSON file. Every job names ``status`` (where the answer goes, as JSON), ``workdir``,
 ``stdout``, ``stderr`` and ``env`` (the whole environment of the run). Kinds:
 
-- ``run``: ``program`` (the file to run), ``mode`` (``original``, ``cpu``, ``cuda`` or ``meta``),
-  ``protocol`` (``main``: import the program as module ``module`` and call ``main()``; ``script``:
-  run it as ``__main__``) and ``result`` (where ``main()``'s value is saved with ``torch.save``,
-  moved to the CPU);
+- ``run``: ``program`` (the file to run), ``mode`` (the run's name in the report), ``emulate``
+  (run it under emulated CUDA, see ``emulation/``), ``protocol`` (``main``: import the program as
+  module ``module`` and call ``main()``; ``script``: run it as ``__main__``) and ``result`` (where
+  ``main()``'s value is saved with ``torch.save``, moved to the CPU);
 - ``probe``: what torch this is and whether it sees a GPU;
 - ``compare``: ``pairs`` of saved results to compare with ``rtol``/``atol``.
 """
@@ -44,27 +44,38 @@ from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-_NEEDS_CUDA = re.compile(
+# CUDA is not there (a CPU build, no GPU, none visible); under emulation that shows a GPU, such
+# an error means the program reached a part of torch that emulation does not model.
+_CUDA_MISSING = re.compile(
     r"not compiled with CUDA|no NVIDIA driver|No CUDA GPUs are available|CUDA-capable device"
     r"|torch\.cuda\.is_available\(\) is False|CUDA (?:is )?not available|CUDA driver initialization failed"
-    r"|type torch\.cuda\.\w+ not available|without CUDA support|Invalid device, must be cuda device",
+    r"|type torch\.cuda\.\w+ not available|without CUDA support|not linked with support for cuda"
+    r"|Cannot get CUDA generator|Cannot access accelerator device when none is available"
+    # A GPU build whose CUDA a forked child cannot start: that run needed CUDA.
+    r"|Cannot re-initialize CUDA in forked subprocess",
     re.IGNORECASE,
 )
+_NEEDS_CUDA = re.compile(_CUDA_MISSING.pattern + r"|Invalid device, must be cuda device", re.IGNORECASE)
 _MIXED_DEVICES = re.compile(
     r"Expected all tensors to be on the same device|is not on the expected device"
     r"|on different devices|must be on the same device|should be the same or input should be",
     re.IGNORECASE,
 )
-_META_UNSUPPORTED = re.compile(r"\bmeta\b|data-dependent", re.IGNORECASE)
 _MESSAGE_LIMIT = 400
 
 
 def _sibling(name: str) -> types.ModuleType:
-    """guard.py / compare.py, loaded by path under a private name."""
+    """compare.py or the emulation package, loaded by path under a private name."""
     qualified = f"_devlint_verify_{name}"
     if qualified in sys.modules:
         return sys.modules[qualified]
-    spec = importlib.util.spec_from_file_location(qualified, os.path.join(HERE, f"{name}.py"))
+    path = os.path.join(HERE, name)
+    if os.path.isdir(path):
+        spec = importlib.util.spec_from_file_location(
+            qualified, os.path.join(path, "__init__.py"), submodule_search_locations=[path]
+        )
+    else:
+        spec = importlib.util.spec_from_file_location(qualified, f"{path}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[qualified] = module
@@ -157,45 +168,39 @@ def compare_pairs(job: dict[str, Any]) -> dict[str, Any]:
 def run_program(job: dict[str, Any]) -> dict[str, Any]:
     import torch
 
-    guard_module = _sibling("guard")
     compare = _sibling("compare")
     program, mode = job["program"], job["mode"]
     _make_deterministic(torch)
     sys.argv = [program]
     sys.path.insert(0, os.path.dirname(program))
-    guard = guard_module.DeviceGuard() if mode == "meta" else None
-    status: dict[str, Any] = {"outcome": "ok", "leaves": [], "result": False}
-    value = None
+    status: dict[str, Any] = {"outcome": "ok", "result": False}
+    emulation, value = None, None
     try:
-        with guard if guard is not None else contextlib.nullcontext():
-            value = _execute(program, job["protocol"], job["module"])
+        emulation = _sibling("emulation").install() if job["emulate"] else None
+        value = _execute(program, job["protocol"], job["module"])
     except BaseException as error:  # noqa: BLE001 - whatever the program raises is the answer
         exit_code = _exit_status(error)
         if exit_code != 0:
-            status.update(_failure(error, program, mode, guard_module, exit_code))
-    if guard is not None and guard.violation is not None:
-        # The guard's error comes first, even when the program caught it and went on, or failed
-        # later because of it (load_state_dict wraps it in an error of its own).
-        status.update(_failure(guard.violation, program, mode, guard_module, 1))
+            status.update(_failure(error, program, emulation, exit_code))
     _flush()
-    status["cuda_used"] = bool(torch.cuda.is_initialized())
+    if emulation is not None:
+        status["cuda_used"] = emulation.machine.initialized
+        status["notes"] = sorted(emulation.machine.notes)
+    else:
+        status["cuda_used"] = bool(torch.cuda.is_initialized())
     if status["outcome"] != "ok":
         return status
-    if mode in ("cpu", "meta") and status["cuda_used"]:
+    if mode == "cpu" and status["cuda_used"]:
         message = (
             'the program initialised CUDA although verify hid every GPU (CUDA_VISIBLE_DEVICES=""); '
             "does it set CUDA_VISIBLE_DEVICES itself?"
         )
-        return {**status, "outcome": "error", "message": message}
-    if guard is not None and not guard.saw_meta:
-        return {**status, "outcome": "no_meta"}
+        return {**status, "outcome": "unhid_gpu", "message": message}
     if value is None:
         return status
     try:
-        status["leaves"] = compare.describe(compare.normalize(value, to_cpu=False))
-        if mode != "meta":
-            torch.save(compare.normalize(value), job["result"])
-            status["result"] = True
+        torch.save(compare.normalize(value), job["result"])
+        status["result"] = True
     except compare.UnsupportedResultError as error:
         return {**status, "outcome": "error", "message": str(error)}
     return status
@@ -243,24 +248,24 @@ def _exit_status(error: BaseException) -> int:
     return 1
 
 
-def _failure(error: BaseException, program: str, mode: str, guard: types.ModuleType, exit_code: int) -> dict[str, Any]:
+def _failure(error: BaseException, program: str, emulation: Any, exit_code: int) -> dict[str, Any]:
+    """The outcome of a run that raised ``error``. Under emulation that shows a GPU, an error that
+    says CUDA is missing means emulation did not model what the program used: not emulated."""
     line, source = _program_line(error, program)
+    message = _describe_error(error)
+    emulated_gpu = emulation is not None and emulation.machine.visible
     if isinstance(error, SystemExit):
         kind, message = "error", f"exited with status {exit_code}"
-    elif isinstance(error, guard.MixedDevicesError):
-        kind, message = "mixed_devices", str(error)
-    elif isinstance(error, guard.NeedsRealValuesError):
-        kind, message = "needs_values", error.op
+    elif type(error).__name__ == "EmulationUnsupportedError":
+        kind = "not_emulated"
+    elif _MIXED_DEVICES.search(message):
+        kind = "mixed_devices"
+    elif emulated_gpu and _CUDA_MISSING.search(message):
+        kind = "not_emulated"
+    elif not emulated_gpu and _NEEDS_CUDA.search(message):
+        kind = "needs_cuda"
     else:
-        message = _describe_error(error)
-        if _MIXED_DEVICES.search(message):
-            kind = "mixed_devices"
-        elif _NEEDS_CUDA.search(message):
-            kind = "needs_cuda"
-        elif mode == "meta" and _META_UNSUPPORTED.search(message):
-            kind = "meta_unsupported"
-        else:
-            kind = "error"
+        kind = "error"
     return {"outcome": kind, "message": message, "line": line, "source": source}
 
 
@@ -271,9 +276,8 @@ def _describe_error(error: BaseException) -> str:
 
 
 def _program_line(error: BaseException, program: str) -> tuple[int | None, str | None]:
-    """The innermost line of the program on the way to ``error`` (the guard's errors carry the stack
-    of where they were raised, since torch may catch and wrap them above the program's frames)."""
-    stack = list(getattr(error, "stack", None) or traceback.extract_tb(error.__traceback__))
+    """The innermost line of the program on the way to ``error``."""
+    stack = traceback.extract_tb(error.__traceback__)
     frames = [frame for frame in stack if frame.filename == program]
     if not frames:
         return None, None
@@ -312,19 +316,22 @@ def serve() -> int:
 
 def _warm_up() -> None:
     """What every run would otherwise load on its own: torch, the helpers, and the modules torch
-    imports on first use (meta kernels pull in sympy, an optimizer step torch._dynamo; seconds
-    each). The server runs with every GPU hidden, so none of this can initialise CUDA, which a
-    forked child could not use afterwards; runs that need a GPU start fresh processes instead."""
+    imports on first use (an optimizer step pulls in torch._dynamo, printing a tensor its
+    formatter; seconds each), once on the CPU and once under emulation. The server runs with every
+    GPU hidden and the emulated device forced visible, so none of this can initialise CUDA, which
+    a forked child could not use afterwards; runs that need a GPU start fresh processes instead."""
     import torch
 
-    _sibling("guard")
     _sibling("compare")
-    square = torch.ones(2, 2, device="meta")
-    (square @ square).sum()
-    layer = torch.nn.Linear(2, 2)
-    for optimizer in (torch.optim.SGD(layer.parameters(), lr=0.1, momentum=0.9), torch.optim.Adam(layer.parameters())):
-        layer(torch.ones(1, 2)).sum().backward()
-        optimizer.step()
+    emulation = _sibling("emulation")
+    with emulation.Emulation(visible=True):
+        for device in ("cpu", "cuda"):
+            layer = torch.nn.Linear(2, 2).to(device)
+            sgd = torch.optim.SGD(layer.parameters(), lr=0.1, momentum=0.9)
+            for optimizer in (sgd, torch.optim.Adam(layer.parameters())):
+                layer(torch.ones(1, 2, device=device)).sum().backward()
+                optimizer.step()
+            repr(layer.weight)
     torch.testing.assert_close(torch.ones(2), torch.ones(2))
 
 

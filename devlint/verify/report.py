@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from rich.console import Console
@@ -12,9 +12,10 @@ from rich.table import Table
 from rich.text import Text
 
 from devlint.verify.session import Probe
-from devlint.verify.verdict import FAIL, MODES, NA, PASS, SKIPPED, Row
+from devlint.verify.verdict import AGREEMENT, DIFFERS, FAIL, MODES, NA, PASS, SKIPPED, Row
 
-_STYLES = {PASS: "green", FAIL: "bold red", SKIPPED: "yellow", NA: "dim"}
+_STYLES = {PASS: "green", FAIL: "bold red", SKIPPED: "yellow", NA: "dim", DIFFERS: "yellow"}
+_STATUSES = (PASS, FAIL, SKIPPED, NA, DIFFERS)
 
 
 @dataclass
@@ -23,9 +24,24 @@ class Report:
     probe: Probe
     errors: list[str]
     exit_code: int
+    # Files left out as the expected output of a fixture pair (targets.discover).
+    twins: list[str] = field(default_factory=list)
 
     def counts(self) -> Counter:
         return Counter(cell.status for row in self.rows for cell in row.cells.values())
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return MODES + ((AGREEMENT,) if self.probe.cuda else ())
+
+    def not_compared(self) -> int:
+        """Runs of the fixed program that passed with nothing to compare them with."""
+        return sum(
+            1
+            for row in self.rows
+            for mode in ("cpu", "cuda")
+            if row.cells[mode].status == PASS and row.cells[mode].compared_with is None
+        )
 
 
 def write_json(report: Report, out: TextIO) -> None:
@@ -43,6 +59,7 @@ def write_json(report: Report, out: TextIO) -> None:
                         "status": cell.status,
                         "reason": cell.reason or None,
                         "detail": cell.detail or None,
+                        "emulated": cell.emulated,
                         "compared_with": cell.compared_with,
                         "cell": cell.text(),
                     }
@@ -52,7 +69,12 @@ def write_json(report: Report, out: TextIO) -> None:
             for row in report.rows
         ],
         "errors": report.errors,
-        "summary": {"programs": len(report.rows), **{s: report.counts()[s] for s in (PASS, FAIL, SKIPPED, NA)}},
+        "skipped_twins": report.twins,
+        "summary": {
+            "programs": len(report.rows),
+            **{s: report.counts()[s] for s in _STATUSES},
+            "not_compared": report.not_compared(),
+        },
         "exit_code": report.exit_code,
     }
     out.write(json.dumps(data, indent=2) + "\n")
@@ -66,33 +88,32 @@ def write_full(report: Report, out: TextIO) -> None:
     table = Table(show_lines=False)
     table.add_column("program", overflow="fold")
     table.add_column("fixes", justify="right")
-    for mode in MODES:
+    for mode in report.columns:
         table.add_column(mode, overflow="fold")
     for row in report.rows:
         fixes = str(row.program.fixes_applied)
         if row.program.remaining:
             fixes += f" (left: {', '.join(row.program.remaining)})"
-        cells = [Text(row.cells[mode].text(), style=_STYLES[row.cells[mode].status]) for mode in MODES]
+        cells = [Text(row.cells[mode].text(), style=_STYLES[row.cells[mode].status]) for mode in report.columns]
         table.add_row(row.program.display, fixes, *cells)
     console.print(table)
     for row in report.rows:
-        for mode in MODES:
+        for mode in report.columns:
             cell = row.cells[mode]
-            if cell.status == FAIL:
-                console.print(Text(f"{row.program.display} [{mode}] FAIL: {cell.reason}", style="bold red"))
+            if cell.status in (FAIL, DIFFERS):
+                style = _STYLES[cell.status]
+                console.print(Text(f"{row.program.display} [{mode}] {cell.status}: {cell.reason}", style=style))
                 for line in (cell.detail or "").splitlines():
                     console.print(Text(f"    {line}"))
     counts = report.counts()
-    unverified = sum(
-        1
-        for row in report.rows
-        for mode in ("cpu", "cuda")
-        if row.cells[mode].status == PASS and not row.cells[mode].compared_with
-    )
     summary = (
         f"{len(report.rows)} program(s): {counts[PASS]} pass, {counts[FAIL]} FAIL, "
         f"{counts[SKIPPED]} skipped, {counts[NA]} n/a"
     )
-    if unverified:
-        summary += f"; {unverified} passing run(s) had nothing to compare with"
+    if counts[DIFFERS]:
+        summary += f", {counts[DIFFERS]} where emulation differs from the GPU"
+    if report.not_compared():
+        summary += f"; {report.not_compared()} passing run(s) had nothing to compare with"
+    if report.twins:
+        summary += f"; left out {len(report.twins)} expected output(s) of fixture pairs (X.fixed.py, X.unsafe.py)"
     console.print(Text(summary, style="bold red" if counts[FAIL] else "bold"))

@@ -3,10 +3,11 @@
 Every run is its own process, started from ``sys.executable`` with a clean environment, a
 temporary working directory and a time limit; never through a shell. Two ways:
 
-- ``ForkServer`` (Linux), for the runs that must not see a GPU (the fixed code on the CPU and on
-  meta, the original when there is no GPU, the comparisons): one child, itself started with every
-  GPU hidden, imports and warms up torch once (seconds) and forks a fresh process for each run,
-  so a run costs what the program costs rather than another torch import;
+- ``ForkServer`` (Linux), for the runs that do not use this machine's GPU (the CPU run, every
+  emulated run, the comparisons): one child, itself started with every GPU hidden, imports and
+  warms up torch once (seconds) and forks a fresh process for each run, so a run costs what the
+  program costs rather than another torch import. It never starts CUDA (torch is asked through
+  NVML, see environment.py), so a child that calls CUDA gets CUDA's own error, not a broken fork;
 - ``SubprocessRunner``: one ``sys.executable harness.py job ...`` process per run, for the runs
   that see the GPU (CUDA cannot be used in a process forked after its parent touched it), and for
   every run where there is no fork.

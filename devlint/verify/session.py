@@ -3,7 +3,7 @@
 Each run gets a folder under the session's temporary root::
 
     NN-name/MODE/job.json     what the harness is asked to do
-    NN-name/MODE/work/NAME    the program (original, fixed or fixed-on-meta); the working directory
+    NN-name/MODE/work/NAME    the program (original or fixed); the working directory
     NN-name/MODE/tmp/         TMPDIR of the run
     NN-name/MODE/stdout.txt, stderr.txt, status.json, result.pt
 """
@@ -22,6 +22,8 @@ from devlint.verify.targets import Program
 
 # How much of a run's stderr a report quotes.
 STDERR_TAIL = 1500
+# What torch's C++ says before it aborts on a CUDA device it has no support for.
+_CUDA_ABORT = "not linked with support for cuda devices"
 # The probe and the comparisons run no user code: --timeout is not theirs, but they too must end.
 SERVICE_TIMEOUT = 600.0
 
@@ -39,6 +41,8 @@ class RunRecord:
     result: Path
     limit: float = 0.0
     problem: str | None = None
+    # It ran under emulated CUDA.
+    emulated: bool = False
 
     @property
     def outcome(self) -> str:
@@ -47,7 +51,8 @@ class RunRecord:
         if self.timed_out:
             return "timeout"
         if self.status is None:
-            return "died"
+            # Torch's C++ aborts a process that takes an emulated tensor for a real CUDA one.
+            return "not_emulated" if self.emulated and _CUDA_ABORT in self.stderr else "died"
         return str(self.status["outcome"])
 
     @property
@@ -62,6 +67,10 @@ class RunRecord:
     def cuda_used(self) -> bool:
         return bool(self.status and self.status.get("cuda_used"))
 
+    @property
+    def notes(self) -> list[str]:
+        return list((self.status or {}).get("notes") or [])
+
     def stderr_tail(self) -> str:
         return self.stderr[-STDERR_TAIL:].strip()
 
@@ -71,6 +80,36 @@ class Probe:
     torch: str
     cuda: bool
     gpu: str | None
+
+
+@dataclass(frozen=True)
+class Run:
+    """One way a program is run (see ``plan``)."""
+
+    name: str
+    # The fixed program, else the original.
+    fixed: bool
+    # Under emulated CUDA (emulation/), else on this machine's own torch and GPU.
+    emulated: bool
+    # Every GPU hidden (CUDA_VISIBLE_DEVICES=""), the emulated one included.
+    hidden: bool = False
+
+
+def plan(gpu: bool) -> list[Run]:
+    """The runs of each program (README, "The runs"). Without a GPU, the original and the CUDA run
+    are emulated; with one they run on it, and the emulated pair runs too: the CPU run is compared
+    with the emulated original (both draw random numbers from the CPU generator), and the report
+    says whether emulation agreed with the GPU."""
+    cpu = Run("cpu", fixed=True, emulated=True, hidden=True)
+    if not gpu:
+        return [Run("original", fixed=False, emulated=True), cpu, Run("cuda", fixed=True, emulated=True)]
+    return [
+        Run("original", fixed=False, emulated=False),
+        cpu,
+        Run("cuda", fixed=True, emulated=False),
+        Run("emulated_original", fixed=False, emulated=True),
+        Run("emulated_cuda", fixed=True, emulated=True),
+    ]
 
 
 @dataclass(frozen=True)
@@ -87,7 +126,8 @@ class ProbeError(RuntimeError):
 
 
 class Session:
-    """``hidden`` starts the runs that must not see a GPU, ``visible`` the others (see runners.py)."""
+    """``hidden`` starts the runs that must not touch this machine's GPU (forked from the server),
+    ``visible`` those that run on it (see runners.py)."""
 
     def __init__(self, root: Path, hidden: Runner, visible: Runner, base_env: dict[str, str], timeout: float) -> None:
         self.root = root
@@ -97,23 +137,21 @@ class Session:
         self.timeout = timeout
 
     def probe(self) -> Probe:
-        record = self._start(self.root / "probe", {"kind": "probe"}, hide_gpus=False, limit=SERVICE_TIMEOUT)
+        record = self._start(self.root / "probe", {"kind": "probe"}, "real", limit=SERVICE_TIMEOUT)
         if not record.ok or record.status is None:
             lines = record.stderr_tail().splitlines()
             why = record.problem or (lines[-1] if lines else f"exit status {record.rc}")
             raise ProbeError(f"cannot run torch in a child process: {why}")
         return Probe(record.status["torch"], record.status["cuda"], record.status["gpu"])
 
-    def run_programs(
-        self, programs: list[Program], modes: list[str], gpu: bool, jobs: int
-    ) -> list[dict[str, RunRecord]]:
-        """Every program in every mode; ``gpu``: torch sees one (the original then runs on it)."""
-        work = [(index, program, mode) for index, program in enumerate(programs) for mode in modes]
+    def run_programs(self, programs: list[Program], runs: list[Run], jobs: int) -> list[dict[str, RunRecord]]:
+        """Every program in every run."""
+        work = [(index, program, run) for index, program in enumerate(programs) for run in runs]
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            records = list(pool.map(lambda item: self._run_program(*item, gpu), work))
+            records = list(pool.map(lambda item: self._run_program(*item), work))
         found: list[dict[str, RunRecord]] = [{} for _ in programs]
-        for (index, _, mode), record in zip(work, records):
-            found[index][mode] = record
+        for (index, _, run), record in zip(work, records):
+            found[index][run.name] = record
         return found
 
     def compare(self, pairs: list[Pair], rtol: float | None, atol: float | None) -> dict[str, dict[str, Any]]:
@@ -126,37 +164,39 @@ class Session:
             "rtol": rtol,
             "atol": atol,
         }
-        record = self._start(self.root / "compare", job, hide_gpus=True, limit=SERVICE_TIMEOUT)
+        record = self._start(self.root / "compare", job, "hidden", limit=SERVICE_TIMEOUT)
         if record.ok and record.status is not None:
             return {answer["id"]: answer for answer in record.status["answers"]}
         why = record.problem or f"the comparison did not finish ({record.outcome}): {record.stderr_tail()[-300:]}"
         return {p.id: {"mismatches": [], "error": why} for p in pairs}
 
-    def _run_program(self, index: int, program: Program, mode: str, gpu: bool) -> RunRecord:
-        folder = self.root / f"{index:03d}-{program.path.stem}" / mode
-        source = {"original": program.original, "meta": program.meta}.get(mode, program.fixed)
+    def _run_program(self, index: int, program: Program, run: Run) -> RunRecord:
+        folder = self.root / f"{index:03d}-{program.path.stem}" / run.name
         work = folder / "work"
         work.mkdir(parents=True)
         target = work / program.path.name
-        target.write_bytes(source)
+        target.write_bytes(program.fixed if run.fixed else program.original)
         job = {
             "kind": "run",
             "program": str(target),
-            "mode": mode,
+            "mode": run.name,
+            "emulate": run.emulated,
             "protocol": program.protocol,
             "module": program.module,
         }
-        hide = mode in ("cpu", "meta") or (mode == "original" and not gpu)
-        return self._start(folder, job, hide_gpus=hide, mode=mode)
+        gpus = "hidden" if run.hidden else "emulated" if run.emulated else "real"
+        return self._start(folder, job, gpus, mode=run.name)
 
     def _start(
-        self, folder: Path, job: dict[str, Any], hide_gpus: bool, mode: str = "", limit: float | None = None
+        self, folder: Path, job: dict[str, Any], gpus: str, mode: str = "", limit: float | None = None
     ) -> RunRecord:
+        """Run ``job``; ``gpus`` as for run_environment. Only runs on the real GPU start a fresh
+        interpreter: the others are forked from the server, which never touches CUDA."""
         limit = self.timeout if limit is None else limit
         work, tmp = folder / "work", folder / "tmp"
         work.mkdir(parents=True, exist_ok=True)
         tmp.mkdir(exist_ok=True)
-        env = run_environment(self.base_env, hide_gpus, tmp)
+        env = run_environment(self.base_env, gpus, tmp)
         paths = {name: folder / name for name in ("stdout.txt", "stderr.txt", "status.json", "result.pt")}
         job = {
             **job,
@@ -172,7 +212,7 @@ class Session:
         problem = None
         rc, timed_out = None, False
         try:
-            runner = self.hidden if hide_gpus else self.visible
+            runner = self.visible if gpus == "real" else self.hidden
             ended = runner.run(Job(job_file, work, env, paths["stdout.txt"], paths["stderr.txt"], limit))
             rc, timed_out = ended.rc, ended.timed_out
         except HarnessError as error:
@@ -187,6 +227,7 @@ class Session:
             result=paths["result.pt"],
             limit=limit,
             problem=problem,
+            emulated=bool(job.get("emulate")),
         )
 
 

@@ -1,4 +1,4 @@
-"""The programs a verify run checks, and the three texts of each: original, fixed, fixed-on-meta."""
+"""The programs a verify run checks, and the two texts of each: original and fixed."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from devlint.findings import FileError
 from devlint.process import Job, process_source
 from devlint.registry import select_rules
 from devlint.source import SourceError, decode
-from devlint.verify.meta_source import META_EXPRESSION, to_meta
 
 DEFAULT_TARGET = Path("fixtures") / "programs"
 
@@ -28,35 +27,39 @@ class Program:
     original: bytes
     # What `devlint fix` (with --unsafe-fixes when asked) would write; the original when no fix applies.
     fixed: bytes
-    # The fixed program with its device set to meta (see meta_source.py).
-    meta: bytes
     fixes_applied: int
     # Codes of the findings no fix removed.
     remaining: tuple[str, ...]
-    # Line numbers of the fixed and the meta program -> those of the original (where one exists).
+    # Line numbers of the fixed program -> those of the original (where one exists).
     fixed_lines: dict[int, int] = field(default_factory=dict)
-    meta_lines: dict[int, int] = field(default_factory=dict)
 
-    def original_line(self, mode: str, line: int) -> int | None:
-        """The original's line for ``line`` of the code that ``mode`` ran; None for a line a fix added."""
-        if mode == "original":
-            return line
-        return (self.meta_lines if mode == "meta" else self.fixed_lines).get(line)
+    def original_line(self, runs_original: bool, line: int) -> int | None:
+        """The original's line for ``line`` of the code a run ran; None for a line a fix added."""
+        return line if runs_original else self.fixed_lines.get(line)
 
 
-def discover(paths: list[str]) -> tuple[list[Path], list[str]]:
-    """Python files named or found under folders (sorted, hidden folders and caches skipped);
-    problems come back as messages."""
+# `X.fixed.py` and `X.unsafe.py` beside `X.py`: a fixture pair's expected output, not a program.
+_TWIN_SUFFIXES = (".fixed", ".unsafe")
+
+
+def discover(paths: list[str]) -> tuple[list[Path], list[str], list[Path]]:
+    """Python files named or found under folders (sorted, hidden folders and caches skipped),
+    problems as messages, and the files skipped in folders as the expected output of a fixture
+    pair (``X.fixed.py``/``X.unsafe.py`` beside ``X.py``; named on their own, they are verified)."""
     found: list[Path] = []
     problems: list[str] = []
+    twins: list[Path] = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            found += sorted(
+            files = sorted(
                 p
                 for p in path.rglob("*.py")
                 if not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(path).parts)
             )
+            names = set(files)
+            for file in files:
+                (twins if _twin_of(file) in names else found).append(file)
         elif path.is_file() and path.suffix == ".py":
             found.append(path)
         elif path.is_file():
@@ -69,7 +72,15 @@ def discover(paths: list[str]) -> tuple[list[Path], list[str]]:
         if path.resolve() not in seen:
             seen.add(path.resolve())
             unique.append(path)
-    return unique, problems
+    return unique, problems, twins
+
+
+def _twin_of(path: Path) -> Path | None:
+    stem = path.name[: -len(".py")]
+    for suffix in _TWIN_SUFFIXES:
+        if stem.endswith(suffix) and len(stem) > len(suffix):
+            return path.with_name(stem[: -len(suffix)] + ".py")
+    return None
 
 
 def prepare(path: Path, unsafe: bool) -> Program | FileError:
@@ -82,15 +93,8 @@ def prepare(path: Path, unsafe: bool) -> Program | FileError:
     fixed_result, fixed = process_source(data, filename, Job(codes, FixSettings(), fix=True, unsafe=unsafe))
     if fixed_result.error is not None:
         return fixed_result.error
-    meta_result, meta = process_source(
-        data, filename, Job(codes, FixSettings(device_expression=META_EXPRESSION), fix=True, unsafe=unsafe)
-    )
-    if meta_result.error is not None:
-        return meta_result.error
     try:
         original = decode(data).text
-        decoded = decode(meta if meta is not None else data)
-        meta_text = to_meta(decoded.text)
         fixed_text = decode(fixed).text if fixed is not None else original
         protocol = _protocol(original)
     except SourceError as error:
@@ -104,11 +108,9 @@ def prepare(path: Path, unsafe: bool) -> Program | FileError:
         protocol=protocol,
         original=data,
         fixed=fixed if fixed is not None else data,
-        meta=decoded.encode(meta_text),
         fixes_applied=fixed_result.fixes_applied,
         remaining=tuple(sorted({finding.code for finding in fixed_result.findings})),
         fixed_lines=line_map(fixed_text, original),
-        meta_lines=line_map(meta_text, original),
     )
 
 

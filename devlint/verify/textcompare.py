@@ -1,10 +1,13 @@
 """Comparing what two runs printed (programs without a ``main()`` returning a value).
 
-Text must match exactly, with two allowances that only exist because the runs happen on
-different devices: ``, device='cuda:0'`` in a printed tensor is ignored, and numbers compare
-with ``torch.testing.assert_close``'s rule ``|a - b| <= atol + rtol * |b|`` (float32 defaults
-unless ``--rtol``/``--atol`` are given), or when two decimals differ by at most one unit of the last digit
-printed, since a program that rounds for printing can round a hair's difference either way.
+Text must match exactly, with allowances that only exist because the runs happen on different
+devices: ``, device='cuda:0'`` in a printed tensor is ignored, and numbers compare with
+``torch.testing.assert_close``'s rule ``|a - b| <= atol + rtol * |b|`` (float32 defaults unless
+``--rtol``/``--atol`` are given), or when two decimals differ by at most one unit of the last
+digit printed, since a program that rounds for printing can round a hair's difference either way.
+Asked to (``ignore_devices``), device names are set aside too: ``cuda``, ``cuda:0``, ``cpu``,
+``device(type='cuda', index=0)``, ``torch.cuda.FloatTensor``: what a program prints about its
+own device differs between a CPU and a GPU run by design.
 """
 
 from __future__ import annotations
@@ -16,6 +19,11 @@ from dataclasses import dataclass
 FLOAT32_RTOL = 1.3e-6
 FLOAT32_ATOL = 1e-5
 _DEVICE = re.compile(r",\s*device='[^']*'")
+_DEVICE_NAMES = (
+    (re.compile(r"device\(type='(?:cuda|cpu)'(?:, index=\d+)?\)"), "<device>"),
+    (re.compile(r"\btorch\.cuda\.(\w*Tensor)\b"), r"torch.\1"),
+    (re.compile(r"\b(?:cuda(?::\d+)?|cpu)\b"), "<device>"),
+)
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?\b(?:nan|inf)\b")
 
 
@@ -32,12 +40,14 @@ class TextMismatch:
 
 
 def compare_text(
-    actual: str, expected: str, rtol: float | None = None, atol: float | None = None
+    actual: str, expected: str, rtol: float | None = None, atol: float | None = None, ignore_devices: bool = False
 ) -> TextMismatch | None:
     """The first line where ``actual`` differs from ``expected``, or None when they agree."""
     rtol = FLOAT32_RTOL if rtol is None else rtol
     atol = FLOAT32_ATOL if atol is None else atol
     ours, theirs = _lines(actual), _lines(expected)
+    if ignore_devices:
+        ours, theirs = [_without_devices(line) for line in ours], [_without_devices(line) for line in theirs]
     for row in range(max(len(ours), len(theirs))):
         a = ours[row] if row < len(ours) else "<no line>"
         e = theirs[row] if row < len(theirs) else "<no line>"
@@ -49,6 +59,12 @@ def compare_text(
 
 def _lines(text: str) -> list[str]:
     return _DEVICE.sub("", text.replace("\r\n", "\n")).rstrip("\n").split("\n") if text.strip() else []
+
+
+def _without_devices(line: str) -> str:
+    for pattern, replacement in _DEVICE_NAMES:
+        line = pattern.sub(replacement, line)
+    return line
 
 
 def _same_line(actual: str, expected: str, rtol: float, atol: float) -> tuple[bool, float | None]:

@@ -1,18 +1,21 @@
-"""From what the runs left behind to one cell per program and run: pass, FAIL, skipped or n/a.
+"""From what the runs left behind to one cell per program and column: pass, FAIL, skipped, n/a.
 
-The columns:
+The columns (README, "The runs"):
 
-- ``original``: the program as written, on CUDA when torch sees a GPU, else on the CPU. It is
-  the reference the fixed code is compared with. Without a GPU, a program that fails because
-  CUDA is unavailable is ``skipped (needs CUDA)``; any other failure is ``skipped (original
-  fails: ...)``: no reference, and the fixed runs are judged on their own.
-- ``cpu``: the fixed program with every GPU hidden, compared with the original.
-- ``cuda``: the fixed program on the GPU, compared with the original (or, when the original did
-  not run, with the fixed program on the CPU); ``skipped (torch sees no GPU)`` without one.
-- ``meta``: the fixed program with its device set to meta, under the device-mixing guard; its
-  result must have the structure, dtypes and shapes of the CPU run's.
+- ``original``: the program as written, on the GPU, else under emulated CUDA. It is the
+  reference. When it fails (often with the very bug the fix repairs, such as loss weights left on
+  the CPU) it is ``skipped (original fails: ...)``, and the fixed runs are compared with each
+  other instead.
+- ``cpu``: the fixed program with every GPU hidden, compared with the original under emulation
+  (on both sides random numbers come from the CPU generator). Output that names the device
+  (``cuda`` vs ``cpu``) or that the fixed program itself prints differently on each device
+  while its CUDA run agrees with the original, is the program's own design: the cell says so.
+- ``cuda``: the fixed program on the GPU, else under emulation, compared with the original.
+- ``emulation`` (only on a machine with a GPU): whether the original under emulation agreed
+  with the original on the GPU.
 
-A pass is never silent: a run with nothing to compare with says so in its cell.
+A pass is never silent: a run with nothing to compare with says so in its cell, and so does a
+run that emulation cannot carry out (``n/a (not emulated: ...)``).
 """
 
 from __future__ import annotations
@@ -24,27 +27,24 @@ from devlint.verify.session import Pair, Probe, RunRecord
 from devlint.verify.targets import Program
 from devlint.verify.textcompare import compare_text
 
-MODES = ("original", "cpu", "cuda", "meta")
-PASS, FAIL, SKIPPED, NA = "pass", "FAIL", "skipped", "n/a"
+MODES = ("original", "cpu", "cuda")
+AGREEMENT = "emulation"
+PASS, FAIL, SKIPPED, NA, DIFFERS = "pass", "FAIL", "skipped", "n/a", "differs"
 
-_VALUE_READS = {
-    "item": "`.item()`",
-    "tolist": "`.tolist()`",
-    "numpy": "`.numpy()`",
-    "__array__": "a NumPy conversion",
-    "__bool__": "`bool()` of a tensor",
-    "__float__": "`float()` of a tensor",
-    "__int__": "`int()` of a tensor",
-    "__index__": "a tensor used as an index",
-    "__complex__": "`complex()` of a tensor",
-    "__repr__": "printing a tensor",
-    "__format__": "formatting a tensor",
-    "equal": "`torch.equal`",
-    "allclose": "`torch.allclose`",
-    "is_nonzero": "`is_nonzero()`",
-    "cpu": "`.cpu()`",
-    "to": "`.to()` a real device",
-    "copy_": "`copy_` from meta",
+# A reference as a cell names it; the JSON's compared_with names the exact run.
+_SHORT = {
+    "original": "original",
+    "cpu": "cpu",
+    "cuda": "cuda",
+    "emulated_original": "original",
+    "emulated_cuda": "cuda",
+}
+_LABELS = {
+    "original": "original",
+    "cpu": "fixed on cpu",
+    "cuda": "fixed on cuda",
+    "emulated_original": "original under emulation",
+    "emulated_cuda": "fixed under emulation",
 }
 
 
@@ -53,7 +53,10 @@ class Cell:
     status: str
     reason: str = ""
     detail: str = ""
+    # The run this one was compared with; None when there was none.
     compared_with: str | None = None
+    # The run ran under emulated CUDA.
+    emulated: bool = False
 
     def text(self) -> str:
         return f"{self.status} ({self.reason})" if self.reason else self.status
@@ -75,190 +78,239 @@ class Tolerance:
     atol: float | None = None
 
 
-def reference(mode: str, runs: dict[str, RunRecord]) -> str | None:
-    """The run that ``mode``'s run is compared with, if any ran."""
-    if mode not in ("cpu", "cuda") or mode not in runs or not runs[mode].ok:
-        return None
-    if runs["original"].ok:
-        return "original"
-    if mode == "cuda" and runs["cpu"].ok:
-        return "cpu"
-    return None
+@dataclass(frozen=True)
+class Roles:
+    """Which run plays which part on this machine (see session.plan)."""
+
+    gpu: bool
+
+    @property
+    def emulated_original(self) -> str:
+        return "emulated_original" if self.gpu else "original"
+
+    @property
+    def emulated_cuda(self) -> str:
+        return "emulated_cuda" if self.gpu else "cuda"
+
+    def references(self, mode: str) -> tuple[str, ...]:
+        """The runs ``mode`` is compared with, best first."""
+        if mode == "cpu":
+            return (self.emulated_original, self.emulated_cuda)
+        if mode == "cuda":
+            return ("original", "cpu")
+        return ("original",)
+
+    def label(self, name: str) -> str:
+        if name == "original":
+            return f"original on {'cuda' if self.gpu else 'emulated cuda'}"
+        if name == "cuda" and not self.gpu:
+            return "fixed on emulated cuda"
+        return _LABELS[name]
 
 
-def pairs(index: int, runs: dict[str, RunRecord]) -> list[Pair]:
-    """The saved results to compare (what main() returned, on both sides)."""
-    found = []
-    for mode in ("cpu", "cuda"):
-        ref = reference(mode, runs)
-        if ref is not None and runs[mode].has_result and runs[ref].has_result:
-            found.append(Pair(pair_id(index, mode), runs[mode].result, runs[ref].result))
-    return found
+def pairs(index: int, runs: dict[str, RunRecord], gpu: bool) -> list[Pair]:
+    """The saved results a verdict may compare (what main() returned, on both sides)."""
+    roles = Roles(gpu)
+    wanted = {(mode, ref) for mode in ("cpu", "cuda") for ref in roles.references(mode)}
+    wanted.add((roles.emulated_cuda, roles.emulated_original))
+    if gpu:
+        wanted.add((roles.emulated_original, "original"))
+    return [
+        Pair(pair_id(index, a, b), runs[a].result, runs[b].result)
+        for a, b in sorted(wanted)
+        if a in runs and b in runs and runs[a].has_result and runs[b].has_result
+    ]
 
 
-def pair_id(index: int, mode: str) -> str:
-    return f"{index}:{mode}"
+def pair_id(index: int, actual: str, expected: str) -> str:
+    return f"{index}:{actual}:{expected}"
 
 
-def judge(
-    index: int,
-    program: Program,
-    runs: dict[str, RunRecord],
-    answers: dict[str, dict[str, Any]],
-    probe: Probe,
-    tolerance: Tolerance,
-) -> Row:
-    labels = {
-        "original": f"original on {'cuda' if probe.cuda else 'cpu'}",
-        "cpu": "fixed on cpu",
-        "cuda": "fixed on cuda",
-    }
-    row = Row(program)
-    row.cells["original"] = _original(runs["original"], probe, program)
-    for mode in ("cpu", "cuda"):
-        if mode not in runs:
-            row.cells[mode] = Cell(SKIPPED, "torch sees no GPU")
-            continue
-        row.cells[mode] = _fixed(mode, runs, answers.get(pair_id(index, mode)), labels, program, tolerance)
-    row.cells["meta"] = _meta(runs["meta"], runs["cpu"], program)
-    return row
+@dataclass(frozen=True)
+class Comparison:
+    agree: bool
+    reason: str = ""
+    detail: str = ""
+    # Agreement only once device names (cuda, cpu) were set aside.
+    device_names: bool = False
+    # Neither run returned or printed anything.
+    empty: bool = False
 
 
-def _original(run: RunRecord, probe: Probe, program: Program) -> Cell:
-    if run.ok:
-        return Cell(PASS, f"on {'cuda' if probe.cuda else 'cpu'}")
-    if run.outcome == "needs_cuda" and not probe.cuda:
-        return Cell(SKIPPED, "needs CUDA", _message(run, program))
-    # An original that crashes (often with the very bug the fix repairs, e.g. loss weights left
-    # on the CPU) is no reference to compare with; the fixed runs say so in their own cells.
-    failed = _failed(run, program)
-    return Cell(SKIPPED, f"original fails: {failed.reason}", failed.detail)
+class Judge:
+    """The cells of one program's row: ``Judge(...).row()``."""
 
+    def __init__(
+        self,
+        index: int,
+        program: Program,
+        runs: dict[str, RunRecord],
+        answers: dict[str, dict[str, Any]],
+        probe: Probe,
+        tolerance: Tolerance,
+    ) -> None:
+        self.index = index
+        self.program = program
+        self.runs = runs
+        self.answers = answers
+        self.roles = Roles(probe.cuda)
+        self.tolerance = tolerance
 
-def _fixed(
-    mode: str,
-    runs: dict[str, RunRecord],
-    answer: dict[str, Any] | None,
-    labels: dict[str, str],
-    program: Program,
-    tolerance: Tolerance,
-) -> Cell:
-    run = runs[mode]
-    if not run.ok:
-        cell = _failed(run, program)
-        if run.outcome == "needs_cuda" and program.remaining:
-            hint = f"unfixed findings: {', '.join(program.remaining)} (some need --unsafe-fixes)"
-            cell = Cell(cell.status, cell.reason, f"{cell.detail}\n{hint}", cell.compared_with)
-        return cell
-    original = runs["original"]
-    if mode == "cuda" and original.ok and original.cuda_used and not run.cuda_used:
-        return Cell(FAIL, "never used the GPU", "the original used CUDA; the fixed program ran without initialising it")
-    ref = reference(mode, runs)
-    if ref is None:
-        return Cell(PASS, "no reference", _why_no_reference(original))
-    against = runs[ref]
-    names = f"{labels[mode]} vs {labels[ref]}"
-    if run.has_result and against.has_result:
-        if answer is None:
-            return Cell(FAIL, "not compared", "the comparison of the results did not run", ref)
-        if answer.get("error"):
-            return Cell(FAIL, "could not compare", f"{names}: {answer['error']}", ref)
-        mismatches = answer.get("mismatches") or []
-        if mismatches:
-            lines = [f"{m['path']}: {names}: {_difference(m)}" for m in mismatches]
-            return Cell(FAIL, f"differs at {mismatches[0]['path']}", "\n".join(lines), ref)
-        return Cell(PASS, _versus(ref), compared_with=ref)
-    if run.has_result != against.has_result:
-        which = labels[mode] if run.has_result else labels[ref]
-        return Cell(FAIL, "results differ", f"{names}: only the {which} run returned a value from main()", ref)
-    mismatch = compare_text(run.stdout, against.stdout, tolerance.rtol, tolerance.atol)
-    if mismatch is not None:
-        return Cell(FAIL, f"stdout differs at line {mismatch.line}", f"{names}: {mismatch.describe()}", ref)
-    if not run.stdout.strip() and not against.stdout.strip():
-        return Cell(PASS, "nothing to compare", "both runs returned nothing from main() and printed nothing")
-    return Cell(PASS, _versus(ref) + "; stdout", compared_with=ref)
+    def row(self) -> Row:
+        row = Row(self.program)
+        row.cells["original"] = self.original()
+        row.cells["cpu"] = self.fixed("cpu")
+        row.cells["cuda"] = self.fixed("cuda")
+        if self.roles.gpu:
+            row.cells[AGREEMENT] = self.agreement()
+        return row
 
+    # -- the columns ---------------------------------------------------------------------------
 
-def _versus(ref: str) -> str:
-    return "= original" if ref == "original" else f"= {ref}"
+    def original(self) -> Cell:
+        run = self.runs["original"]
+        emulated = not self.roles.gpu
+        if run.ok:
+            where = "on cuda" if self.roles.gpu else "emulated cuda"
+            return Cell(PASS, "; ".join([where, *run.notes]), emulated=emulated)
+        failed = self.failed(run)
+        if run.outcome == "not_emulated":
+            return Cell(SKIPPED, failed.reason, failed.detail, emulated=emulated)
+        return Cell(SKIPPED, f"original fails: {failed.reason}", failed.detail, emulated=emulated)
 
+    def fixed(self, mode: str) -> Cell:
+        run = self.runs[mode]
+        emulated = self.emulated(mode)
+        if not run.ok:
+            cell = self.failed(run)
+            if run.outcome == "not_emulated":
+                return Cell(NA, cell.reason, cell.detail, emulated=emulated)
+            if run.outcome in ("needs_cuda", "unhid_gpu") and self.program.remaining:
+                hint = f"unfixed findings: {', '.join(self.program.remaining)} (some need --unsafe-fixes)"
+                cell = Cell(cell.status, cell.reason, f"{cell.detail}\n{hint}")
+            return Cell(cell.status, cell.reason, cell.detail, emulated=emulated)
+        original = self.runs["original"]
+        if mode == "cuda" and original.ok and original.cuda_used and not run.cuda_used:
+            detail = "the original used CUDA; the fixed program ran without initialising it"
+            return Cell(FAIL, "never used the GPU", detail, "original", emulated)
+        ref = next((name for name in self.roles.references(mode) if name in self.runs and self.runs[name].ok), None)
+        if ref is None:
+            return Cell(PASS, "no reference", self.why_no_reference(), emulated=emulated)
+        across = mode == "cpu" or ref == "cpu"
+        found = self.compare(mode, ref, across)
+        notes = [*run.notes]
+        if found.agree:
+            if found.empty:
+                return Cell(PASS, "nothing to compare", found.detail, emulated=emulated)
+            reason = f"= {_SHORT[ref]}"
+            reason += "; stdout" if not (run.has_result or self.runs[ref].has_result) else ""
+            reason += "; prints its device" if found.device_names else ""
+            return Cell(PASS, "; ".join([reason, *notes]), found.detail, ref, emulated)
+        if mode == "cpu" and ref == self.roles.emulated_original and self.depends_on_device():
+            detail = (
+                f"{found.detail}\nthe fixed program's own CUDA run agrees with the original: this output depends "
+                "on the device by the program's design, and the fix does not change it on CUDA"
+            )
+            return Cell(PASS, "= original except device-dependent output", detail.strip(), ref, emulated)
+        return Cell(FAIL, found.reason, found.detail, ref, emulated)
 
-def _why_no_reference(original: RunRecord) -> str:
-    if original.outcome == "needs_cuda":
-        return "ran; the original needs CUDA, so there was nothing to compare with"
-    return f"ran; the original did not ({original.outcome}), so there was nothing to compare with"
+    def agreement(self) -> Cell:
+        """Emulation against the GPU, for the original (only with a GPU)."""
+        emulated, real = self.runs[self.roles.emulated_original], self.runs["original"]
+        if not emulated.ok:
+            failed = self.failed(emulated)
+            status = NA if emulated.outcome == "not_emulated" else DIFFERS
+            reason = failed.reason if status == NA else f"fails under emulation: {failed.reason}"
+            return Cell(status, reason, failed.detail, emulated=True)
+        if not real.ok:
+            return Cell(NA, "the original fails on the GPU", emulated=True)
+        found = self.compare(self.roles.emulated_original, "original", across=False)
+        if found.agree:
+            return Cell(PASS, "agrees with the GPU", compared_with="original", emulated=True)
+        return Cell(DIFFERS, found.reason, found.detail, "original", True)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def emulated(self, mode: str) -> bool:
+        """The run was given an emulated GPU (the CPU run has emulation too, with no GPU to show)."""
+        return mode != "cpu" and not self.roles.gpu
+
+    def depends_on_device(self) -> bool:
+        cuda, original = self.roles.emulated_cuda, self.roles.emulated_original
+        if not (cuda in self.runs and self.runs[cuda].ok):
+            return False
+        return self.compare(cuda, original, across=False).agree
+
+    def compare(self, actual: str, expected: str, across: bool) -> Comparison:
+        """``across``: the two runs were on different devices, so device names may differ."""
+        run, against = self.runs[actual], self.runs[expected]
+        names = f"{self.roles.label(actual)} vs {self.roles.label(expected)}"
+        if run.has_result and against.has_result:
+            answer = self.answers.get(pair_id(self.index, actual, expected))
+            if answer is None:
+                return Comparison(False, "not compared", "the comparison of the results did not run")
+            if answer.get("error"):
+                return Comparison(False, "could not compare", f"{names}: {answer['error']}")
+            mismatches = answer.get("mismatches") or []
+            if mismatches:
+                lines = [f"{m['path']}: {names}: {_difference(m)}" for m in mismatches]
+                return Comparison(False, f"differs at {mismatches[0]['path']}", "\n".join(lines))
+            return Comparison(True)
+        if run.has_result != against.has_result:
+            which = self.roles.label(actual if run.has_result else expected)
+            return Comparison(False, "results differ", f"{names}: only the {which} run returned a value from main()")
+        if not run.stdout.strip() and not against.stdout.strip():
+            return Comparison(True, detail="both runs returned nothing from main() and printed nothing", empty=True)
+        rtol, atol = self.tolerance.rtol, self.tolerance.atol
+        mismatch = compare_text(run.stdout, against.stdout, rtol, atol)
+        if mismatch is None:
+            return Comparison(True)
+        if across and compare_text(run.stdout, against.stdout, rtol, atol, ignore_devices=True) is None:
+            detail = f"{names}: {mismatch.describe()}: only the device named differs"
+            return Comparison(True, detail=detail, device_names=True)
+        return Comparison(False, f"stdout differs at line {mismatch.line}", f"{names}: {mismatch.describe()}")
+
+    def why_no_reference(self) -> str:
+        original = self.runs["original"]
+        return f"ran; the original did not ({original.outcome}), and neither did another run to compare with"
+
+    def failed(self, run: RunRecord) -> Cell:
+        outcome = run.outcome
+        if outcome == "harness":
+            return Cell(FAIL, "not run", run.problem or "")
+        if outcome == "timeout":
+            return Cell(FAIL, f"timed out after {run.limit:g} s", run.stderr_tail())
+        if outcome == "died":
+            return Cell(FAIL, f"died (exit status {run.rc})", run.stderr_tail())
+        if outcome == "needs_cuda":
+            return Cell(FAIL, f"needs CUDA{self.at(run)}", self.message(run))
+        if outcome == "mixed_devices":
+            return Cell(FAIL, f"mixes devices{self.at(run)}", self.message(run))
+        if outcome == "not_emulated":
+            return Cell(NA, f"not emulated{self.at(run)}", self.message(run) or run.stderr_tail())
+        if outcome == "unhid_gpu":
+            return Cell(FAIL, "uses a GPU it was not given", self.message(run))
+        kind = str((run.status or {}).get("message", "error")).split(":", 1)[0]
+        return Cell(FAIL, f"{kind}{self.at(run)}", self.message(run))
+
+    def at(self, run: RunRecord) -> str:
+        """Where in the user's file: the original's line, else the line of the code the run ran."""
+        line = (run.status or {}).get("line")
+        if not line:
+            return ""
+        original = self.program.original_line(run.mode in ("original", "emulated_original"), line)
+        return f" at line {original}" if original is not None else f" at line {line} of the fixed code"
+
+    def message(self, run: RunRecord) -> str:
+        status = run.status or {}
+        message = str(status.get("message", ""))
+        if status.get("source"):
+            ran = "as written" if run.mode in ("original", "emulated_original") else "as run"
+            message += f"\n  {self.program.display}{self.at(run)} ({ran}): {status['source']}"
+        return message
 
 
 def _difference(mismatch: dict[str, Any]) -> str:
     diff = mismatch.get("max_abs_diff")
     prefix = "" if diff is None else f"largest absolute difference {diff:.3g}; "
     return prefix + str(mismatch.get("message", ""))
-
-
-def _meta(run: RunRecord, cpu: RunRecord, program: Program) -> Cell:
-    outcome = run.outcome
-    if outcome == "needs_values":
-        op = str(run.status.get("message", "")) if run.status else ""
-        return Cell(NA, f"needs real values: {_VALUE_READS.get(op, op)}{_at(run, program)}", _message(run, program))
-    if outcome == "meta_unsupported":
-        return Cell(NA, f"not supported on meta{_at(run, program)}", _message(run, program))
-    if outcome == "no_meta":
-        return Cell(
-            NA,
-            "no tensor reached the meta device",
-            "the fixed program chooses its device in a way verify cannot set to meta, or uses no device",
-        )
-    if not run.ok:
-        return _failed(run, program)
-    if not cpu.ok:
-        return Cell(PASS, "ran; not compared with the cpu run", "the cpu run failed")
-    mismatch = _structure_mismatch(run.status or {}, cpu.status or {})
-    if mismatch is not None:
-        return Cell(FAIL, "result differs from cpu run", mismatch)
-    return Cell(PASS)
-
-
-def _structure_mismatch(meta: dict[str, Any], cpu: dict[str, Any]) -> str | None:
-    ours, theirs = meta.get("leaves") or [], cpu.get("leaves") or []
-    if [leaf["path"] for leaf in ours] != [leaf["path"] for leaf in theirs]:
-        paths = [leaf["path"] for leaf in ours], [leaf["path"] for leaf in theirs]
-        return f"the result has other parts on meta: {paths[0]} vs {paths[1]}"
-    for a, b in zip(ours, theirs):
-        for key in ("kind", "dtype", "shape"):
-            if a.get(key) != b.get(key):
-                return f"{a['path']}: {key} {a.get(key)} on meta vs {b.get(key)} on cpu"
-    return None
-
-
-def _failed(run: RunRecord, program: Program) -> Cell:
-    outcome = run.outcome
-    if outcome == "harness":
-        return Cell(FAIL, "not run", run.problem or "")
-    if outcome == "timeout":
-        return Cell(FAIL, f"timed out after {run.limit:g} s", run.stderr_tail())
-    if outcome == "died":
-        return Cell(FAIL, f"died (exit status {run.rc})", run.stderr_tail())
-    if outcome == "needs_cuda":
-        return Cell(FAIL, f"needs CUDA{_at(run, program)}", _message(run, program))
-    if outcome == "mixed_devices":
-        return Cell(FAIL, f"mixes devices{_at(run, program)}", _message(run, program))
-    kind = str((run.status or {}).get("message", "error")).split(":", 1)[0]
-    return Cell(FAIL, f"{kind}{_at(run, program)}", _message(run, program))
-
-
-def _at(run: RunRecord, program: Program) -> str:
-    """Where in the user's file: the original's line, else the line of the code the run ran."""
-    line = (run.status or {}).get("line")
-    if not line:
-        return ""
-    original = program.original_line(run.mode, line)
-    return f" at line {original}" if original is not None else f" at line {line} of the fixed code"
-
-
-def _message(run: RunRecord, program: Program) -> str:
-    status = run.status or {}
-    message = str(status.get("message", ""))
-    if status.get("source"):
-        ran = "as written" if run.mode == "original" else "as run"
-        message += f"\n  {program.display}{_at(run, program)} ({ran}): {status['source']}"
-    return message

@@ -1,0 +1,143 @@
+"""Emulated CUDA: a program sees one CUDA device whose tensors hold real values computed on the CPU.
+
+verify runs every program under emulation (child side: this package imports torch, and is loaded
+by path from harness.py, never through devlint). Under emulation:
+
+- ``torch.cuda.is_available()`` is true and ``torch.cuda.*`` answers as a one-GPU machine does
+  (cuda_api.py); so do ``torch.accelerator`` and ``torch.get_device_module()``;
+- tensors put on ``"cuda"`` (``.cuda()``, ``.to("cuda")``, ``device="cuda"`` factories, the
+  legacy ``torch.cuda.*Tensor`` types, a CUDA default device or default tensor type,
+  ``Module.cuda()``/``.to()``, checkpoints restored to CUDA) report ``device(type='cuda',
+  index=0)`` and ``is_cuda``, print with ``device='cuda:0'``, and compute on the CPU
+  (tensor.py, legacy.py, storage.py); gradients, optimizer state and everything computed from
+  them are emulated too;
+- an operation that receives an emulated tensor and a CPU tensor with at least one dimension
+  raises the ``RuntimeError`` CUDA raises; ``.numpy()`` and ``pin_memory()`` of an emulated tensor
+  raise CUDA's errors;
+- ``CUDA_VISIBLE_DEVICES`` is read once, at the first CUDA query or tensor: when it hides device 0,
+  there is no GPU, and every CUDA call is torch's own, as on a machine without one (machine.py).
+
+What differs from a GPU, by design: random numbers drawn "on CUDA" come from the CPU generator
+(so the CPU run of a fixed program and the emulated original draw the same numbers); autocast
+and ``GradScaler`` on CUDA are active but compute in float32 (a GPU computes in float16 or
+bfloat16: results there differ by that precision, and verify says when a program used it);
+memory statistics are 0; kernels run synchronously; ``torch.compile`` returns the model as it
+is. What emulation does not model at all (CUDA graphs, NVML queries, more than one GPU) raises
+``EmulationUnsupportedError``; the harness reports a run that meets it as not emulated.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import torch
+
+from . import cuda_api, legacy, storage
+from .machine import EmulationUnsupportedError, Machine
+from .patches import Patches
+from .tensor import Dispatcher, EmulationMode
+
+__all__ = ["Emulation", "EmulationUnsupportedError", "install"]
+
+AUTOCAST_NOTE = "autocast in float32"
+COMPILE_NOTE = "torch.compile not applied"
+
+
+class Emulation:
+    """One installation: ``machine`` says what the program did with the device."""
+
+    def __init__(self, visible: bool | None = None) -> None:
+        """``visible``: whether the device is there, regardless of ``CUDA_VISIBLE_DEVICES``."""
+        self.machine = Machine(visible)
+        self._patches = Patches()
+        self._default = legacy.LegacyDefault()
+        self.dispatcher = Dispatcher(self.machine, self._default)
+        self._mode = EmulationMode(self.dispatcher)
+
+    @property
+    def tensor_class(self) -> type:
+        return self.dispatcher.cls
+
+    def install(self) -> Emulation:
+        cuda_api.install(self._patches, self.machine, self.dispatcher)
+        legacy.install(self._patches, self.machine, self.dispatcher, self._default)
+        storage.install(self._patches, self.machine)
+        self._install_autocast_note()
+        self._install_compile()
+        self._install_threads()
+        self._install_module_moves()
+        self._mode.__enter__()
+        return self
+
+    def uninstall(self) -> None:
+        self._mode.__exit__(None, None, None)
+        self._patches.restore()
+
+    def __enter__(self) -> Emulation:
+        return self.install()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.uninstall()
+
+    def _install_autocast_note(self) -> None:
+        original = torch.set_autocast_enabled
+        machine = self.machine
+
+        def set_autocast_enabled(*args: Any) -> None:
+            if args[:2] == ("cuda", True) and machine.visible:
+                machine.notes.add(AUTOCAST_NOTE)
+            original(*args)
+
+        self._patches.set(torch, "set_autocast_enabled", set_autocast_enabled)
+
+    def _install_module_moves(self) -> None:
+        """``Module.to()``/``.cuda()`` keep each parameter object (the optimizer holds them) and
+        assign the moved data to it, as on a GPU; the parameter (and its gradient) then changes
+        class to say where its data went: emulated after ``.cuda()``, plain after ``.cpu()``."""
+        original_apply = torch.nn.Module._apply
+        dispatcher = self.dispatcher
+
+        def _apply(module: torch.nn.Module, fn: Any, recurse: bool = True) -> Any:
+            moved: dict[int, bool] = {}
+
+            def tracking(tensor: torch.Tensor) -> Any:
+                result = fn(tensor)
+                moved[id(tensor)] = dispatcher.is_emulated(result)
+                return result
+
+            result = original_apply(module, tracking, recurse)
+            for param in module._parameters.values():
+                for tensor in (param, None if param is None else param.grad):
+                    if tensor is not None and id(tensor) in moved:
+                        dispatcher.relabel(tensor, moved[id(tensor)])
+            return result
+
+        self._patches.set(torch.nn.Module, "_apply", _apply)
+
+    def _install_compile(self) -> None:
+        """``torch.compile`` returns what it is given: the compiler would trace the emulated device
+        into real CUDA kernels. Under emulation, the CPU run included, programs run eagerly."""
+        machine = self.machine
+
+        def compile(model: Any = None, **options: Any) -> Any:
+            machine.notes.add(COMPILE_NOTE)
+            return model if model is not None else (lambda given: given)
+
+        self._patches.set(torch, "compile", compile)
+
+    def _install_threads(self) -> None:
+        """New threads (a DataLoader's pinning thread) run under emulation too: the mode that
+        catches ``device="cuda"`` is per thread."""
+        original_run = threading.Thread.run
+        dispatcher = self.dispatcher
+
+        def run(thread: threading.Thread) -> None:
+            with EmulationMode(dispatcher):
+                original_run(thread)
+
+        self._patches.set(threading.Thread, "run", run)
+
+
+def install() -> Emulation:
+    return Emulation().install()

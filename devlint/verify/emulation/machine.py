@@ -1,0 +1,98 @@
+"""The emulated machine: one CUDA device, index 0, unless ``CUDA_VISIBLE_DEVICES`` hides it.
+
+CUDA reads ``CUDA_VISIBLE_DEVICES`` once, when the driver starts: at the first query
+(``torch.cuda.is_available()``, ``device_count()``) or the first CUDA tensor. Changing the
+variable afterwards has no effect. ``Machine.visible`` does the same: it reads the variable the
+first time it is asked, and keeps the answer.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+CUDA0 = torch.device("cuda", 0)
+NAME = "Emulated CUDA device (devlint verify)"
+# What the emulated device says about itself (an H100's numbers, so that capability checks pass).
+CAPABILITY = (9, 0)
+TOTAL_MEMORY = 80 * 1024**3
+MULTIPROCESSORS = 132
+
+
+class EmulationUnsupportedError(RuntimeError):
+    """The program used a CUDA feature that emulation does not model; verify reports it as such."""
+
+    def __init__(self, feature: str) -> None:
+        super().__init__(f"devlint's CUDA emulation does not support {feature}")
+        self.feature = feature
+
+
+def invalid_ordinal() -> RuntimeError:
+    return RuntimeError("CUDA error: invalid device ordinal")
+
+
+def not_a_cuda_device() -> RuntimeError:
+    return RuntimeError("Invalid device, must be cuda device")
+
+
+def zero_is_visible(value: str | None) -> bool:
+    """Whether device 0 of a one-GPU machine is visible under ``CUDA_VISIBLE_DEVICES=value``:
+    CUDA takes the comma-separated indices up to the first one that is not a device."""
+    if value is None:
+        return True
+    first = value.split(",", 1)[0].strip()
+    try:
+        return int(first) == 0
+    except ValueError:
+        return False
+
+
+class Machine:
+    def __init__(self, visible: bool | None = None) -> None:
+        # None: decided by CUDA_VISIBLE_DEVICES when first asked.
+        self._visible = visible
+        # CUDA was initialised (a tensor, a stream, a device query past is_available/device_count).
+        self.initialized = False
+        # What emulation did differently from a GPU, for the report.
+        self.notes: set[str] = set()
+
+    @property
+    def visible(self) -> bool:
+        if self._visible is None:
+            self._visible = zero_is_visible(os.environ.get("CUDA_VISIBLE_DEVICES"))
+        return self._visible
+
+    @property
+    def known_visible(self) -> bool:
+        """The device was looked for and is there (asking does not read the variable)."""
+        return self._visible is True
+
+    @property
+    def known_hidden(self) -> bool:
+        """The device was looked for and is hidden (asking does not read the variable)."""
+        return self._visible is False
+
+    def use(self, index: int | None = None) -> None:
+        """Initialise the device for ``index`` (None: the current one); raise as CUDA does."""
+        if index is not None and index != 0:
+            raise invalid_ordinal()
+        self.initialized = True
+
+
+def cuda_index(device: object) -> int | None | bool:
+    """``False`` when ``device`` is not a CUDA device; else its index (None when not given).
+
+    ``device`` is what torch accepts: a string, a ``torch.device`` or an int (a CUDA index)."""
+    if isinstance(device, bool) or device is None:
+        return False
+    if isinstance(device, int):
+        return device
+    if isinstance(device, str):
+        try:
+            device = torch.device(device)
+        except RuntimeError:
+            return False
+    if isinstance(device, torch.device) and device.type == "cuda":
+        return device.index
+    return False

@@ -1,0 +1,492 @@
+"""Emulated CUDA tensors: CPU storage and CPU kernels, CUDA to every Python caller.
+
+An emulated tensor is an instance of a ``torch.Tensor`` subclass whose data stays on the CPU, so
+autograd, optimizers and every CPU kernel work on it unchanged. To Python it says it is on
+``cuda:0``: ``device``, ``is_cuda``, ``get_device()``, its ``repr``, ``type()``. One handler,
+``Dispatcher.handle``, sees every torch call (through a ``TorchFunctionMode`` for calls without
+an emulated tensor, such as factories with ``device="cuda"`` or ``x.cuda()``, and through the
+subclass's ``__torch_function__`` in threads the mode does not reach), and:
+
+- turns a CUDA device argument (``device="cuda"``, ``.cuda()``, ``.to("cuda")``, a default
+  device of CUDA) into a CPU computation whose tensors come back emulated;
+- raises CUDA's ``RuntimeError`` when an operation receives an emulated tensor and a CPU tensor
+  with at least one dimension (a 0-dim CPU tensor may join, as on CUDA); copies and indexing with
+  CPU indices may mix, as on CUDA;
+- makes every tensor computed from an emulated one emulated too, and ``.cpu()`` a plain copy.
+
+While the handler runs torch code, emulated tensors report their true device (``cpu``) to it,
+so torch's own Python code, which reads ``x.device`` to make new tensors, makes CPU ones.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._device import _device_constructors
+
+from .machine import CUDA0, Machine, cuda_index, not_a_cuda_device
+
+STORAGE_MARK = "_devlint_emulated_cuda"
+_PINNED = "_devlint_pinned"
+# Calls that move or copy data between devices on purpose: CUDA lets them mix devices.
+_CROSS_DEVICE = frozenset(
+    {"to", "copy_", "cpu", "cuda", "type", "type_as", "new_tensor", "tensor", "as_tensor", "set_", "__set__"}
+    | {"_has_compatible_shallow_copy_type", "__reduce_ex__", "__deepcopy__", "__setstate__", "__get__"}
+    | {"module_load"}
+)
+# Calls whose CUDA kernels take some arguments on the CPU by design: the lengths of a packed
+# sequence (and the batch sizes an RNN gets with it), the lengths of CTC.
+_HOST_ARGUMENTS = frozenset(
+    {"_pack_padded_sequence", "_pad_packed_sequence", "lstm", "gru", "rnn_tanh", "rnn_relu", "ctc_loss", "_ctc_loss"}
+)
+# Of these, the ones whose second result stays on the CPU on CUDA too (batch sizes, lengths).
+_HOST_SECOND_RESULT = frozenset({"_pack_padded_sequence", "_pad_packed_sequence"})
+# Indexing a CUDA tensor with CPU indices (or assigning CPU values) is fine on CUDA.
+_INDEXING = frozenset({"__getitem__", "__setitem__", "index_put_", "index_put", "_index_put_impl_"})
+
+# What a program sees when it has emulation pin a tensor of this kind.
+LEGACY_NAMES = {
+    torch.float32: "FloatTensor",
+    torch.float64: "DoubleTensor",
+    torch.float16: "HalfTensor",
+    torch.bfloat16: "BFloat16Tensor",
+    torch.int64: "LongTensor",
+    torch.int32: "IntTensor",
+    torch.int16: "ShortTensor",
+    torch.int8: "CharTensor",
+    torch.uint8: "ByteTensor",
+    torch.bool: "BoolTensor",
+}
+
+
+def mixed_devices_error(first_emulated: bool) -> RuntimeError:
+    devices = "cuda:0 and cpu" if first_emulated else "cpu and cuda:0"
+    return RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, {devices}!")
+
+
+def numpy_error() -> TypeError:
+    return TypeError(
+        "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first."
+    )
+
+
+def _tensors(value: Any) -> Iterator[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _tensors(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _tensors(item)
+
+
+class Dispatcher:
+    """Everything emulated tensors do; ``cls`` is their class (one per installation)."""
+
+    def __init__(self, machine: Machine, legacy_default: Callable[[], bool]) -> None:
+        self.machine = machine
+        # Whether torch.set_default_tensor_type made a CUDA type the default (see legacy.py).
+        self._legacy_default = legacy_default
+        self._local = threading.local()
+        self.cls = _tensor_class(self)
+        self._special: dict[Any, Callable[..., Any]] = {
+            torch.Tensor.cuda: self._cuda,
+            torch.Tensor.to: self._to,
+            torch.Tensor.cpu: self._cpu,
+            torch.Tensor.type: self._type,
+            torch.Tensor.type_as: lambda self_, other: self._to(self_, other),
+            torch.Tensor.numpy: self._numpy,
+            torch.Tensor.__array__: self._array,
+            torch.Tensor.pin_memory: self._pin_memory,
+            torch.Tensor.is_pinned: self._is_pinned,
+            torch.Tensor.get_device: self._get_device,
+            torch.Tensor.record_stream: self._record_stream,
+            torch.Tensor.register_hook: self._register_hook,
+            torch.Tensor.__reduce_ex__: self._reduce_ex,
+            torch.Tensor.__deepcopy__: self._deepcopy,
+            torch.Tensor.__repr__: self._repr,
+            torch.Tensor.untyped_storage: self._storage_call(torch.Tensor.untyped_storage),
+            torch.Tensor.storage: self._storage_call(torch.Tensor.storage),
+            torch.Tensor._typed_storage: self._storage_call(torch.Tensor._typed_storage),
+        }
+
+    # -- the two kinds of tensors ------------------------------------------------------------
+
+    @property
+    def inside(self) -> bool:
+        """True while the handler runs torch code: emulated tensors then report ``cpu``."""
+        return getattr(self._local, "depth", 0) > 0
+
+    @contextlib.contextmanager
+    def raw(self) -> Iterator[None]:
+        """Run torch itself: no torch-function handling, true devices."""
+        self._local.depth = getattr(self._local, "depth", 0) + 1
+        try:
+            with torch._C.DisableTorchFunction():
+                yield
+        finally:
+            self._local.depth -= 1
+
+    @contextlib.contextmanager
+    def program(self) -> Iterator[None]:
+        """Run the program's own code (a hook autograd calls) from inside ``raw``: under emulation."""
+        depth = getattr(self._local, "depth", 0)
+        self._local.depth = 0
+        try:
+            with torch._C._EnableTorchFunction(), EmulationMode(self):
+                yield
+        finally:
+            self._local.depth = depth
+
+    def is_emulated(self, value: Any) -> bool:
+        return isinstance(value, self.cls)
+
+    def wrap(self, value: Any, inputs: tuple = ()) -> Any:
+        """Tensors in ``value`` (nested in tuples and lists) made emulated. A new plain tensor
+        changes class in place (an alias would add a node to its autograd history); one of the
+        call's ``inputs`` is aliased instead, so that the caller's CPU tensor stays one."""
+        if isinstance(value, torch.Tensor):
+            if isinstance(value, self.cls):
+                return value
+            if type(value) is torch.Tensor and not any(value is given for given in inputs):
+                value.__class__ = self.cls
+                return value
+            with self.raw():
+                return value.as_subclass(self.cls)
+        if isinstance(value, (tuple, list)):
+            return type(value)(self.wrap(item, inputs) for item in value)
+        return value
+
+    def relabel(self, tensor: torch.Tensor, emulated: bool) -> None:
+        """Give ``tensor`` (a parameter or a gradient whose data was replaced in place) the class
+        that says where its data now is. A parameter stays one (``isinstance(p, nn.Parameter)``
+        holds for a tensor marked ``_is_param``)."""
+        if self.is_emulated(tensor) == emulated:
+            return
+        parameter = isinstance(tensor, torch.nn.Parameter)
+        if emulated:
+            tensor.__class__ = self.cls
+            if parameter:
+                tensor._is_param = True
+        else:
+            tensor.__class__ = torch.nn.Parameter if parameter else torch.Tensor
+            vars(tensor).pop("_is_param", None)
+
+    def plain(self, tensor: torch.Tensor) -> torch.Tensor:
+        """A plain tensor sharing ``tensor``'s data (and autograd history)."""
+        with self.raw():
+            return tensor.as_subclass(torch.Tensor)
+
+    def mark_storage(self, tensor: torch.Tensor) -> None:
+        """Emulated storages say ``cuda:0`` (see storage.py): checkpoints record CUDA locations."""
+        with self.raw():
+            setattr(tensor.untyped_storage(), STORAGE_MARK, True)
+
+    # -- dispatch ----------------------------------------------------------------------------
+
+    def handle(self, func: Any, args: tuple, kwargs: dict | None) -> Any:
+        kwargs = dict(kwargs or {})
+        special = self._special.get(func)
+        if special is not None:
+            return special(*args, **kwargs)
+        name = getattr(func, "__name__", "")
+        target = self._device_target(func, kwargs)
+        tensors = list(_tensors((args, kwargs)))
+        emulated = any(isinstance(t, self.cls) for t in tensors)
+        if emulated:
+            self._check_devices(name, args, tensors)
+        if target is None and not emulated:
+            return func(*args, **kwargs)
+        with self.raw():
+            result = func(*args, **kwargs)
+        if args and result is args[0]:
+            return result  # in place, or the tensor itself: already what it was
+        if target not in (None, "cuda"):
+            return result
+        if name in _HOST_SECOND_RESULT:
+            return (self.wrap(result[0], tuple(tensors)), *result[1:])
+        return self.wrap(result, tuple(tensors))
+
+    def _device_target(self, func: Any, kwargs: dict) -> str | None:
+        """``cuda`` when the call makes tensors on the emulated device (``device=`` is then set to
+        the CPU), ``other`` when it names another device, None when it names none."""
+        if "device" in kwargs and kwargs["device"] is not None:
+            index = cuda_index(kwargs["device"])
+            if index is False or not self.machine.visible:
+                return "other"
+            self.machine.use(index)
+            kwargs["device"] = "cpu"
+            return "cuda"
+        if func in _device_constructors() and self._default_is_cuda():
+            self.machine.use()
+            kwargs["device"] = "cpu"
+            return "cuda"
+        return None
+
+    def _default_is_cuda(self) -> bool:
+        """A CUDA default device (or tensor type) that is there. A CPU factory call must not read
+        CUDA_VISIBLE_DEVICES: the program may still be about to set it."""
+        current = torch.utils._device.CURRENT_DEVICE
+        wanted = cuda_index(current) is not False if current is not None else self._legacy_default()
+        return wanted and self.machine.visible
+
+    def _check_devices(self, name: str, args: tuple, tensors: list[torch.Tensor]) -> None:
+        if name in _CROSS_DEVICE or name in _HOST_ARGUMENTS:
+            return
+        if name in _INDEXING and args:
+            indexed = args[0]
+            if isinstance(indexed, self.cls):
+                return
+            if any(isinstance(t, self.cls) for t in _tensors(args[1:2])):
+                raise RuntimeError("indices should be either on cpu or on the same device as the indexed tensor (cpu)")
+            return
+        counted = [t for t in tensors if isinstance(t, self.cls) or (t.device.type == "cpu" and t.dim() > 0)]
+        if any(not isinstance(t, self.cls) for t in counted):
+            raise mixed_devices_error(isinstance(counted[0], self.cls))
+
+    # -- calls that change or reveal the device --------------------------------------------
+
+    def _cuda(self, tensor: torch.Tensor, device: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
+        if not self.machine.visible:
+            return torch.Tensor.cuda(tensor, device, non_blocking, **kwargs)
+        index = cuda_index(device if device is not None else "cuda")
+        if index is False:
+            raise not_a_cuda_device()
+        self.machine.use(index)
+        if isinstance(tensor, self.cls):
+            return tensor
+        with self.raw():
+            moved = tensor.to(dtype=tensor.dtype, copy=True, **kwargs)
+        return self.wrap(moved)
+
+    def _to(self, tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        if args and isinstance(args[0], torch.Tensor):
+            other, rest = args[0], args[1:]
+            device: Any = CUDA0 if isinstance(other, self.cls) else other.device
+            dtype, non_blocking = other.dtype, kwargs.get("non_blocking", False)
+            memory_format = kwargs.get("memory_format")
+        else:
+            rest = args[2:] if args and not isinstance(args[0], torch.dtype) else args[1:]
+            parsed = {key: value for key, value in kwargs.items() if key != "copy"}
+            given = args[: len(args) - len(rest)]
+            device, dtype, non_blocking, memory_format = torch._C._nn._parse_to(*given, **parsed)
+        copies = bool(kwargs.get("copy", False) or (len(rest) > 1 and rest[1]))
+        options: dict[str, Any] = {"non_blocking": non_blocking, "copy": copies}
+        if memory_format is not None:
+            options["memory_format"] = memory_format
+        to_cuda = device is not None and cuda_index(device) is not False
+        if to_cuda and not self.machine.visible:
+            with self.raw():
+                return torch.Tensor.to(tensor, *args, **kwargs)
+        if to_cuda or (device is None and isinstance(tensor, self.cls)):
+            if to_cuda:
+                index = cuda_index(device)
+                self.machine.use(index if isinstance(index, int) else None)
+            moving = not isinstance(tensor, self.cls)
+            with self.raw():
+                result = tensor.to(dtype=dtype or tensor.dtype, **{**options, "copy": copies or moving})
+            return result if result is tensor else self.wrap(result)
+        with self.raw():
+            if isinstance(tensor, self.cls):
+                # Leaving the emulated device always copies, as leaving a GPU does.
+                options["copy"] = True
+                return tensor.to(device=device, dtype=dtype or tensor.dtype, **options)
+            return torch.Tensor.to(tensor, *args, **kwargs)
+
+    def _cpu(self, tensor: torch.Tensor, **kwargs: Any) -> Any:
+        if not isinstance(tensor, self.cls):
+            with self.raw():
+                return tensor.cpu(**kwargs)
+        return self._to(tensor, "cpu", **kwargs)
+
+    def _type(self, tensor: torch.Tensor, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
+        emulated = isinstance(tensor, self.cls)
+        if dtype is None:
+            with self.raw():
+                name = tensor.type()
+            return name.replace("torch.", "torch.cuda.", 1) if emulated else name
+        cuda_type, scalar_type = self.legacy_type(dtype)
+        if scalar_type is None:
+            with self.raw():
+                return tensor.type(dtype, non_blocking, **kwargs)
+        if cuda_type:
+            if not self.machine.visible:
+                with self.raw():
+                    return tensor.type(dtype, non_blocking, **kwargs)
+            if emulated and tensor.dtype == scalar_type:
+                return tensor
+            return self._to(tensor, "cuda", scalar_type)
+        if not emulated and tensor.dtype == scalar_type:
+            return tensor
+        return self._to(tensor, "cpu", scalar_type)
+
+    def legacy_type(self, value: Any) -> tuple[bool, torch.dtype | None]:
+        """(a CUDA type?, its dtype) for a legacy tensor type or its name; (False, None): not one."""
+        if isinstance(value, str):
+            name = value
+        else:
+            name = f"{getattr(value, '__module__', '')}.{getattr(value, '__name__', '')}"
+        if isinstance(value, torch.dtype):
+            return False, None
+        cuda = name.startswith("torch.cuda.")
+        short = name.rsplit(".", 1)[-1]
+        for dtype, legacy in LEGACY_NAMES.items():
+            if legacy == short and (cuda or name == f"torch.{short}"):
+                return cuda, dtype
+        return False, None
+
+    def legacy_name(self, tensor: torch.Tensor) -> str:
+        return f"torch.cuda.{LEGACY_NAMES.get(tensor.dtype, 'Tensor')}"
+
+    def _numpy(self, tensor: torch.Tensor, *, force: bool = False) -> Any:
+        if isinstance(tensor, self.cls) and not force:
+            raise numpy_error()
+        with self.raw():
+            return tensor.numpy(force=force)
+
+    def _array(self, tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(tensor, self.cls):
+            raise numpy_error()
+        with self.raw():
+            return tensor.__array__(*args, **kwargs)
+
+    def _pin_memory(self, tensor: torch.Tensor, *args: Any) -> Any:
+        if isinstance(tensor, self.cls):
+            raise RuntimeError(f"cannot pin '{self.legacy_name(tensor)}' only dense CPU tensors can be pinned")
+        if not self.machine.visible:
+            with self.raw():
+                return tensor.pin_memory(*args)
+        self.machine.use()
+        with self.raw():
+            pinned = tensor.clone()
+        setattr(pinned, _PINNED, True)
+        return pinned
+
+    def _is_pinned(self, tensor: torch.Tensor, *args: Any) -> bool:
+        if isinstance(tensor, self.cls):
+            return False
+        if not self.machine.visible:
+            with self.raw():
+                return tensor.is_pinned(*args)
+        return bool(getattr(tensor, _PINNED, False))
+
+    def _get_device(self, tensor: torch.Tensor) -> int:
+        if isinstance(tensor, self.cls):
+            return 0
+        with self.raw():
+            return tensor.get_device()
+
+    def _record_stream(self, tensor: torch.Tensor, stream: Any) -> None:
+        if not isinstance(tensor, self.cls):
+            with self.raw():
+                tensor.record_stream(stream)
+
+    def _register_hook(self, tensor: torch.Tensor, hook: Callable[[torch.Tensor], Any]) -> Any:
+        if isinstance(tensor, self.cls):
+            inner = hook
+
+            def hook(grad: torch.Tensor) -> Any:
+                with self.program():
+                    return inner(self.wrap(grad))
+
+        with self.raw():
+            return tensor.register_hook(hook)
+
+    def _storage_call(self, method: Callable[..., Any]) -> Callable[..., Any]:
+        def call(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+            if isinstance(tensor, self.cls):
+                self.mark_storage(tensor)
+            with self.raw():
+                return method(tensor, *args, **kwargs)
+
+        return call
+
+    # -- Python protocols ------------------------------------------------------------------
+
+    def _reduce_ex(self, tensor: torch.Tensor, protocol: int) -> Any:
+        """Pickled as the plain tensor a GPU would pickle; its storage says ``cuda:0``."""
+        if not isinstance(tensor, self.cls):
+            with self.raw():
+                return tensor.__reduce_ex__(protocol)
+        self.mark_storage(tensor)
+        data = self.plain(tensor)
+        if getattr(tensor, "_is_param", False):
+            with self.raw():
+                data = data.detach()
+            return torch._utils._rebuild_parameter, (data, tensor.requires_grad, {})
+        with self.raw():
+            return data.__reduce_ex__(protocol)
+
+    def _deepcopy(self, tensor: torch.Tensor, memo: dict) -> Any:
+        """A leaf's copy, emulated, with its gradient and attributes, as ``Tensor.__deepcopy__``."""
+        if not isinstance(tensor, self.cls):
+            with self.raw():
+                return tensor.__deepcopy__(memo)
+        if id(tensor) in memo:
+            return memo[id(tensor)]
+        with self.raw():
+            if not tensor.is_leaf:
+                raise RuntimeError(
+                    "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol "
+                    "at the moment."
+                )
+            duplicate = tensor.detach().clone().requires_grad_(tensor.requires_grad)
+            grad = tensor.grad
+        duplicate = self.wrap(duplicate)
+        memo[id(tensor)] = duplicate
+        if grad is not None:
+            duplicate.grad = self._deepcopy(self.wrap(grad), memo)
+        for name, value in vars(tensor).items():
+            setattr(duplicate, name, copy.deepcopy(value, memo))
+        return duplicate
+
+    def _repr(self, tensor: torch.Tensor, *, tensor_contents: Any = None) -> str:
+        with torch._C.DisableTorchFunctionSubclass():
+            text = torch._tensor_str._str(tensor, tensor_contents=tensor_contents)
+        if getattr(tensor, "_is_param", False):
+            return "Parameter containing:\n" + text
+        return text
+
+
+def _tensor_class(dispatcher: Dispatcher) -> type:
+    class EmulatedCudaTensor(torch.Tensor):
+        """A tensor on the emulated ``cuda:0``: CPU data, CUDA to Python (see tensor.py)."""
+
+        @property
+        def device(self) -> torch.device:  # type: ignore[override]
+            return torch.Tensor.device.__get__(self) if dispatcher.inside else CUDA0
+
+        @property
+        def is_cuda(self) -> bool:  # type: ignore[override]
+            return not dispatcher.inside
+
+        @property
+        def is_cpu(self) -> bool:  # type: ignore[override]
+            return dispatcher.inside
+
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):  # type: ignore[override]
+            return dispatcher.handle(func, args, kwargs)
+
+    # torch prints a tensor of a subclass as `<class name>(...)`: this one prints as a tensor.
+    EmulatedCudaTensor.__name__ = "tensor"
+    return EmulatedCudaTensor
+
+
+class EmulationMode(TorchFunctionMode):
+    """Sends every torch call of the program to the dispatcher (factories, ``.cuda()`` of CPU
+    tensors: calls no emulated tensor takes part in)."""
+
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        super().__init__()
+        self.dispatcher = dispatcher
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
+        return self.dispatcher.handle(func, args, kwargs)

@@ -1,0 +1,724 @@
+"""The emulated CUDA of `devlint verify`, behaviour by behaviour.
+
+Each case is a few lines a CUDA program runs and what CUDA does with them: a value, or an
+exception type and a message. The table runs under emulation on the CPU (in CI) and, on a
+machine with a GPU, on the real GPU, where it must come out the same (here it skips). Where
+emulation differs from a GPU by design (random numbers come from the CPU generator, autocast
+computes in float32, what emulation does not model), the case says so and gives both outcomes.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+from devlint.verify.emulation import Emulation, EmulationUnsupportedError
+
+HAS_GPU = torch.cuda.is_available()
+BACKENDS = [
+    "emulated",
+    pytest.param("gpu", marks=pytest.mark.skipif(not HAS_GPU, reason="needs a GPU that torch can see")),
+]
+
+
+@dataclass(frozen=True)
+class Raises:
+    kind: type[BaseException] | tuple[type[BaseException], ...]
+    message: str  # a regular expression the message must match
+
+
+@dataclass(frozen=True)
+class Case:
+    run: Callable[[], Any]
+    expected: Any
+    # What a real GPU gives where emulation differs from it by design (the reason says why).
+    on_gpu: Any = None
+    reason: str = ""
+    # CUDA_VISIBLE_DEVICES for the case (None: unset); with a GPU such a case needs a fresh process.
+    visible_devices: str | None = field(default=None)
+    set_visible: bool = False
+
+
+SAME_DEVICE = r"Expected all tensors to be on the same device"
+NO_CUDA = r"not compiled with CUDA|No CUDA GPUs are available"
+
+
+def _values(t: torch.Tensor) -> list:
+    return t.detach().cpu().tolist()
+
+
+def _where(*tensors: torch.Tensor) -> list[str]:
+    return [str(t.device) for t in tensors]
+
+
+# -- moving tensors ---------------------------------------------------------------------------
+
+
+def _cuda_methods() -> Any:
+    x = torch.arange(6.0).view(2, 3)
+    moved = [x.cuda(), x.cuda(0), x.to("cuda"), x.to(torch.device("cuda", 0)), x.to("cuda:0", torch.float64)]
+    moved.append(torch.ones(2).to(moved[0]))
+    return _where(*moved), moved[4].dtype, _values(moved[0]), moved[0].is_cuda, moved[0].get_device(), x.get_device()
+
+
+def _same_object_when_already_there() -> Any:
+    x = torch.ones(2).cuda()
+    return x.cuda() is x, x.to("cuda") is x, x.to("cuda", copy=True) is x
+
+
+def _cpu_copies() -> Any:
+    x = torch.ones(2).cuda()
+    back = x.cpu()
+    back[0] = 5
+    return str(back.device), type(back) is torch.Tensor, _values(x), str(x.to("cpu").device)
+
+
+def _factories() -> Any:
+    made = [
+        torch.zeros(2, device="cuda"),
+        torch.ones(2, 2, device=torch.device("cuda")),
+        torch.full((2,), 3.0, device="cuda:0"),
+        torch.arange(3, device="cuda"),
+        torch.tensor([1.0, 2.0], device="cuda"),
+        torch.empty(2, device="cuda"),
+        torch.eye(2, device="cuda"),
+        torch.linspace(0, 1, 3, device="cuda"),
+        torch.randn(2, device="cuda"),
+    ]
+    base = made[0]
+    derived = [torch.zeros_like(base), torch.ones_like(base), torch.rand_like(base), base.new_zeros(3), base.new_tensor([1.0])]
+    derived.append(torch.zeros_like(torch.ones(2), device="cuda"))
+    return _where(*made), _where(*derived), _values(made[2])
+
+
+def _non_blocking() -> Any:
+    x = torch.arange(4.0).pin_memory().to("cuda", non_blocking=True)
+    return str(x.device), _values(x), str(x.to("cpu", non_blocking=True).device)
+
+
+def _invalid_ordinal() -> Any:
+    return torch.ones(1).cuda(1)
+
+
+def _legacy_types() -> Any:
+    floats = torch.cuda.FloatTensor(2, 3)
+    longs = torch.cuda.LongTensor([1, 2])
+    typed = torch.ones(2).type(torch.cuda.FloatTensor)
+    half = torch.ones(2).type("torch.cuda.HalfTensor")
+    return (
+        _where(floats, longs, typed, half),
+        (floats.dtype, longs.dtype, half.dtype),
+        _values(longs),
+        isinstance(typed, torch.cuda.FloatTensor),
+        isinstance(typed, torch.cuda.LongTensor),
+        isinstance(torch.ones(1), torch.cuda.FloatTensor),
+        typed.type(),
+        typed.type(torch.FloatTensor).device.type,
+    )
+
+
+def _default_tensor_type() -> Any:
+    torch.set_default_tensor_type(torch.cuda.DoubleTensor)
+    try:
+        made = torch.zeros(2)
+        return str(made.device), made.dtype, str(torch.get_default_device())
+    finally:
+        torch.set_default_tensor_type(torch.FloatTensor)
+
+
+def _default_device() -> Any:
+    torch.set_default_device("cuda")
+    try:
+        made = torch.ones(2)
+        with torch.device("cpu"):
+            host = torch.ones(1)
+        return str(made.device), str(host.device), str(torch.get_default_device())
+    finally:
+        torch.set_default_device(None)
+
+
+def _device_context() -> Any:
+    with torch.device("cuda"):
+        inside = torch.randn(2)
+    return str(inside.device), str(torch.ones(1).device)
+
+
+# -- modules, autograd, optimizers ------------------------------------------------------------
+
+
+def _module_cuda() -> Any:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 2))
+    first = model[0].weight
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+    model.cuda()
+    inputs = torch.randn(5, 3).cuda()
+    for _ in range(2):
+        optimizer.zero_grad()
+        model(inputs).pow(2).mean().backward()
+        optimizer.step()
+    state = optimizer.state[first]
+    host = copy.deepcopy(model).cpu()
+    return (
+        first is model[0].weight,
+        isinstance(first, nn.Parameter),
+        _where(first, model[1].running_mean, first.grad, state["exp_avg"]),
+        str(state["step"].device),
+        torch.allclose(model(inputs).cpu(), host(inputs.cpu()), atol=1e-6),
+    )
+
+
+def _module_to_and_back() -> Any:
+    model = nn.Linear(2, 2).to("cuda")
+    sgd = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    model(torch.ones(1, 2, device="cuda")).sum().backward()
+    sgd.step()
+    momentum = sgd.state[model.weight]["momentum_buffer"]
+    model.to("cpu")
+    return str(momentum.device), str(model.weight.device), type(model.weight) is nn.Parameter
+
+
+def _convert_after_backward() -> Any:
+    model = nn.Linear(3, 1).cuda()
+    weight = model.weight
+    out = model(torch.ones(2, 3, device="cuda")).sum()
+    out.backward()  # the graph still holds the parameters
+    model.half()
+    halved = (weight is model.weight, model.weight.dtype, str(model.weight.device), str(model.weight.grad.device))
+    model.cpu()
+    return halved, str(model.weight.device), type(model.weight) is nn.Parameter, str(model.weight.grad.device)
+
+
+def _autograd() -> Any:
+    x = torch.tensor([1.0, 2.0, 3.0]).cuda().requires_grad_()
+    y = (x * x).sum()
+    y.backward()
+    (g,) = torch.autograd.grad((x**3).sum(), x)
+    seen = []
+    z = torch.ones(2, device="cuda", requires_grad=True)
+    z.register_hook(lambda grad: seen.append(str(grad.device)))
+    (z * 2).sum().backward()
+    return str(x.grad.device), _values(x.grad), str(g.device), _values(g), seen, y.grad_fn.name()
+
+
+def _deepcopy_and_print() -> Any:
+    model = nn.Linear(2, 1).cuda()
+    twin = copy.deepcopy(model)
+    text = repr(model.weight)
+    return str(twin.weight.device), twin.weight is not model.weight, text.startswith("Parameter containing:"), "device='cuda:0'" in text
+
+
+def _data_parallel() -> Any:
+    torch.manual_seed(0)
+    model = nn.Linear(3, 2).cuda()
+    wrapped = nn.DataParallel(model, device_ids=[0])
+    x = torch.randn(4, 3)
+    out = wrapped(x.cuda())
+    return str(out.device), torch.allclose(out.cpu(), model(x.cuda()).cpu())
+
+
+# -- devices meeting -----------------------------------------------------------------------------
+
+
+def _host_lengths() -> Any:
+    torch.manual_seed(0)
+    lstm = nn.LSTM(3, 4, batch_first=True)
+    x = torch.randn(2, 5, 3)
+    log_probs = torch.randn(6, 2, 5).log_softmax(2)
+    targets, lengths = torch.tensor([[1, 2], [3, 1]]), torch.tensor([6, 6])
+
+    def run(device: str) -> tuple:
+        packed = nn.utils.rnn.pack_padded_sequence(x.to(device), torch.tensor([5, 3]), batch_first=True)
+        padded, sizes = nn.utils.rnn.pad_packed_sequence(lstm.to(device)(packed)[0], batch_first=True)
+        ctc = F.ctc_loss(log_probs.to(device), targets, lengths, torch.tensor([2, 2]))
+        return padded, sizes, packed.batch_sizes, ctc
+
+    host = run("cpu")
+    padded, sizes, batch_sizes, ctc = run("cuda")
+    same = torch.allclose(padded.cpu(), host[0], atol=1e-5) and torch.allclose(ctc.cpu(), host[3], atol=1e-4)
+    return _where(padded, sizes, batch_sizes, ctc), same
+
+
+def _mixed_add() -> Any:
+    return torch.ones(2).cuda() + torch.ones(2)
+
+
+def _mixed_mm() -> Any:
+    return torch.mm(torch.ones(2, 3), torch.ones(3, 2).cuda())
+
+
+def _mixed_linear() -> Any:
+    return nn.Linear(3, 1).cuda()(torch.ones(2, 3))
+
+
+def _mixed_cat() -> Any:
+    return torch.cat([torch.ones(2).cuda(), torch.ones(2)])
+
+
+def _mixed_loss_weight() -> Any:
+    loss = nn.CrossEntropyLoss(weight=torch.ones(3))
+    return loss(torch.randn(4, 3).cuda(), torch.tensor([0, 1, 2, 0]).cuda())
+
+
+def _allowed_meetings() -> Any:
+    x = torch.arange(4.0).cuda()
+    scaled = x * torch.tensor(2.0)  # a 0-dim CPU tensor joins any device
+    picked = x[torch.tensor([0, 2])]  # CPU indices
+    x[torch.tensor([1])] = torch.tensor([9.0])
+    copied = torch.zeros(4).cuda().copy_(torch.ones(4))
+    back = torch.zeros(4).copy_(x)
+    return _where(scaled, picked, copied, back), _values(x)
+
+
+def _numpy_of_cuda() -> Any:
+    return torch.ones(2).cuda().numpy()
+
+
+def _real_values() -> Any:
+    x = torch.tensor([1.5, 2.5]).cuda()
+    return x.sum().item(), x.tolist(), float(x[0]), bool(x[1] > 2), f"{x[0].item():.2f}", repr(x)
+
+
+# -- pinned memory, loaders ------------------------------------------------------------------------
+
+
+def _pinning() -> Any:
+    pinned = torch.ones(3).pin_memory()
+    return pinned.is_pinned(), torch.ones(3).is_pinned(), str(pinned.device)
+
+
+def _pin_a_cuda_tensor() -> Any:
+    return torch.ones(2).cuda().pin_memory()
+
+
+def _loader_pins() -> Any:
+    seen = []
+    for workers in (0, 1):
+        loader = DataLoader(TensorDataset(torch.arange(6.0).view(3, 2)), batch_size=2, pin_memory=True, num_workers=workers)
+        (batch,) = next(iter(loader))
+        seen.append((batch.is_pinned(), str(batch.device), str(batch.to("cuda", non_blocking=True).device)))
+    return seen
+
+
+# -- checkpoints ------------------------------------------------------------------------------------
+
+
+def _roundtrip(obj: Any, **load: Any) -> Any:
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    buffer.seek(0)
+    return torch.load(buffer, **load)
+
+
+def _checkpoints() -> Any:
+    on_gpu = {"w": torch.arange(3.0).cuda()}
+    on_cpu = {"w": torch.arange(3.0)}
+    locations: list[str] = []
+
+    def note(storage: Any, location: str) -> Any:
+        locations.append(location)
+        return storage
+
+    loaded = [
+        _roundtrip(on_gpu)["w"],
+        _roundtrip(on_gpu, map_location="cpu")["w"],
+        _roundtrip(on_gpu, map_location="cuda")["w"],
+        _roundtrip(on_gpu, map_location=torch.device("cuda"))["w"],
+        _roundtrip(on_gpu, map_location={"cuda:0": "cpu"})["w"],
+        _roundtrip(on_gpu, map_location=note)["w"],
+        _roundtrip(on_gpu, map_location=lambda storage, loc: storage.cuda())["w"],
+        _roundtrip(on_cpu)["w"],
+        _roundtrip(on_cpu, map_location="cuda")["w"],
+    ]
+    return _where(*loaded), locations, _values(loaded[0])
+
+
+def _model_checkpoint() -> Any:
+    model = nn.Linear(2, 2).cuda()
+    restored = nn.Linear(2, 2).cuda()
+    restored.load_state_dict(_roundtrip(model.state_dict()))
+    host = nn.Linear(2, 2)
+    host.load_state_dict(_roundtrip(model.state_dict()))  # copies from the GPU into the CPU model
+    whole = _roundtrip(model, weights_only=False)
+    return (
+        str(restored.weight.device),
+        torch.equal(restored.weight.cpu(), model.weight.cpu()),
+        str(host.weight.device),
+        str(whole.weight.device),
+        isinstance(whole.weight, nn.Parameter),
+    )
+
+
+# -- torch.cuda and torch.accelerator --------------------------------------------------------------
+
+
+def _queries() -> Any:
+    torch.cuda.set_device(0)
+    properties = torch.cuda.get_device_properties(0)
+    with torch.cuda.device(0):
+        index = torch.cuda.current_device()
+    return (
+        torch.cuda.is_available(),
+        torch.cuda.device_count(),
+        index,
+        isinstance(torch.cuda.get_device_name(0), str),
+        properties.total_memory > 0,
+        len(torch.cuda.get_device_capability()),
+        torch.cuda.is_bf16_supported(),
+    )
+
+
+def _no_ops() -> Any:
+    torch.ones(1).cuda()
+    done = [
+        torch.cuda.synchronize(),
+        torch.cuda.empty_cache(),
+        torch.cuda.reset_peak_memory_stats(),
+        torch.cuda.manual_seed(1),
+        torch.cuda.manual_seed_all(1),
+    ]
+    counters = [torch.cuda.memory_allocated(), torch.cuda.max_memory_allocated(), torch.cuda.memory_reserved()]
+    return done, [type(c) for c in counters], isinstance(torch.cuda.memory_stats(), dict), torch.cuda.is_initialized()
+
+
+def _streams_and_events() -> Any:
+    x = torch.arange(3.0).cuda()
+    stream = torch.cuda.Stream()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    with torch.cuda.stream(stream):
+        y = x * 2
+    torch.cuda.current_stream().wait_stream(stream)
+    end.record()
+    end.synchronize()
+    return _values(y), isinstance(start.elapsed_time(end), float), stream.query(), isinstance(stream, torch.cuda.Stream)
+
+
+def _other_device_index() -> Any:
+    with torch.cuda.device(1):
+        return torch.ones(1).cuda()
+
+
+def _accelerator() -> Any:
+    accelerator = torch.accelerator
+    return (
+        accelerator.is_available(),
+        str(accelerator.current_accelerator()),
+        accelerator.device_count(),
+        accelerator.current_device_index(),
+        accelerator.synchronize(),
+        torch.get_device_module("cuda") is torch.cuda,
+        torch.get_device_module() is torch.cuda,
+        str(torch.ones(1, device=accelerator.current_accelerator()).device),
+    )
+
+
+# -- mixed precision -----------------------------------------------------------------------------------
+
+
+def _autocast() -> Any:
+    model = nn.Linear(4, 2).cuda()
+    with torch.autocast("cuda", dtype=torch.float16):
+        enabled = torch.is_autocast_enabled("cuda")
+        out = model(torch.ones(3, 4).cuda())
+    with torch.cuda.amp.autocast():
+        legacy = torch.is_autocast_enabled("cuda")
+    return enabled, legacy, out.dtype, str(out.device)
+
+
+def _grad_scaler() -> Any:
+    torch.manual_seed(0)
+    model = nn.Linear(3, 1).cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    results = []
+    for scaler in (torch.amp.GradScaler("cuda"), torch.cuda.amp.GradScaler()):
+        loss = model(torch.ones(2, 3).cuda()).sum()
+        scaled = scaler.scale(loss)
+        scaled.backward()
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+        results.append((scaler.is_enabled(), round(scaled.item() / loss.item()), scaler.get_scale()))
+    return results
+
+
+# -- random numbers, visibility, what emulation does not model ------------------------------------------
+
+
+def _random_on_cuda() -> Any:
+    torch.manual_seed(0)
+    drawn = torch.randn(3, device="cuda")
+    torch.manual_seed(0)
+    return torch.equal(drawn.cpu(), torch.randn(3))
+
+
+def _cuda_generator() -> Any:
+    generator = torch.Generator(device="cuda").manual_seed(3)
+    drawn = torch.randn(3, generator=generator, device="cuda")
+    host = torch.randn(3, generator=torch.Generator().manual_seed(3))
+    return str(generator.device), isinstance(generator, torch.Generator), str(drawn.device), torch.equal(drawn.cpu(), host)
+
+
+def _visible() -> Any:
+    return torch.cuda.is_available(), torch.cuda.device_count()
+
+
+def _visible_is_read_once() -> Any:
+    first = torch.cuda.is_available()
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    return first, torch.cuda.is_available(), str(torch.ones(1).cuda().device)
+
+
+def _hidden_then_shown() -> Any:
+    hidden = torch.cuda.is_available()
+    os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+    return hidden, torch.cuda.is_available()
+
+
+def _shown_before_the_first_query() -> Any:
+    torch.zeros(2)  # CPU work, seeds and type checks do not start CUDA
+    torch.cuda.manual_seed(0)
+    checked = isinstance(torch.ones(1), torch.cuda.FloatTensor)
+    initialised = torch.cuda.is_initialized()
+    os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+    return checked, initialised, torch.cuda.is_available()
+
+
+def _hidden_cuda_tensor() -> Any:
+    return torch.ones(1).cuda()
+
+
+def _compiled() -> Any:
+    model = nn.Linear(2, 1).cuda()
+    compiled = torch.compile(model)
+    return str(compiled(torch.ones(3, 2).cuda()).device), compiled is model
+
+
+def _cuda_graph() -> Any:
+    return type(torch.cuda.CUDAGraph()).__name__
+
+
+CASES: dict[str, Case] = {
+    "cuda() and to()": Case(
+        _cuda_methods, (["cuda:0"] * 6, torch.float64, [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]], True, 0, -1)
+    ),
+    "already on cuda: the same tensor": Case(_same_object_when_already_there, (True, True, False)),
+    "cpu() copies": Case(_cpu_copies, ("cpu", True, [1.0, 1.0], "cpu")),
+    "device= factories, *_like, new_*": Case(_factories, (["cuda:0"] * 9, ["cuda:0"] * 6, [3.0, 3.0])),
+    "non_blocking": Case(_non_blocking, ("cuda:0", [0.0, 1.0, 2.0, 3.0], "cpu")),
+    "cuda(1) on one GPU": Case(_invalid_ordinal, Raises(RuntimeError, "invalid device ordinal")),
+    "torch.cuda.*Tensor and .type()": Case(
+        _legacy_types,
+        (
+            ["cuda:0"] * 4,
+            (torch.float32, torch.int64, torch.float16),
+            [1, 2],
+            True,
+            False,
+            False,
+            "torch.cuda.FloatTensor",
+            "cpu",
+        ),
+    ),
+    # torch.get_default_device() knows only set_default_device: "cpu" on a GPU too.
+    "set_default_tensor_type": Case(_default_tensor_type, ("cuda:0", torch.float64, "cpu")),
+    "set_default_device": Case(_default_device, ("cuda:0", "cpu", "cuda:0")),
+    "with torch.device('cuda')": Case(_device_context, ("cuda:0", "cpu")),
+    "Module.cuda(): parameters, buffers, gradients, Adam state": Case(
+        _module_cuda, (True, True, ["cuda:0"] * 4, "cpu", True)
+    ),
+    "Module.to() and back, SGD momentum": Case(_module_to_and_back, ("cuda:0", "cpu", True)),
+    "Module.half() and .cpu() after backward": Case(
+        _convert_after_backward, ((True, torch.float16, "cuda:0", "cuda:0"), "cpu", True, "cpu")
+    ),
+    "autograd and hooks": Case(
+        _autograd, ("cuda:0", [2.0, 4.0, 6.0], "cuda:0", [3.0, 12.0, 27.0], ["cuda:0"], "SumBackward0")
+    ),
+    "deepcopy and printing a parameter": Case(_deepcopy_and_print, ("cuda:0", True, True, True)),
+    "DataParallel on one GPU": Case(_data_parallel, ("cuda:0", True)),
+    "packed sequences and CTC take CPU lengths": Case(_host_lengths, (["cuda:0", "cpu", "cpu", "cuda:0"], True)),
+    "cuda + cpu": Case(_mixed_add, Raises(RuntimeError, SAME_DEVICE)),
+    "mm(cpu, cuda)": Case(_mixed_mm, Raises(RuntimeError, SAME_DEVICE)),
+    "cuda Linear on a cpu batch": Case(_mixed_linear, Raises(RuntimeError, SAME_DEVICE)),
+    "cat of cuda and cpu": Case(_mixed_cat, Raises(RuntimeError, SAME_DEVICE)),
+    "loss weight left on the cpu": Case(_mixed_loss_weight, Raises(RuntimeError, SAME_DEVICE)),
+    "cpu scalars, cpu indices, copies": Case(_allowed_meetings, (["cuda:0", "cuda:0", "cuda:0", "cpu"], [0.0, 9.0, 2.0, 3.0])),
+    ".numpy() of a cuda tensor": Case(
+        _numpy_of_cuda, Raises(TypeError, r"can't convert cuda:0 device type tensor to numpy\. Use Tensor\.cpu\(\)")
+    ),
+    "item, tolist, print": Case(
+        _real_values, (4.0, [1.5, 2.5], 1.5, True, "1.50", "tensor([1.5000, 2.5000], device='cuda:0')")
+    ),
+    "pin_memory": Case(_pinning, (True, False, "cpu")),
+    "pin_memory of a cuda tensor": Case(
+        _pin_a_cuda_tensor,
+        Raises(RuntimeError, r"cannot pin 'torch\.cuda\.FloatTensor' only dense CPU tensors can be pinned"),
+    ),
+    "DataLoader(pin_memory=True)": Case(_loader_pins, [(True, "cpu", "cuda:0")] * 2),
+    "torch.save/load and map_location": Case(
+        _checkpoints, (["cuda:0", "cpu", "cuda:0", "cuda:0", "cpu", "cpu", "cuda:0", "cpu", "cuda:0"], ["cuda:0"], [0.0, 1.0, 2.0])
+    ),
+    "state_dict and whole-model checkpoints": Case(_model_checkpoint, ("cuda:0", True, "cpu", "cuda:0", True)),
+    "torch.cuda queries": Case(_queries, (True, 1, 0, True, True, 2, True)),
+    "torch.cuda no-ops and statistics": Case(_no_ops, ([None] * 5, [int] * 3, True, True)),
+    "streams and events": Case(_streams_and_events, ([0.0, 2.0, 4.0], True, True, True)),
+    "torch.cuda.device(1) on one GPU": Case(_other_device_index, Raises(RuntimeError, "invalid device ordinal")),
+    "torch.accelerator, get_device_module": Case(_accelerator, (True, "cuda", 1, 0, None, True, True, "cuda:0")),
+    "autocast": Case(
+        _autocast,
+        (True, True, torch.float32, "cuda:0"),
+        on_gpu=(True, True, torch.float16, "cuda:0"),
+        reason="emulation enters CUDA autocast but computes in float32, the CPU kernels' precision",
+    ),
+    "GradScaler": Case(_grad_scaler, [(True, 65536, 65536.0)] * 2),
+    "random numbers on cuda": Case(
+        _random_on_cuda,
+        True,
+        on_gpu=False,
+        reason="emulated CUDA draws from the CPU generator, so CPU and emulated runs draw the same numbers",
+    ),
+    "torch.Generator(device='cuda')": Case(
+        _cuda_generator,
+        ("cuda:0", True, "cuda:0", True),
+        on_gpu=("cuda:0", True, "cuda:0", False),
+        reason="emulated CUDA generators are CPU generators",
+    ),
+    "CUDA_VISIBLE_DEVICES unset": Case(_visible, (True, 1), set_visible=True),
+    "CUDA_VISIBLE_DEVICES=0": Case(_visible, (True, 1), visible_devices="0", set_visible=True),
+    "CUDA_VISIBLE_DEVICES=''": Case(_visible, (False, 0), visible_devices="", set_visible=True),
+    "CUDA_VISIBLE_DEVICES=1": Case(_visible, (False, 0), visible_devices="1", set_visible=True),
+    "CUDA_VISIBLE_DEVICES=-1": Case(_visible, (False, 0), visible_devices="-1", set_visible=True),
+    "CUDA_VISIBLE_DEVICES is read once": Case(_visible_is_read_once, (True, True, "cuda:0"), set_visible=True),
+    "hidden, then shown too late": Case(_hidden_then_shown, (False, False), visible_devices="1", set_visible=True),
+    "shown before the first CUDA query": Case(
+        _shown_before_the_first_query, (False, False, True), visible_devices="1", set_visible=True
+    ),
+    "cuda() with device 0 hidden": Case(
+        _hidden_cuda_tensor, Raises((AssertionError, RuntimeError), NO_CUDA), visible_devices="", set_visible=True
+    ),
+    "torch.compile": Case(
+        _compiled,
+        ("cuda:0", True),
+        on_gpu=("cuda:0", False),
+        reason="emulation runs the model eagerly: the compiler would take emulated tensors for CUDA ones",
+    ),
+    "CUDA graphs": Case(
+        _cuda_graph,
+        Raises(EmulationUnsupportedError, r"does not support CUDA graphs"),
+        on_gpu="CUDAGraph",
+        reason="not emulated: verify reports such a program as n/a (not emulated)",
+    ),
+}
+
+
+def _outcome(case: Case) -> Any:
+    try:
+        return case.run()
+    except Exception as error:  # noqa: BLE001 - the exception is the outcome
+        return error
+
+
+def _check(outcome: Any, expected: Any) -> None:
+    if isinstance(expected, Raises):
+        assert isinstance(outcome, expected.kind), outcome
+        assert re.search(expected.message, str(outcome)), str(outcome)
+        return
+    assert not isinstance(outcome, BaseException), repr(outcome)
+    assert outcome == expected
+
+
+@pytest.fixture
+def environment(monkeypatch):
+    """Each case starts with CUDA_VISIBLE_DEVICES as the case says, and leaves it as it was."""
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    return monkeypatch
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_cuda_behaviour(name: str, backend: str, environment) -> None:
+    case = CASES[name]
+    expected = case.expected if backend == "emulated" or case.on_gpu is None else case.on_gpu
+    if case.visible_devices is not None:
+        environment.setenv("CUDA_VISIBLE_DEVICES", case.visible_devices)
+    if backend == "gpu":
+        if case.set_visible:
+            pytest.skip("CUDA reads CUDA_VISIBLE_DEVICES once per process: see test_visible_devices_on_a_gpu")
+        _check(_outcome(case), expected)
+        return
+    with Emulation():
+        outcome = _outcome(case)
+    _check(outcome, expected)
+
+
+@pytest.mark.skipif(not HAS_GPU, reason="needs a GPU that torch can see")
+@pytest.mark.parametrize("name", sorted(name for name, case in CASES.items() if case.set_visible))
+def test_visible_devices_on_a_gpu(name: str) -> None:
+    """The CUDA_VISIBLE_DEVICES cases on the real GPU, each in a fresh process."""
+    case = CASES[name]
+    code = textwrap.dedent(
+        f"""
+        import pickle, sys
+        sys.path.insert(0, {os.path.dirname(__file__)!r})
+        import test_emulation as table
+        case = table.CASES[{name!r}]
+        outcome = table._outcome(case)
+        table._check(outcome, case.on_gpu if case.on_gpu is not None else case.expected)
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    if case.visible_devices is not None:
+        env["CUDA_VISIBLE_DEVICES"] = case.visible_devices
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+
+
+def test_uninstalling_puts_torch_back() -> None:
+    before = (torch.cuda.is_available, torch.cuda.FloatTensor, torch.UntypedStorage.to, torch.nn.Module._apply, torch.Generator)
+    with Emulation(visible=True) as emulation:
+        assert torch.cuda.is_available() and emulation.machine.visible
+        made = torch.ones(1).cuda()
+        assert isinstance(made, emulation.tensor_class)
+    after = (torch.cuda.is_available, torch.cuda.FloatTensor, torch.UntypedStorage.to, torch.nn.Module._apply, torch.Generator)
+    assert after == before
+    assert str(torch.ones(1).device) == "cpu"
+    assert torch.cuda.is_available() == HAS_GPU
+
+
+def test_training_under_emulation_matches_the_cpu_bit_for_bit() -> None:
+    """The same loop on the CPU and on emulated CUDA: same losses, same weights."""
+
+    def train(device: str) -> tuple[list[float], torch.Tensor]:
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(5, 8), nn.ReLU(), nn.Linear(8, 1)).to(device)
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.05)
+        inputs = torch.randn(16, 5, device=device)
+        targets = inputs.sum(dim=1, keepdim=True)
+        losses = []
+        for _ in range(5):
+            optimizer.zero_grad()
+            loss = nn.functional.mse_loss(model(inputs), targets)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        return losses, model[0].weight.detach().cpu()
+
+    host_losses, host_weight = train("cpu")
+    with Emulation(visible=True):
+        losses, weight = train("cuda")
+    assert losses == host_losses
+    assert torch.equal(weight, host_weight)
