@@ -75,6 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--rtol", type=float, default=None, help="relative tolerance (torch.testing.assert_close)")
     verify.add_argument("--atol", type=float, default=None, help="absolute tolerance")
     verify.add_argument("--unsafe-fixes", action="store_true", help="verify unsafe fixes too")
+    verify.add_argument(
+        "--torch-version", type=_torch_version, default=None, metavar="X.Y",
+        help="oldest torch the fixes may target (default: each program's configuration, else 2.4)",
+    )
     verify.add_argument("--jobs", "-j", type=int, default=None, metavar="N", help="runs at a time (default: all cores)")
     commands.add_parser(
         "server",

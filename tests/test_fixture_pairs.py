@@ -4,8 +4,9 @@ Each ``NAME.py`` is a small runnable program with planted patterns; every line t
 flagged ends with ``# expect: CODE`` (several codes separated by commas). Beside it:
 ``NAME.fixed.py`` is the exact text `devlint fix` must produce, ``NAME.unsafe.py`` (optional) the
 text with ``--unsafe-fixes``, and ``NAME.stdout`` what the fixed program prints on a CPU-only run.
-A pair written for a newer torch says so in a line ``# torch-version: X.Y``: it is linted and fixed
-as a project with that torch-version and every rule selected, settings resolved as the CLI does.
+Pairs written for a newer torch live in a folder whose ``devlint.toml`` says so (``torch-2.6/``,
+``torch-2.9/``): every pair is linted and fixed with every rule selected and the rest of its
+settings resolved as the CLI does, so `devlint verify fixtures/pairs` sees the same fixes.
 """
 
 from __future__ import annotations
@@ -23,21 +24,15 @@ from devlint.config import Overrides, Resolver
 from devlint.context import FixSettings
 from devlint.registry import all_rules
 from devlint.runner import fix_text, lint_text
-from devlint.torch_version import parse_version
 
 PAIRS = Path(__file__).resolve().parent.parent / "fixtures" / "pairs"
-BEFORE = sorted(p for p in PAIRS.glob("*.py") if not p.name.endswith((".fixed.py", ".unsafe.py")))
+BEFORE = sorted(p for p in PAIRS.rglob("*.py") if not p.name.endswith((".fixed.py", ".unsafe.py")))
 RULES = list(all_rules())
 EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9, ]+)$")
-TORCH_VERSION = re.compile(r"^# torch-version: (\S+)$", re.M)
 
 
 def _settings(before: Path, text: str) -> FixSettings:
-    match = TORCH_VERSION.search(text)
-    if match is None:
-        return FixSettings()
-    overrides = Overrides(select=("ALL",), torch_version=parse_version(match.group(1)))
-    return Resolver(overrides).settings_for(before).fix
+    return Resolver(Overrides(select=("ALL",))).settings_for(before).fix
 
 
 def _expected(text: str) -> list[tuple[int, str]]:
@@ -83,6 +78,6 @@ def test_fixed_program_runs_on_the_cpu(before: Path) -> None:
     expected = before.with_name(before.stem + ".stdout")
     assert expected.exists(), f"{expected.name} is missing"
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-    run = subprocess.run([sys.executable, fixed.name], cwd=PAIRS, capture_output=True, text=True, timeout=120, env=env)
+    run = subprocess.run([sys.executable, fixed.name], cwd=fixed.parent, capture_output=True, text=True, timeout=120, env=env)
     assert run.returncode == 0, run.stderr
     assert run.stdout == expected.read_text()

@@ -352,26 +352,26 @@ def test_plain_changes_for_clients_without_document_changes(tmp_path: Path) -> N
         assert "model.to(device)" in apply_edits(TRAIN, fix["edit"]["changes"][uri])
 
 
-UNSAFE = "import torch\nx = torch.zeros(2).cuda(1)\n"
+UNSAFE = "import torch\n\n\ndef place(x, device=None):\n    return x.cuda(device)\n"
 
 
 def test_unsafe_fixes_only_when_enabled(client: LspClient, root: Path) -> None:
     uri = uri_of(root / "unsafe.py")
     client.open(uri, UNSAFE)
     client.diagnostics(uri, 1)
-    titles = [a["title"] for a in code_actions(client, uri, span(UNSAFE, ".cuda(1)"))]
+    titles = [a["title"] for a in code_actions(client, uri, span(UNSAFE, ".cuda(device)"))]
     assert titles == ["Add `# noqa: DEV102` to this line"]
     client.notify("workspace/didChangeConfiguration", {"settings": {"devlint": {"unsafeFixes": True, "debounceMs": 50}}})
     try:
-        actions = code_actions(client, uri, span(UNSAFE, ".cuda(1)"))
+        actions = code_actions(client, uri, span(UNSAFE, ".cuda(device)"))
         fix = actions[0]
         # The rule's own fix message, then the code and the warning.
         assert fix["title"].startswith("Replace `.cuda(")
         assert fix["title"].endswith(" (DEV102, unsafe fix)")
         assert fix["isPreferred"] is False
-        assert "x = torch.zeros(2).to(device)" in apply_edits(UNSAFE, only_edits(fix, uri, 1))
+        assert "    return x.to(device)" in apply_edits(UNSAFE, only_edits(fix, uri, 1))
         # source.fixAll stays safe: with only an unsafe fix there is nothing to offer.
-        assert code_actions(client, uri, span(UNSAFE, "x"), only=["source.fixAll"]) == []
+        assert code_actions(client, uri, span(UNSAFE, "return"), only=["source.fixAll"]) == []
     finally:
         client.notify("workspace/didChangeConfiguration", {"settings": {"devlint": {"unsafeFixes": False}}})
 
@@ -381,7 +381,7 @@ def test_unsafe_fixes_from_initialization_options(tmp_path: Path) -> None:
         uri = uri_of(tmp_path / "unsafe.py")
         client.open(uri, UNSAFE)
         client.diagnostics(uri, 1)
-        assert "unsafe fix" in code_actions(client, uri, span(UNSAFE, ".cuda(1)"))[0]["title"]
+        assert "unsafe fix" in code_actions(client, uri, span(UNSAFE, ".cuda(device)"))[0]["title"]
 
 
 # -- hover -----------------------------------------------------------------------------------

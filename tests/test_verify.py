@@ -70,7 +70,11 @@ EXPECTED_WITHOUT_GPU = {
     "own_cuda_method": SAME,
     "variable_api": SAME,
     # It pins GPU 0 itself; the fix that stops it is unsafe.
-    "visible_devices": ("pass (emulated cuda)", "FAIL (uses a GPU it was not given)", "pass (= original)"),
+    "visible_devices": (
+        "pass (emulated cuda)",
+        "skipped (sets CUDA_VISIBLE_DEVICES itself: DEV201, fixed with --unsafe-fixes)",
+        "pass (= original)",
+    ),
 }
 
 
@@ -377,9 +381,17 @@ def test_fixed_code_that_still_needs_cuda_fails_and_names_what_is_left() -> None
 
 def test_a_cpu_run_that_unhides_the_gpu_fails_and_names_what_is_left() -> None:
     runs = _runs(cpu=_run("cpu", "unhid_gpu", message="the program initialised CUDA although verify hid every GPU"))
-    cell = _cells_of(runs, program=_program(remaining=("DEV201",)))["cpu"]
+    cell = _cells_of(runs, program=_program(remaining=("DEV102",)))["cpu"]
     assert cell.text() == "FAIL (uses a GPU it was not given)"
-    assert "DEV201" in cell.detail
+    assert "DEV102" in cell.detail
+
+
+def test_a_program_that_picks_its_own_gpu_is_skipped_in_the_cpu_column_until_dev201_is_fixed() -> None:
+    """Its own CUDA_VISIBLE_DEVICES setting is what the unsafe DEV201 fix changes: without that
+    fix no CPU run can be had, which says nothing about the safe fixes."""
+    runs = _runs(cpu=_run("cpu", "unhid_gpu", message="the program initialised CUDA although verify hid every GPU"))
+    cell = _cells_of(runs, program=_program(remaining=("DEV201",)))["cpu"]
+    assert cell.text() == "skipped (sets CUDA_VISIBLE_DEVICES itself: DEV201, fixed with --unsafe-fixes)"
 
 
 def test_lines_of_the_fixed_code_map_back_to_the_original() -> None:
@@ -513,21 +525,22 @@ def test_fixture_pairs_verify_on_any_machine(bundled_and_pairs) -> None:
     """Every pair's cpu and cuda runs are compared with a reference, with a GPU or without."""
     _, report = bundled_and_pairs
     rows = {stem: row for stem, row in _rows(report).items() if row["path"].startswith("fixtures/pairs/")}
-    originals = sorted(p.stem for p in PAIRS.glob("*.py") if not p.name.endswith((".fixed.py", ".unsafe.py")))
+    originals = sorted(p.stem for p in PAIRS.rglob("*.py") if not p.name.endswith((".fixed.py", ".unsafe.py")))
     assert sorted(rows) == originals
     assert sorted(Path(p).name for p in report["skipped_twins"]) == sorted(
-        p.name for p in PAIRS.glob("*.py") if p.name.endswith((".fixed.py", ".unsafe.py"))
+        p.name for p in PAIRS.rglob("*.py") if p.name.endswith((".fixed.py", ".unsafe.py"))
     )
     for stem, row in rows.items():
         runs = row["runs"]
         started = ("pass (on cuda", "pass (emulated cuda", "skipped (original fails: ")
         assert runs["original"]["cell"].startswith(started), (stem, runs["original"])
         for mode in ("cpu", "cuda"):
+            if stem == "dev201_pin_gpu" and mode == "cpu":
+                # The script pins GPU 0 itself; only the unsafe DEV201 fix lets a launcher hide it.
+                assert runs[mode]["cell"] == "skipped (sets CUDA_VISIBLE_DEVICES itself: DEV201, fixed with --unsafe-fixes)"
+                continue
             assert runs[mode]["compared_with"] is not None, (stem, mode, runs[mode])
-            # dev201: the device definition a fix inserts runs before the script pins its GPU;
-            # see test_a_device_defined_before_the_script_pins_its_gpu_never_uses_it.
-            if stem != "dev201_pin_gpu":
-                assert runs[mode]["status"] == PASS, (stem, mode, runs[mode])
+            assert runs[mode]["status"] == PASS, (stem, mode, runs[mode])
     # What a program prints about its own device differs on the CPU by design, and says so.
     assert rows["dev103_score_batches"]["runs"]["cpu"]["cell"] == "pass (= original; stdout; prints its device)"
     assert rows["dev501_mixed_precision"]["runs"]["cpu"]["cell"] == "pass (= original except device-dependent output)"
@@ -631,7 +644,9 @@ def test_mismatches_timeouts_and_bad_files(tmp_path: Path, capsys) -> None:
     (tmp_path / "returns.py").write_text("import os\nimport torch\n\n\ndef main():\n    return {'n': [torch.tensor([float(os.getpid())])]}\n")
     (tmp_path / "prints.py").write_text("import os\nprint('run', os.getpid())\n")
     (tmp_path / "forever.py").write_text("import time\nwhile True:\n    time.sleep(0.05)\n")
-    (tmp_path / "second_gpu.py").write_text("import torch\n\nx = torch.ones(2).cuda(1)\nprint(x.sum().item())\n")
+    (tmp_path / "second_gpu.py").write_text(
+        "import torch\n\n\nclass Options:\n    gpu = 1\n\n\nx = torch.ones(2).cuda(Options.gpu)\nprint(x.sum().item())\n"
+    )
     (tmp_path / "broken.py").write_text("def f(:\n    pass\n")
     status = main(["verify", "--timeout", "2", "--output-format", "json", str(tmp_path)])
     captured = capsys.readouterr()
@@ -647,10 +662,10 @@ def test_mismatches_timeouts_and_bad_files(tmp_path: Path, capsys) -> None:
     assert rows["forever"]["runs"]["original"]["cell"] == "skipped (original fails: timed out after 2 s)"
     for mode in ("cpu", "cuda"):
         assert rows["forever"]["runs"][mode]["cell"] == "FAIL (timed out after 2 s)"
-    # DEV102's fix is unsafe: without --unsafe-fixes the cpu run still asks for GPU 1, and says so
-    # (on a GPU machine too, where the fork server never started CUDA).
+    # DEV102's fix is unsafe for an argument of unknown type: without --unsafe-fixes the cpu run
+    # still asks for GPU 1, and says so (on a GPU machine too, where the fork server never started CUDA).
     second = rows["second_gpu"]["runs"]["cpu"]
-    assert second["cell"] == "FAIL (needs CUDA at line 3)" and "DEV102" in second["detail"], second
+    assert second["cell"] == "FAIL (needs CUDA at line 8)" and "DEV102" in second["detail"], second
 
 
 def test_usage_errors_exit_2(tmp_path: Path, monkeypatch, capsys) -> None:

@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
+from devlint.config import ConfigError, Overrides, Resolver
 from devlint.findings import FileError
 from devlint.verify.environment import base_environment, run_environment, torch_root
 from devlint.verify.report import Report, write_full, write_json
@@ -35,7 +36,8 @@ def run_verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             raise UsageError(
                 "verify runs the programs with PyTorch, which is not installed here: pip install devlint[verify]"
             )
-        programs, errors, twins = _programs(args.paths, args.unsafe_fixes)
+        resolver = Resolver(Overrides(torch_version=getattr(args, "torch_version", None)))
+        programs, errors, twins = _programs(args.paths, args.unsafe_fixes, resolver)
         for message in errors:
             err.write(f"devlint verify: error: {message}\n")
         if not programs:
@@ -66,7 +68,7 @@ def _check_options(args: argparse.Namespace) -> int:
     return jobs
 
 
-def _programs(paths: list[str], unsafe: bool) -> tuple[list[Program], list[str], list[Path]]:
+def _programs(paths: list[str], unsafe: bool, resolver: Resolver) -> tuple[list[Program], list[str], list[Path]]:
     if not paths:
         if not DEFAULT_TARGET.is_dir():
             raise UsageError(
@@ -76,7 +78,11 @@ def _programs(paths: list[str], unsafe: bool) -> tuple[list[Program], list[str],
     files, errors, twins = discover(paths)
     programs: list[Program] = []
     for path in files:
-        prepared = prepare(path, unsafe)
+        try:
+            prepared = prepare(path, unsafe, resolver.settings_for(path))
+        except ConfigError as error:
+            errors.append(str(error))
+            continue
         if isinstance(prepared, FileError):
             errors.append(str(prepared))
         else:

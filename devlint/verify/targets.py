@@ -7,6 +7,7 @@ import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from devlint.config import FileSettings
 from devlint.context import FixSettings
 from devlint.findings import FileError
 from devlint.process import Job, process_source
@@ -83,14 +84,18 @@ def _twin_of(path: Path) -> Path | None:
     return None
 
 
-def prepare(path: Path, unsafe: bool) -> Program | FileError:
+def prepare(path: Path, unsafe: bool, settings: FileSettings | None = None) -> Program | FileError:
+    """The program at ``path`` and what `devlint fix` would write for it, with the settings the
+    CLI would use for that file (its nearest configuration: rules, torch-version, device name)."""
     filename = _display(path)
     try:
         data = path.read_bytes()
     except OSError as error:
         return FileError(filename, f"cannot read: {error.strerror}")
-    codes = tuple(rule.code for rule in select_rules())
-    fixed_result, fixed = process_source(data, filename, Job(codes, FixSettings(), fix=True, unsafe=unsafe))
+    if settings is None:
+        settings = FileSettings(tuple(rule.code for rule in select_rules()), FixSettings())
+    job = Job(settings.codes, settings.fix, fix=True, unsafe=unsafe)
+    fixed_result, fixed = process_source(data, filename, job)
     if fixed_result.error is not None:
         return fixed_result.error
     try:

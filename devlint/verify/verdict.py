@@ -289,6 +289,14 @@ class Judge:
         if outcome == "not_emulated":
             return Cell(NA, f"not emulated{self.at(run)}", self.message(run) or run.stderr_tail())
         if outcome == "unhid_gpu":
+            if "DEV201" in self.program.remaining:
+                # The program picks its own GPU, and the fix that would stop it is unsafe (the
+                # launcher's choice then wins): no CPU run can be had, which is no wrong fix.
+                return Cell(
+                    SKIPPED,
+                    "sets CUDA_VISIBLE_DEVICES itself: DEV201, fixed with --unsafe-fixes",
+                    self.message(run),
+                )
             return Cell(FAIL, "uses a GPU it was not given", self.message(run))
         kind = str((run.status or {}).get("message", "error")).split(":", 1)[0]
         return Cell(FAIL, f"{kind}{self.at(run)}", self.message(run))
