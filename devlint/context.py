@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from devlint.devices import device_expression, find_device_in_scope, free_name
+from devlint.devices import DeviceFinder, device_expression, free_name
 from devlint.findings import Edit, Finding, Fix, Location
 from devlint.flow import Flows
 from devlint.fixes import DeviceRef, FixPlan, LineIndex, Replace
 from devlint.positions import positions as node_positions
-from devlint.regions import runs_only_on_cuda
+from devlint.regions import CudaRegions
 from devlint.render import code_at_indent
 from devlint.semantic import Scope, SemanticModel, dotted_name, string_value
 from devlint.torch_version import DEFAULT as DEFAULT_TORCH_VERSION
@@ -74,7 +74,9 @@ class FileContext:
         self.model = SemanticModel(module)
         self.tracker = ScopeTracker(self.model)
         self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
-        self.flows = Flows(self.parents.get)
+        self.flows = Flows(self.parents.get, walrus=":=" in text)
+        self._devices = DeviceFinder(self.model, self.flows, settings.device_name)
+        self._regions = CudaRegions(self)
         self.reports: list[Report] = []
         self._inserted_name: str | None = None
         # The line of a CUDA_VISIBLE_DEVICES setting that would run after the inserted definition.
@@ -110,7 +112,7 @@ class FileContext:
 
     def device(self, site: Site, avoid: Iterable[str] = ()) -> DeviceRef:
         """The device expression a fix at ``site`` uses (see devlint.devices)."""
-        found = find_device_in_scope(self.model, site.scope, site.node, self.flows, avoid, self.settings.device_name)
+        found = self._devices.find(site.scope, site.node, avoid)
         if found is not None:
             return DeviceRef(found.expr)
         if self._inserted_name is None:
@@ -138,7 +140,7 @@ class FileContext:
         since = max(self.settings.torch_version, report.rule.advice_since)
         if runs_only_below(older_branches(report.node, self), since):
             return False
-        return not (report.rule.quiet_where_cuda_is_known and runs_only_on_cuda(report.node, self))
+        return not (report.rule.quiet_where_cuda_is_known and self._regions.runs_only_on_cuda(report.node))
 
     def _plan(self, report: Report) -> FixPlan | None:
         """The report's fix, unless it needs an API newer than the project's oldest torch."""

@@ -151,43 +151,53 @@ _TENSOR_ATTRIBUTES = frozenset(
 )
 
 
-def find_device_in_scope(
-    model: SemanticModel,
-    scope: Scope,
-    site: cst.CSTNode,
-    flows: Flows,
-    avoid: Iterable[str] = (),
-    preferred: str = "device",
-) -> DeviceInScope | None:
-    """A device expression usable at ``site`` (in ``scope``): the program's own device, bound to a
-    device on every path that reaches the site (devlint.flow)."""
-    avoid = set(avoid)
-    function = scope.function_scope()
-    if function is not None and function.name == "forward" and function.parent is not None and function.parent.kind == "class":
-        tensor_input = _tensor_input(function)
-        if tensor_input is not None and tensor_input not in avoid:
-            return DeviceInScope(f"{tensor_input}.device")
-    flow_scope = _flow_scope(scope)
-    candidates: list[tuple[int, str]] = []
-    shadowed: set[str] = set()
-    current: Scope | None = scope
-    while current is not None:
-        if current.kind in ("class", "comprehension"):
-            current = current.parent
-            continue
-        for name, bindings in current.bindings.items():
-            if name in shadowed or name.split(".")[0] in avoid:
+class DeviceFinder:
+    """Finds the device a fix at a site can use (see the module docstring). One per file: which
+    names of a scope may hold a device at all is worked out once per scope, since a file with
+    thousands of findings asks at thousands of sites."""
+
+    def __init__(self, model: SemanticModel, flows: Flows, preferred: str = "device") -> None:
+        self.model = model
+        self.flows = flows
+        self.preferred = preferred
+        self._candidates: dict[int, list[str]] = {}
+
+    def find(self, scope: Scope, site: cst.CSTNode, avoid: Iterable[str] = ()) -> DeviceInScope | None:
+        """A device expression usable at ``site`` (in ``scope``): the program's own device, bound
+        to a device on every path that reaches the site (devlint.flow)."""
+        avoid = set(avoid)
+        function = scope.function_scope()
+        if function is not None and function.name == "forward" and function.parent is not None and function.parent.kind == "class":
+            tensor_input = _tensor_input(function)
+            if tensor_input is not None and tensor_input not in avoid:
+                return DeviceInScope(f"{tensor_input}.device")
+        flow_scope = _flow_scope(scope)
+        inner: list[Scope] = []
+        current: Scope | None = scope
+        while current is not None:
+            if current.kind in ("class", "comprehension"):
+                current = current.parent
                 continue
-            shadowed.add(name)
-            if _may_hold_a_device(model, bindings) and _usable(model, name, current, flow_scope, site, flows):
-                candidates.append((0 if name == preferred else 1, name))
-        if candidates:
-            break
-        current = current.parent
-    if not candidates:
+            found = [
+                (0 if name == self.preferred else 1, name)
+                for name in self._names_holding_devices(current)
+                if name.split(".")[0] not in avoid
+                and not any(name in shadowing.bindings for shadowing in inner)
+                and _usable(self.model, name, current, flow_scope, site, self.flows)
+            ]
+            if found:
+                return DeviceInScope(min(found)[1])
+            inner.append(current)
+            current = current.parent
         return None
-    candidates.sort()
-    return DeviceInScope(candidates[0][1])
+
+    def _names_holding_devices(self, scope: Scope) -> list[str]:
+        key = id(scope)
+        if key not in self._candidates:
+            self._candidates[key] = [
+                name for name, bindings in scope.bindings.items() if _may_hold_a_device(self.model, bindings)
+            ]
+        return self._candidates[key]
 
 
 def _may_hold_a_device(model: SemanticModel, bindings: list[Binding]) -> bool:

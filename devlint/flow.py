@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from devlint.semantic import dotted_name
+from devlint.walker import children
 
 
 @dataclass(frozen=True)
@@ -77,50 +78,73 @@ def reaching_at(
 ) -> Reach | None:
     """The bindings of ``name`` that may reach ``site`` inside ``scope`` (a Module or FunctionDef
     in which ``name`` is local); None when ``site`` is not inside ``scope``'s own statements."""
-    path: list[cst.CSTNode] = [site]
-    current = parent_of(site)
-    while current is not None and current is not scope:
-        path.append(current)
-        current = parent_of(current)
-    if current is None:
-        return None
-    path.reverse()
-    analysis = _Analysis(name)
-    state = analysis.entry(scope)
-    if isinstance(scope, cst.FunctionDef):
-        if path[0] is not scope.body:
-            return None  # a decorator, a default, an annotation: evaluated outside the function
-        found = analysis.before(_statements(scope.body), path, 1, state)
-    else:
-        found = analysis.before(list(scope.body), path, 0, state)  # type: ignore[attr-defined]
-    return Reach(found if found is not None else frozenset())
+    return Flows(parent_of).at(name, scope, site)
 
 
-def reaching_at_end(name: str, scope: cst.CSTNode) -> Reach:
+def reaching_at_end(name: str, scope: cst.CSTNode, walrus: bool = True) -> Reach:
     """The bindings of ``name`` that may be live when ``scope`` (a Module or FunctionDef) has run to
     its end: what a function defined in it sees when it is called later."""
-    analysis = _Analysis(name)
-    body = _statements(scope.body) if isinstance(scope, cst.FunctionDef) else list(scope.body)  # type: ignore[attr-defined]
-    state = analysis.run(body, analysis.entry(scope))
+    analysis = _Analysis(name, walrus)
+    state = analysis.run(_body(scope), analysis.entry(scope))
     return Reach(state if state is not None else frozenset())
 
 
 class Flows:
-    """The analyses of one file; what a scope leaves at its end is asked for again and again (one
-    question per fix site and candidate name), so those answers are kept."""
+    """The analyses of one file. Fix sites ask the same questions again and again (one per site
+    and candidate name): the state before each top-level statement of a scope, and what a scope
+    leaves at its end, are computed once per name."""
 
-    def __init__(self, parent_of: Callable[[cst.CSTNode], cst.CSTNode | None]) -> None:
+    def __init__(self, parent_of: Callable[[cst.CSTNode], cst.CSTNode | None], walrus: bool = True) -> None:
         self.parent_of = parent_of
+        # Whether the file has `:=` at all: if not, expressions need no search for one.
+        self.walrus = walrus
         self._ends: dict[tuple[str, int], Reach] = {}
+        self._prefixes: dict[tuple[str, int], dict[int, State]] = {}
 
     def at(self, name: str, scope: cst.CSTNode, site: cst.CSTNode) -> Reach | None:
-        return reaching_at(name, scope, site, self.parent_of)
+        path: list[cst.CSTNode] = [site]
+        current = self.parent_of(site)
+        while current is not None and current is not scope:
+            path.append(current)
+            current = self.parent_of(current)
+        if current is None:
+            return None
+        path.reverse()
+        depth = 0
+        if isinstance(scope, cst.FunctionDef):
+            if path[0] is not scope.body:
+                return None  # a decorator, a default, an annotation: evaluated outside the function
+            depth = 1
+        if depth >= len(path):
+            return None
+        before = self._prefix(name, scope).get(id(path[depth]))
+        if before is None:
+            return Reach(frozenset())
+        found = _Analysis(name, self.walrus)._inside(path[depth], path, depth, before)
+        return Reach(found if found is not None else frozenset())
 
     def at_end(self, name: str, scope: cst.CSTNode) -> Reach:
         key = (name, id(scope))
         if key not in self._ends:
-            self._ends[key] = reaching_at_end(name, scope)
+            self._ends[key] = reaching_at_end(name, scope, self.walrus)
         return self._ends[key]
+
+    def _prefix(self, name: str, scope: cst.CSTNode) -> dict[int, State]:
+        """The state just before each top-level statement of ``scope`` (None: unreachable)."""
+        key = (name, id(scope))
+        if key not in self._prefixes:
+            analysis = _Analysis(name, self.walrus)
+            state = analysis.entry(scope)
+            states: dict[int, State] = {}
+            for statement in _body(scope):
+                states[id(statement)] = state
+                state = analysis.step(statement, state) if state is not None else None
+            self._prefixes[key] = states
+        return self._prefixes[key]
+
+
+def _body(scope: cst.CSTNode) -> list[cst.CSTNode]:
+    return _statements(scope.body) if isinstance(scope, cst.FunctionDef) else list(scope.body)  # type: ignore[attr-defined]
 
 
 def _statements(block: cst.BaseSuite | cst.CSTNode) -> list[cst.CSTNode]:
@@ -142,8 +166,9 @@ def _join(*states: State) -> State:
 
 
 class _Analysis:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, walrus: bool = True) -> None:
         self.name = name
+        self.walrus = walrus
 
     def entry(self, scope: cst.CSTNode) -> State:
         if isinstance(scope, cst.FunctionDef):
@@ -240,6 +265,8 @@ class _Analysis:
 
     def _walrus(self, node: cst.CSTNode, state: State) -> State:
         """``(name := value)`` anywhere in an expression, nested functions aside."""
+        if not self.walrus:
+            return state
         stack = [node]
         while stack:
             current = stack.pop()
@@ -247,7 +274,7 @@ class _Analysis:
                 continue
             if isinstance(current, cst.NamedExpr) and dotted_name(current.target) == self.name:
                 state = frozenset({current.value}) if state is not None else None
-            stack.extend(current.children)
+            stack.extend(children(current))
         return state
 
     def _with_items(self, node: cst.With, state: State) -> State:
@@ -371,15 +398,20 @@ class _Analysis:
 
 
 def _names_of(target: cst.CSTNode) -> set[str]:
-    """Every name (or dotted name) a target binds."""
+    """Every name (or dotted name) a target binds: ``a``, ``a.b``, the parts of ``a, (b, *c)``;
+    a subscript ``a[i]`` binds none."""
     dotted = dotted_name(target)
     if dotted is not None:
         return {dotted}
-    return {n for child in target.children for n in _names_of(child)}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {n for element in target.elements for n in _names_of(element.value)}
+    if isinstance(target, cst.StarredElement):
+        return _names_of(target.value)
+    return set()
 
 
 def _descendants(node: cst.CSTNode) -> list[cst.CSTNode]:
     found = [node]
-    for child in node.children:
+    for child in children(node):
         found.extend(_descendants(child))
     return found

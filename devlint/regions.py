@@ -32,21 +32,45 @@ class Reader(Protocol):
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None: ...
 
 
-def runs_only_on_cuda(node: cst.CSTNode, reader: Reader) -> bool:
-    """``node`` is reached only where some tensor or device is known to be on CUDA."""
-    child = node
-    ancestor = reader.parent(node)
-    while ancestor is not None:
-        if isinstance(ancestor, (cst.If, cst.IfExp)) and child is not ancestor.test:
-            body, orelse = _sides(ancestor.test)
-            if (body if child is ancestor.body else orelse):
+class CudaRegions:
+    """Answers ``runs_only_on_cuda`` for one file; where a block's first guard clause is, and each
+    statement's place in its block, are found once per block (a file can have thousands of
+    findings at its top level)."""
+
+    def __init__(self, reader: Reader) -> None:
+        self.reader = reader
+        self._guards: dict[int, tuple[int | None, dict[int, int]]] = {}
+
+    def runs_only_on_cuda(self, node: cst.CSTNode) -> bool:
+        """``node`` is reached only where some tensor or device is known to be on CUDA."""
+        child = node
+        ancestor = self.reader.parent(node)
+        while ancestor is not None:
+            if isinstance(ancestor, (cst.If, cst.IfExp)) and child is not ancestor.test:
+                body, orelse = _sides(ancestor.test)
+                if body if child is ancestor.body else orelse:
+                    return True
+            if isinstance(ancestor, (cst.IndentedBlock, cst.Module)) and self._after_guard_clause(ancestor, child):
                 return True
-        if isinstance(ancestor, (cst.IndentedBlock, cst.Module)) and _after_guard_clause(ancestor, child):
-            return True
-        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            return False
-        child, ancestor = ancestor, reader.parent(ancestor)
-    return False
+            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return False
+            child, ancestor = ancestor, self.reader.parent(ancestor)
+        return False
+
+    def _after_guard_clause(self, block: cst.IndentedBlock | cst.Module, child: cst.CSTNode) -> bool:
+        """An earlier statement of ``block`` leaves it unless CUDA is in use:
+        ``if not x.is_cuda: return`` (or raise, continue, break)."""
+        key = id(block)
+        if key not in self._guards:
+            first = next((i for i, statement in enumerate(block.body) if _is_guard_clause(statement)), None)
+            self._guards[key] = (first, {id(statement): i for i, statement in enumerate(block.body)})
+        first, places = self._guards[key]
+        place = places.get(id(child))
+        return first is not None and place is not None and place > first
+
+
+def _is_guard_clause(statement: cst.CSTNode) -> bool:
+    return isinstance(statement, cst.If) and statement.orelse is None and _sides(statement.test)[1] and _leaves(statement.body)
 
 
 def _sides(test: cst.BaseExpression) -> tuple[bool, bool]:
@@ -74,17 +98,6 @@ def _sides(test: cst.BaseExpression) -> tuple[bool, bool]:
 def _is_cuda_type(subject: cst.BaseExpression, literal: cst.BaseExpression) -> bool:
     """``<something>.type`` compared with ``"cuda"``."""
     return isinstance(subject, cst.Attribute) and subject.attr.value == "type" and string_value(literal) == "cuda"
-
-
-def _after_guard_clause(block: cst.IndentedBlock | cst.Module, child: cst.CSTNode) -> bool:
-    """An earlier statement of ``block`` leaves it unless CUDA is in use:
-    ``if not x.is_cuda: return`` (or raise, continue, break)."""
-    for statement in block.body:
-        if statement is child:
-            return False
-        if isinstance(statement, cst.If) and statement.orelse is None and _sides(statement.test)[1] and _leaves(statement.body):
-            return True
-    return False
 
 
 def _leaves(body: cst.BaseSuite) -> bool:

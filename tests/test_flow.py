@@ -178,3 +178,8 @@ def test_code_evaluated_outside_the_function_body_is_not_inside_it(site_in: str)
     function = module.body[0]
     site = next(n for n in parents if isinstance(n, cst.Call))
     assert reaching_at("d", function, site, parents.get) is None
+
+
+def test_a_subscript_target_binds_nothing() -> None:
+    found = reach("d = 'cuda'\nd[0] = 1\ndel d[1]\nSITE()\n")
+    assert values(found) == ["'cuda'"] and not found.maybe_unbound
