@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.util
 import json
 import os
 import secrets
@@ -24,7 +25,6 @@ import sys
 import time
 from collections.abc import Mapping
 from functools import cache
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -61,8 +61,22 @@ def code_fingerprint() -> str:
 
 
 def _libcst_version() -> str:
+    """LibCST's version file, read without importing LibCST or importlib.metadata: either would
+    cost more than a warm run on a small project."""
+    spec = importlib.util.find_spec("libcst")
+    if spec is None or spec.origin is None:
+        return "unknown"
     try:
-        return metadata.version("libcst")
+        return hashlib.blake2b(Path(spec.origin).with_name("_version.py").read_bytes(), digest_size=8).hexdigest()
+    except OSError:
+        return _installed_version("libcst")
+
+
+def _installed_version(name: str) -> str:
+    import importlib.util
+
+    try:
+        return metadata.version(name)
     except metadata.PackageNotFoundError:
         return "unknown"
 

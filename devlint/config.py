@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from devlint.context import FixSettings
 from devlint.discovery import DEFAULT_EXCLUDES
-from devlint.registry import UnknownCodeError, select_rules
+from devlint.registry import UnknownCodeError, select_infos
+from devlint.settings import FixSettings
 
 CONFIG_NAMES = ("devlint.toml", "pyproject.toml")
 KNOWN_KEYS = (
@@ -104,7 +104,7 @@ def _strings(path: Path, key: str, value: object) -> tuple[str, ...]:
 def _codes(path: Path, key: str, value: object) -> tuple[str, ...]:
     codes = _strings(path, key, value)
     try:
-        select_rules(codes)
+        select_infos(codes)
     except UnknownCodeError as error:
         raise ConfigError(f"{_where(path)}: `{key}`: {error}") from None
     return codes
@@ -251,7 +251,7 @@ class Resolver:
                 rule.code
                 for glob, globbed in config.per_file_ignores
                 if _matches(rel, path.name, glob)
-                for rule in select_rules(globbed)
+                for rule in select_infos(globbed)
             }
             codes = tuple(code for code in codes if code not in dropped)
         over = self.overrides
@@ -267,11 +267,11 @@ class Resolver:
         """The file's selection, then the command line's on top: a `select` starts afresh,
         `extend-select` adds, `ignore` removes (as with ruff)."""
         if config not in self._codes:
-            chosen = {rule.code for rule in select_rules(config.select, config.ignore, config.extend_select)}
+            chosen = {rule.code for rule in select_infos(config.select, config.ignore, config.extend_select)}
             over = self.overrides
             if over.select is not None:
-                chosen = {rule.code for rule in select_rules(over.select)}
-            chosen |= {rule.code for rule in select_rules(over.extend_select)}
-            chosen -= {rule.code for rule in select_rules(over.ignore)}
+                chosen = {rule.code for rule in select_infos(over.select)}
+            chosen |= {rule.code for rule in select_infos(over.extend_select)}
+            chosen -= {rule.code for rule in select_infos(over.ignore)}
             self._codes[config] = tuple(sorted(chosen))
         return self._codes[config]

@@ -14,19 +14,11 @@ from devlint.fixes import DeviceRef, FixPlan, LineIndex, Replace
 from devlint.positions import positions as node_positions
 from devlint.render import code_at_indent
 from devlint.semantic import Scope, SemanticModel, dotted_name
+from devlint.settings import FixSettings
 from devlint.tracker import ScopeTracker
 
 if TYPE_CHECKING:
     from devlint.rule import Rule
-
-
-@dataclass(frozen=True)
-class FixSettings:
-    device_name: str = "device"
-    device_expression: str = "default"
-    # A notebook is linted as one module with a statement of this name between cells; when set,
-    # the definitions a fix adds go in the first cell that imports torch (devlint.notebook).
-    cell_break: str | None = None
 
 
 @dataclass(frozen=True)
