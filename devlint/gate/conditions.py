@@ -211,26 +211,34 @@ def legacy_cuda_tensor_type(facts: Facts) -> bool:
     # DEV104 reports names and calls whose qualified name (through imports and value aliases) is
     # `torch.cuda.<Type>Tensor`, and `.type("torch.cuda.<Type>Tensor")`. Such a name is an import
     # of the type itself, or an attribute `<Type>Tensor` of something that may be `torch.cuda`: an
-    # attribute `cuda`, a name imported as `torch.cuda` or assigned (a value alias), or a
+    # attribute `cuda`, a name imported as `torch.cuda` or a value alias, or a
     # conditional expression (whose both sides count).
     types = {f"torch.cuda.{name}" for name in LEGACY_TYPES}
     if types & facts.strings or any(types & bound for bound in facts.imports.values()):
         return True
     if "torch" not in facts.import_roots() or not mentions(facts, "cuda"):
         return False
-    assigned = _assigned_names(facts)
+    aliases = _value_aliases(facts)
     for name in LEGACY_TYPES:
         for attribute in facts.attributes.get(name, ()):
             base = attribute.value
             if type(base) is ast.Attribute and base.attr == "cuda" or type(base) is ast.IfExp:
                 return True
-            if type(base) is ast.Name and (base.id in assigned or "torch.cuda" in facts.imports.get(base.id, ())):
+            if type(base) is ast.Name and (base.id in aliases or "torch.cuda" in facts.imports.get(base.id, ())):
                 return True
     return False
 
 
-def _assigned_names(facts: Facts) -> set[str]:
-    return {target.id for targets, _ in facts.assignments for target in targets if type(target) is ast.Name}
+def _value_aliases(facts: Facts) -> set[str]:
+    """Names that may be value aliases (``SemanticModel.record_assignment``): names assigned a
+    name, an attribute or a conditional expression, the only values with qualified names."""
+    return {
+        target.id
+        for targets, value in facts.assignments
+        if type(value) in (ast.Name, ast.Attribute, ast.IfExp)
+        for target in targets
+        if type(target) is ast.Name
+    }
 
 
 def set_default_tensor_type(facts: Facts) -> bool:
@@ -382,12 +390,12 @@ def loss_not_on_device(facts: Facts) -> bool:
     # DEV401 reports, only in a file with a `.to`/`.cuda` move, a call given some argument whose
     # qualified name (value aliases included) is `torch.nn.<a loss with tensor arguments>` and
     # which is the value of an assignment (`_bound_name`). Its callee is an attribute named after
-    # the loss, or a name: imported as the loss or assigned (a value alias).
+    # the loss, or a name: imported as the loss or a value alias.
     if not ("torch" in facts.import_roots() and mentions(facts, "nn") and moves(facts)):
         return False
     if not any(mentions(facts, name) for name in LOSSES_WITH_TENSORS):
         return False
-    assigned = _assigned_names(facts)
+    aliases = _value_aliases(facts)
     for _, value in facts.assignments:
         if type(value) is not ast.Call or not (value.args or value.keywords):
             continue
@@ -395,7 +403,7 @@ def loss_not_on_device(facts: Facts) -> bool:
         if type(func) is ast.Attribute and func.attr in LOSSES_WITH_TENSORS:
             return True
         if type(func) is ast.Name and (
-            func.id in assigned or any(bound.rsplit(".", 1)[-1] in LOSSES_WITH_TENSORS for bound in facts.imports.get(func.id, ()))
+            func.id in aliases or any(bound.rsplit(".", 1)[-1] in LOSSES_WITH_TENSORS for bound in facts.imports.get(func.id, ()))
         ):
             return True
     return False
