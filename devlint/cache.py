@@ -20,7 +20,6 @@ import hashlib
 import importlib.util
 import json
 import os
-import secrets
 import sys
 import time
 from collections.abc import Mapping
@@ -185,7 +184,7 @@ class Cache:
 
 def _write_atomic(path: Path, data: bytes) -> None:
     # Not mkstemp: its files are private (0600); the cache follows the umask like any file.
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     try:
         with open(temporary, "xb") as stream:
             stream.write(data)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,6 +68,9 @@ class FileSettings:
 
 def _table(path: Path) -> dict[str, Any] | None:
     """The devlint table of a configuration file; None for a pyproject.toml without one."""
+    # Imported here: most runs (a file outside any project, an editor's check) read no TOML.
+    import tomllib
+
     try:
         with path.open("rb") as handle:
             data = tomllib.load(handle)
