@@ -106,12 +106,19 @@ def _tree_rss(pid: int) -> int:
     return total
 
 
-def measure(name: str, command: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> Measurement:
-    """Run ``command`` to the end; its wall time and peak memory (its output is kept)."""
+def measure(
+    name: str, command: list[str], env: dict[str, str] | None = None, cwd: Path | None = None, keep: bool = True
+) -> Measurement:
+    """Run ``command`` to the end; its wall time and peak memory, and its output if ``keep``.
+
+    Another tool's output (ruff's is ~100 MB here) is thrown away, not read: a child started
+    by this process inherits its peak memory (Linux counts the parent's pages in a vforked child's
+    peak), so a large output read here would show as the peak of every later command."""
     print(f"  {name}", file=sys.stderr, flush=True)
     with tempfile.TemporaryFile() as output:
         start = time.perf_counter()
-        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, env=env, cwd=cwd)
+        sink = output if keep else subprocess.DEVNULL
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env, cwd=cwd)
         peak_tree = 0
         done = threading.Event()
 
@@ -359,7 +366,7 @@ def _measure_tool(
         print(f"{name}: {why}", file=sys.stderr)
         results.notes.append(f"{name}: {why}")
         return
-    results.rows.append(measure(name, command(executable), cwd=work))
+    results.rows.append(measure(name, command(executable), cwd=work, keep=False))
 
 
 # -- the report ---------------------------------------------------------------------------------
