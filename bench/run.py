@@ -307,7 +307,6 @@ def run(args: argparse.Namespace) -> Results:
             every = max(1, total // args.limit)
         count, size = build_corpus(source, corpus, every)
         results.notes.append(f"corpus: {count} files, {size / 2**20:.1f} MiB, from {source}" + (f" (every {every}th file)" if every > 1 else ""))
-        results.notes.append(prefilter_note(corpus))
         plain = snapshot_devlint(work / "code")
         cached = {**plain, "DEVLINT_CACHE_DIR": str(work / "cache")}
         print("measuring (each command runs once):", file=sys.stderr)
@@ -349,6 +348,9 @@ def run(args: argparse.Namespace) -> Results:
             results.rows.append(measure(f"devlint check, cold, default jobs, {copies}x sample", devlint("check", str(target), "--no-cache"), env=plain, cwd=work))
             shutil.rmtree(target)
         results.small = small_files(work, plain, args.small_runs)
+        # Last: reading every file with CPython's parser here raises this process's peak memory,
+        # which Linux counts into the peak of every command started after it.
+        results.notes.insert(2, prefilter_note(corpus))
     finally:
         if args.keep:
             print(f"kept: {work}", file=sys.stderr)
