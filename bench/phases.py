@@ -1,4 +1,5 @@
-"""Where one cold, single-process check spends its time: read, prefilter, parse, walk, findings.
+"""Where one cold, single-process check spends its time: read, prefilter, CPython's parse, the
+gate, LibCST's parse, walk, findings.
 
     python bench/phases.py PATH [--select CODES]
 
@@ -19,10 +20,12 @@ from pathlib import Path
 
 
 from devlint.context import FileContext
-from devlint.registry import select_rules
+from devlint.gate import passing
 from devlint.prefilter import matching_rules
-from devlint.runner import ParseError, check_syntax, parse
+from devlint.registry import select_rules
+from devlint.runner import ParseError, parse
 from devlint.source import SourceError, decode
+from devlint.syntax import cpython_tree
 from devlint.walker import walk
 
 
@@ -53,10 +56,11 @@ def main(argv: list[str] | None = None) -> int:
             counts["undecodable"] += 1
             continue
         selected = timed("prefilter", lambda: matching_rules(text, rules))
+        tree = timed("CPython parse" + ("" if selected else " (syntax check only)"), lambda: cpython_tree(text))
+        if tree is not None and selected:
+            selected = timed("gate", lambda: passing(tree, selected))
         if not selected:
-            try:
-                timed("syntax check (not parsed)", lambda: check_syntax(text))
-            except ParseError:
+            if tree is None:
                 counts["syntax errors"] += 1
             continue
         counts["parsed"] += 1

@@ -1,4 +1,4 @@
-"""devlint's benchmark: how fast a check is next to TorchFix and to parsing alone, on real code.
+"""devlint's benchmark: how fast a check is next to TorchFix, ruff and parsing alone, on real code.
 
     .venv/bin/python bench/run.py                 # everything (20-30 minutes on 2 cores)
     .venv/bin/python bench/run.py --no-torchfix   # without installing and running TorchFix
@@ -8,10 +8,13 @@ The corpus is the installed torch package's own ``.py`` files, copied into a tem
 On the same files, in one run, it measures: devlint check cold (``--no-cache``) with ``--jobs 1``
 and with the default jobs, devlint warm (the cache primed by a first run), devlint fix (on a
 copy), TorchFix 0.7.0 (installed into its own virtual environment: torch pinned to 2.13.0 and
-installed first, then torchfix), and the LibCST parse floor (every file parsed once, one
-process). Then the same devlint cold check on 1x, 2x and 4x copies of a sample of the corpus
-shows how time and memory grow with size. Each command's peak resident memory is measured: the
-largest single process (``wait4``) and the whole process tree (``/proc`` sampled every 0.1 s).
+installed first, then torchfix), ``ruff check --select ALL`` (ruff pinned, in its own virtual
+environment), and the LibCST parse floor (every file parsed once, one process). Then the same
+devlint cold check on 1x, 2x and 4x copies of a sample of the corpus shows how time and memory
+grow with size. Each command's peak resident memory is measured: the largest single process
+(``wait4``) and the whole process tree (``/proc`` sampled every 0.1 s). Last, the cost of
+checking one small file (clean, and with a finding) against a bare ``python -c pass``: the median
+of many runs each, the machine being shared.
 
 It prints one markdown table and the ratios, each against its target. It is no test: the
 numbers depend on the machine and on what else runs on it (the load average is printed).
@@ -24,11 +27,13 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +41,12 @@ ROOT = Path(__file__).resolve().parent.parent
 TORCH_VERSION = "2.13.0"
 TORCHFIX_VERSION = "0.7.0"
 DEFAULT_TORCHFIX_VENV = ROOT / "bench" / ".venv-torchfix"
+RUFF_VERSION = "0.17.5"
+DEFAULT_RUFF_VENV = ROOT / "bench" / ".venv-ruff"
+# One small file each, checked again and again: what a pre-commit hook or an editor pays.
+SMALL_CLEAN = "import torch\n\n\ndef scale(x: torch.Tensor, factor: float) -> torch.Tensor:\n    return x * factor\n"
+SMALL_FINDING = "import torch\n\nmodel = torch.nn.Linear(4, 2).cuda()\n"
+SMALL_RUNS = 21
 # Wheels of these would mean pip is about to download CUDA builds (gigabytes): refuse.
 CUDA_PACKAGES = ("nvidia-", "triton")
 SCALES = (1, 2, 4)
@@ -67,6 +78,8 @@ class Measurement:
 class Results:
     rows: list[Measurement] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Median seconds of the one-small-file runs, by what ran.
+    small: dict[str, float] = field(default_factory=dict)
 
     def get(self, name: str) -> Measurement | None:
         return next((row for row in self.rows if row.name == name), None)
@@ -93,12 +106,19 @@ def _tree_rss(pid: int) -> int:
     return total
 
 
-def measure(name: str, command: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> Measurement:
-    """Run ``command`` to the end; its wall time and peak memory (its output is kept)."""
+def measure(
+    name: str, command: list[str], env: dict[str, str] | None = None, cwd: Path | None = None, keep: bool = True
+) -> Measurement:
+    """Run ``command`` to the end; its wall time and peak memory, and its output if ``keep``.
+
+    Another tool's output (ruff's is ~100 MB here) is thrown away, not read: a child started
+    by this process inherits its peak memory (Linux counts the parent's pages in a vforked child's
+    peak), so a large output read here would show as the peak of every later command."""
     print(f"  {name}", file=sys.stderr, flush=True)
     with tempfile.TemporaryFile() as output:
         start = time.perf_counter()
-        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, env=env, cwd=cwd)
+        sink = output if keep else subprocess.DEVNULL
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env, cwd=cwd)
         peak_tree = 0
         done = threading.Event()
 
@@ -179,21 +199,80 @@ def torchfix_executable(venv: Path, install: bool) -> tuple[Path | None, str]:
     return (executable, "") if executable.exists() else (None, "installed, but no torchfix command was found")
 
 
+# -- ruff ---------------------------------------------------------------------------------------
+
+
+def ruff_executable(venv: Path, install: bool) -> tuple[Path | None, str]:
+    """ruff's command in its own virtual environment (never the project's), installing it when
+    asked; else why not."""
+    executable = venv / "bin" / "ruff"
+    if not executable.exists() and install:
+        try:
+            if not (venv / "bin" / "pip").exists():
+                subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+            subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", f"ruff=={RUFF_VERSION}"], check=True, capture_output=True, text=True)
+        except subprocess.CalledProcessError as error:
+            last = (error.stderr or error.stdout or "").strip().splitlines()[-1:] or ["no output"]
+            return None, f"could not be installed: {last[0]}"
+    if not executable.exists():
+        return None, "not installed (run without --no-ruff-install to install it)"
+    return executable, ""
+
+
+def version_of(executable: Path) -> str:
+    done = subprocess.run([str(executable), "--version"], capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
+
+
+# -- one small file -----------------------------------------------------------------------------
+
+
+def median_seconds(command: list[str], env: dict[str, str], cwd: Path, runs: int) -> float:
+    """The median wall time of ``runs`` runs of ``command`` (one warm-up run first)."""
+    times = []
+    for index in range(runs + 1):
+        start = time.perf_counter()
+        subprocess.run(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if index:
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def small_files(work: Path, env: dict[str, str], runs: int) -> dict[str, float]:
+    """Median seconds of `python -c pass` and of `devlint check` on one small file, cold."""
+    folder = work / "small"
+    folder.mkdir()
+    (folder / "clean.py").write_text(SMALL_CLEAN)
+    (folder / "finding.py").write_text(SMALL_FINDING)
+    print(f"  one small file, {runs} runs each", file=sys.stderr, flush=True)
+    check = [sys.executable, "-m", "devlint", "check", "--no-cache"]
+    return {
+        "python -c pass": median_seconds([sys.executable, "-c", "pass"], env, folder, runs),
+        "devlint check, one small clean file": median_seconds([*check, "clean.py"], env, folder, runs),
+        "devlint check, one small file with a finding": median_seconds([*check, "finding.py"], env, folder, runs),
+    }
+
+
 # -- the run ------------------------------------------------------------------------------------
 
 
 def prefilter_note(corpus: Path) -> str:
-    """How much of the corpus the default rules' prefilter lets through to the parser."""
+    """How much of the corpus the default rules' prefilter lets through, and the gate after it."""
     from devlint.prefilter import may_match
-    from devlint.registry import select_rules
+    from devlint.registry import select_infos
+    from devlint.screen import screen
 
-    rules = select_rules(None)
-    sizes = [(path.stat().st_size, may_match(path.read_text("utf-8", "replace"), rules)) for path in corpus.rglob("*.py")]
-    parsed = [size for size, matched in sizes if matched]
+    rules = select_infos(None)
+    sizes = []
+    for path in corpus.rglob("*.py"):
+        text = path.read_text("utf-8", "replace")
+        sizes.append((path.stat().st_size, may_match(text, rules), screen(text, rules) != []))
+    triggered = [size for size, matched, _ in sizes if matched]
+    parsed = [size for size, _, kept in sizes if kept]
     return (
-        f"prefilter (default rules): {len(parsed)} of {len(sizes)} files, {sum(parsed) / 2**20:.1f} of "
-        f"{sum(size for size, _ in sizes) / 2**20:.1f} MiB, hold a trigger and are parsed; largest file "
-        f"{max(size for size, _ in sizes) / 1024:.0f} KiB"
+        f"prefilter (default rules): {len(triggered)} of {len(sizes)} files, {sum(triggered) / 2**20:.1f} of "
+        f"{sum(size for size, _, _ in sizes) / 2**20:.1f} MiB, hold a trigger; the gate sends {len(parsed)} "
+        f"files, {sum(parsed) / 2**20:.1f} MiB, to LibCST; largest file {max(size for size, _, _ in sizes) / 1024:.0f} KiB"
     )
 
 
@@ -204,6 +283,9 @@ def snapshot_devlint(target: Path) -> dict[str, str]:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(ROOT / "devlint", target / "devlint", ignore=ignore)
     shutil.copytree(ROOT / "rules", target / "devlint" / "rules", ignore=ignore)
+    # Compiled once, as an installed package is: each run then reads bytecode rather than
+    # compiling devlint's modules again (the runs below write none).
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(target / "devlint")], check=True)
     return {**os.environ, "PYTHONPATH": str(target), "PYTHONDONTWRITEBYTECODE": "1"}
 
 
@@ -217,6 +299,7 @@ def findings_of(measurement: Measurement) -> list[str]:
 
 def run(args: argparse.Namespace) -> Results:
     results = Results()
+    results.notes.append(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the start")
     work = Path(tempfile.mkdtemp(prefix="devlint-bench-", dir=args.work))
     try:
         source = args.corpus or torch_directory(sys.executable)
@@ -227,7 +310,6 @@ def run(args: argparse.Namespace) -> Results:
             every = max(1, total // args.limit)
         count, size = build_corpus(source, corpus, every)
         results.notes.append(f"corpus: {count} files, {size / 2**20:.1f} MiB, from {source}" + (f" (every {every}th file)" if every > 1 else ""))
-        results.notes.append(prefilter_note(corpus))
         plain = snapshot_devlint(work / "code")
         cached = {**plain, "DEVLINT_CACHE_DIR": str(work / "cache")}
         print("measuring (each command runs once):", file=sys.stderr)
@@ -250,12 +332,15 @@ def run(args: argparse.Namespace) -> Results:
         results.notes.append(f"findings: {len(reference)} (identical across jobs 1, default jobs, cold and warm: {all(findings_of(r) == reference for r in (cold, prime, warm))})")
 
         if args.torchfix:
-            executable, why = torchfix_executable(args.torchfix_venv, args.torchfix_install)
-            if executable is None:
-                print(f"TorchFix {TORCHFIX_VERSION}: {why}", file=sys.stderr)
-                results.notes.append(f"TorchFix {TORCHFIX_VERSION}: {why}")
-            else:
-                results.rows.append(measure(f"TorchFix {TORCHFIX_VERSION} (default rules)", [str(executable), str(corpus)], cwd=work))
+            found = torchfix_executable(args.torchfix_venv, args.torchfix_install)
+            name = f"TorchFix {TORCHFIX_VERSION} (default rules)"
+            _measure_tool(results, name, found, lambda torchfix: [str(torchfix), str(corpus)], work)
+        if args.ruff:
+            found = ruff_executable(args.ruff_venv, args.ruff_install)
+            if found[0] is not None:
+                results.notes.append(f"ruff: {version_of(found[0])}, `ruff check --select ALL --no-cache --isolated --exit-zero`")
+            options = ["--select", "ALL", "--no-cache", "--isolated", "--exit-zero", "--quiet"]
+            _measure_tool(results, "ruff check --select ALL", found, lambda ruff: [str(ruff), "check", *options, str(corpus)], work)
 
         sample = work / "sample"
         sample_count, sample_size = build_corpus(corpus, sample, args.sample_every)
@@ -265,12 +350,28 @@ def run(args: argparse.Namespace) -> Results:
             scaled_copies(sample, target, copies)
             results.rows.append(measure(f"devlint check, cold, default jobs, {copies}x sample", devlint("check", str(target), "--no-cache"), env=plain, cwd=work))
             shutil.rmtree(target)
+        results.small = small_files(work, plain, args.small_runs)
+        # Last: reading every file with CPython's parser here raises this process's peak memory,
+        # which Linux counts into the peak of every command started after it.
+        results.notes.insert(2, prefilter_note(corpus))
     finally:
         if args.keep:
             print(f"kept: {work}", file=sys.stderr)
         else:
             shutil.rmtree(work, ignore_errors=True)
     return results
+
+
+def _measure_tool(
+    results: Results, name: str, found: tuple[Path | None, str], command: Callable[[Path], list[str]], work: Path
+) -> None:
+    """Measure another tool on the corpus, or note why it could not run."""
+    executable, why = found
+    if executable is None:
+        print(f"{name}: {why}", file=sys.stderr)
+        results.notes.append(f"{name}: {why}")
+        return
+    results.rows.append(measure(name, command(executable), cwd=work, keep=False))
 
 
 # -- the report ---------------------------------------------------------------------------------
@@ -295,6 +396,8 @@ def report(results: Results) -> str:
     for row in results.rows:
         failed = f" (exit {row.returncode})" if row.returncode not in (0, 1) else ""
         lines.append(f"| {row.name}{failed} | {row.seconds:.2f} | {row.peak_process_mb:.0f} | {row.peak_tree_mb:.0f} |")
+    for name, value in results.small.items():
+        lines.append(f"| {name} (median) | {value:.3f} | | |")
 
     def seconds(prefix: str) -> float | None:
         row = next((r for r in results.rows if r.name.startswith(prefix)), None)
@@ -302,6 +405,7 @@ def report(results: Results) -> str:
 
     cold, cold1 = seconds("devlint check, cold, default jobs"), seconds("devlint check, cold, --jobs 1")
     warm, floor, torchfix = seconds("devlint check, warm"), seconds("LibCST parse floor"), seconds("TorchFix")
+    ruff = seconds("ruff check")
     devlint_rows = [r for r in results.rows if r.name.startswith("devlint")]
     peak = max((r.peak_process_mb for r in devlint_rows), default=None)
 
@@ -312,7 +416,9 @@ def report(results: Results) -> str:
     value = divide(cold, torchfix)
     lines.append(_ratio("cold / TorchFix", value, "<= 0.1", None if value is None else value <= 0.1))
     value = divide(cold, floor)
-    lines.append(_ratio("cold / LibCST parse floor", value, "<= 1.0", None if value is None else value <= 1.0))
+    lines.append(_ratio("cold / LibCST parse floor", value, "<= 0.12", None if value is None else value <= 0.12))
+    value = divide(cold, ruff)
+    lines.append(_ratio("cold / ruff check --select ALL", value, "~2 (about 2x ruff)", None if value is None else value <= 2.0))
     value = divide(cold1, floor)
     lines.append(_ratio("cold --jobs 1 / LibCST parse floor", value, "(one process each)", None))
     value = divide(warm, cold)
@@ -327,6 +433,10 @@ def report(results: Results) -> str:
     for copies in SCALES[1:]:
         value = divide(seconds(f"devlint check, cold, default jobs, {copies}x"), base)
         lines.append(_ratio(f"time {copies}x sample / 1x sample", value, f"~{copies}", None if value is None else abs(value - copies) <= 0.25 * copies))
+    bare = results.small.get("python -c pass")
+    for name, target in (("devlint check, one small clean file", 5), ("devlint check, one small file with a finding", 15)):
+        value = divide(results.small.get(name), bare)
+        lines.append(_ratio(f"{name.removeprefix('devlint check, ')} / python -c pass", value, f"<= {target}", None if value is None else value <= target))
     return "\n".join(lines)
 
 
@@ -338,6 +448,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-torchfix", dest="torchfix", action="store_false", help="do not measure TorchFix")
     parser.add_argument("--no-torchfix-install", dest="torchfix_install", action="store_false", help="use TorchFix only if already installed")
     parser.add_argument("--torchfix-venv", type=Path, default=DEFAULT_TORCHFIX_VENV, help=f"where TorchFix lives (default {DEFAULT_TORCHFIX_VENV.relative_to(ROOT)})")
+    parser.add_argument("--no-ruff", dest="ruff", action="store_false", help="do not measure ruff")
+    parser.add_argument("--no-ruff-install", dest="ruff_install", action="store_false", help="use ruff only if already installed")
+    parser.add_argument("--ruff-venv", type=Path, default=DEFAULT_RUFF_VENV, help=f"where ruff lives (default {DEFAULT_RUFF_VENV.relative_to(ROOT)})")
+    parser.add_argument("--small-runs", type=int, default=SMALL_RUNS, help=f"runs of each one-small-file command (default {SMALL_RUNS})")
     parser.add_argument("--work", type=Path, default=None, help="where to build the corpora (default: the temp folder)")
     parser.add_argument("--keep", action="store_true", help="keep the corpora afterwards")
     parser.add_argument("--markdown", type=Path, help="also write the report to this file")

@@ -20,7 +20,7 @@ from devlint.cache import Cache
 from devlint.execute import Executor, execute  # noqa: F401 - tests patch around app.execute
 from devlint.process import FileResult, Job, process_source
 from devlint.progress import run_with_progress
-from devlint.registry import UnknownCodeError, select_rules
+from devlint.registry import UnknownCodeError, select_infos
 from devlint.source import SourceError
 from devlint.suppress import add_noqa_to_file
 from devlint.writer import WriteError
@@ -64,7 +64,7 @@ def run_check(
     out = out or sys.stdout
     err = err or sys.stderr
     try:
-        select_rules(options.select, options.ignore, options.extend_select)
+        select_infos(options.select, options.ignore, options.extend_select)
     except UnknownCodeError as error:
         err.write(f"devlint: error: {error}\n")
         return EXIT_ERROR

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.util
 import json
 import os
-import secrets
 import sys
 import time
 from collections.abc import Mapping
 from functools import cache
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -61,8 +60,22 @@ def code_fingerprint() -> str:
 
 
 def _libcst_version() -> str:
+    """LibCST's version file, read without importing LibCST or importlib.metadata: either would
+    cost more than a warm run on a small project."""
+    spec = importlib.util.find_spec("libcst")
+    if spec is None or spec.origin is None:
+        return "unknown"
     try:
-        return metadata.version("libcst")
+        return hashlib.blake2b(Path(spec.origin).with_name("_version.py").read_bytes(), digest_size=8).hexdigest()
+    except OSError:
+        return _installed_version("libcst")
+
+
+def _installed_version(name: str) -> str:
+    import importlib.util
+
+    try:
+        return metadata.version(name)
     except metadata.PackageNotFoundError:
         return "unknown"
 
@@ -171,7 +184,7 @@ class Cache:
 
 def _write_atomic(path: Path, data: bytes) -> None:
     # Not mkstemp: its files are private (0600); the cache follows the umask like any file.
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     try:
         with open(temporary, "xb") as stream:
             stream.write(data)

@@ -12,14 +12,13 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from devlint.context import FixSettings
 from devlint.discovery import DEFAULT_EXCLUDES
-from devlint.registry import UnknownCodeError, select_rules
+from devlint.registry import UnknownCodeError, select_infos
+from devlint.settings import FixSettings
 from devlint.torch_version import DEFAULT as DEFAULT_TORCH_VERSION
 from devlint.torch_version import TorchVersion, TorchVersionError, from_pyproject, parse_version
 from devlint.torch_version import shown as shown_version
@@ -78,6 +77,9 @@ class FileSettings:
 
 def _table(path: Path) -> dict[str, Any] | None:
     """The devlint table of a configuration file; None for a pyproject.toml without one."""
+    # Imported here: most runs (a file outside any project, an editor's check) read no TOML.
+    import tomllib
+
     try:
         with path.open("rb") as handle:
             data = tomllib.load(handle)
@@ -113,7 +115,7 @@ def _strings(path: Path, key: str, value: object) -> tuple[str, ...]:
 def _codes(path: Path, key: str, value: object) -> tuple[str, ...]:
     codes = _strings(path, key, value)
     try:
-        select_rules(codes)
+        select_infos(codes)
     except UnknownCodeError as error:
         raise ConfigError(f"{_where(path)}: `{key}`: {error}") from None
     return codes
@@ -277,7 +279,7 @@ class Resolver:
                 rule.code
                 for glob, globbed in config.per_file_ignores
                 if _matches(rel, path.name, glob)
-                for rule in select_rules(globbed)
+                for rule in select_infos(globbed)
             }
             codes = tuple(code for code in codes if code not in dropped)
         over = self.overrides
@@ -318,11 +320,11 @@ class Resolver:
         """The file's selection, then the command line's on top: a `select` starts afresh,
         `extend-select` adds, `ignore` removes (as with ruff)."""
         if config not in self._codes:
-            chosen = {rule.code for rule in select_rules(config.select, config.ignore, config.extend_select)}
+            chosen = {rule.code for rule in select_infos(config.select, config.ignore, config.extend_select)}
             over = self.overrides
             if over.select is not None:
-                chosen = {rule.code for rule in select_rules(over.select)}
-            chosen |= {rule.code for rule in select_rules(over.extend_select)}
-            chosen -= {rule.code for rule in select_rules(over.ignore)}
+                chosen = {rule.code for rule in select_infos(over.select)}
+            chosen |= {rule.code for rule in select_infos(over.extend_select)}
+            chosen -= {rule.code for rule in select_infos(over.ignore)}
             self._codes[config] = tuple(sorted(chosen))
         return self._codes[config]

@@ -18,25 +18,13 @@ from devlint.positions import positions as node_positions
 from devlint.regions import CudaRegions
 from devlint.render import code_at_indent
 from devlint.semantic import Scope, SemanticModel, dotted_name, string_value
-from devlint.torch_version import DEFAULT as DEFAULT_TORCH_VERSION
-from devlint.torch_version import TorchVersion
+from devlint.settings import FixSettings
 from devlint.tracker import ScopeTracker
 from devlint.version_guards import older_branches, runs_only_below
 from devlint.walker import children
 
 if TYPE_CHECKING:
     from devlint.rule import Rule
-
-
-@dataclass(frozen=True)
-class FixSettings:
-    device_name: str = "device"
-    device_expression: str = "default"
-    # A notebook is linted as one module with a statement of this name between cells; when set,
-    # the definitions a fix adds go in the first cell that imports torch (devlint.notebook).
-    cell_break: str | None = None
-    # The oldest torch the code must run on: no fix uses an API newer than this.
-    torch_version: TorchVersion = DEFAULT_TORCH_VERSION
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from types import TracebackType
 from devlint.cache import Cache, content_digest, entry_key, run_key
 from devlint.fixes import applicable
 from devlint.process import FileResult, Job, process_data, process_file
-from devlint.registry import UnknownCodeError, rule_by_code
+from devlint.registry import UnknownCodeError, info_by_code
 
 # Fewer files than this (or than two per worker) are checked in this process.
 MIN_PARALLEL_FILES = 8
@@ -173,7 +173,7 @@ def _cacheable(job: Job) -> bool:
     """Only devlint's own rules: the cache key covers their code, not that of rules defined
     elsewhere (tests, plugins), which may change under the same code."""
     try:
-        return all(rule_by_code(code).__module__.startswith("devlint.rules.") for code in job.codes)
+        return all(info_by_code(code).module.startswith("devlint.rules.") for code in job.codes)
     except UnknownCodeError:
         return False
 

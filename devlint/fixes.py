@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-
-import libcst as cst
+from typing import TYPE_CHECKING
 
 from devlint.findings import Applicability, Edit, Fix, Finding, Location
+
+if TYPE_CHECKING:
+    # Only named in annotations: applying edits and finding lines must not cost LibCST's import.
+    import libcst as cst
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 

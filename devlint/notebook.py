@@ -24,9 +24,8 @@ from itertools import count
 from json.decoder import scanstring
 
 from devlint.findings import Edit, FileError, Finding, Location
-from devlint.process import FileResult, Job, unified_diff
-from devlint.rule import Rule
-from devlint.runner import ParseError, fix_text, lint_text
+from devlint.process import FileResult, Job, fix, lint, unified_diff
+from devlint.syntax import ParseError
 from devlint.suppress import apply_noqa, skip_file
 
 CELL_BREAK = "__devlint_cell__"
@@ -483,9 +482,7 @@ def cell_diff(filename: str, number: int, before: str, after: str) -> str:
     return unified_diff(f"{filename}:cell {number}", before, after)
 
 
-def process_notebook(
-    data: bytes, filename: str, job: Job, rules: Sequence[type[Rule]]
-) -> tuple[FileResult, bytes | None]:
+def process_notebook(data: bytes, filename: str, job: Job) -> tuple[FileResult, bytes | None]:
     """Lint (or fix) one notebook's bytes; returns the result and the new bytes when fixes changed them."""
     settings = replace(job.settings, cell_break=CELL_BREAK)
     program: Program | None = None
@@ -495,9 +492,11 @@ def process_notebook(
         if skip_file(program.text):
             return FileResult(filename), None
         if not (job.fix or job.diff):
-            findings = apply_noqa(program.text, lint_text(program.text, filename, rules, settings))
+            findings = apply_noqa(program.text, lint(program.text, filename, job, settings))
             return FileResult(filename, place(findings, program, program.text)), None
-        result = fix_text(program.text, filename, rules, settings, job.unsafe, keep=apply_noqa)
+        result = fix(program.text, filename, job, settings, keep=apply_noqa)
+        if result is None:
+            return FileResult(filename), None
         remaining = place(result.remaining, program, result.text)
         if result.text == program.text:
             return FileResult(filename, remaining), None

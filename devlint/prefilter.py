@@ -14,15 +14,17 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
-from devlint.rule import Word
+from devlint.catalog import Word
 
 if TYPE_CHECKING:
-    from devlint.rule import Rule
+    from devlint.catalog import Triggered
+
+R = TypeVar("R", bound="Triggered")
 
 
-def triggers(rules: Sequence[type[Rule]]) -> tuple[str, ...]:
+def triggers(rules: Sequence[Triggered]) -> tuple[str, ...]:
     every = [token for rule in rules for token in rule.triggers]
     plain = {token for token in every if not isinstance(token, Word)}
     # A plain substring matches wherever the same word does: the word adds nothing.
@@ -47,14 +49,14 @@ def _compiled(tokens: tuple[tuple[str, bool], ...]) -> re.Pattern[str]:
 
 
 @lru_cache(maxsize=64)
-def _rules_pattern(rules: tuple[type[Rule], ...]) -> re.Pattern[str] | None:
+def _rules_pattern(rules: tuple[Triggered, ...]) -> re.Pattern[str] | None:
     """None: every file must be parsed (a rule without triggers can fire anywhere)."""
     if not rules or any(not rule.triggers for rule in rules):
         return None
     return _pattern(triggers(rules))
 
 
-def may_match(text: str, rules: Sequence[type[Rule]]) -> bool:
+def may_match(text: str, rules: Sequence[Triggered]) -> bool:
     """False when no rule in ``rules`` can fire on ``text``: the file need not be parsed."""
     if not rules:
         return False
@@ -62,7 +64,7 @@ def may_match(text: str, rules: Sequence[type[Rule]]) -> bool:
     return pattern is None or pattern.search(text) is not None
 
 
-def matching_rules(text: str, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
+def matching_rules(text: str, rules: Sequence[R]) -> list[R]:
     """The rules in ``rules`` that may fire on ``text`` (in their order); none: skip the file."""
     if not may_match(text, rules):
         return []

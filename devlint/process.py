@@ -1,21 +1,33 @@
 """One file through devlint: read, decode, lint or fix, diff, write. Runs in worker processes,
-so everything it takes and returns is plain, picklable data."""
+so everything it takes and returns is plain, picklable data.
+
+LibCST and the rule classes (devlint.runner) are imported only for a file that may hold a
+finding (devlint.screen decides): a run over files that cannot never pays their import."""
 
 from __future__ import annotations
 
 import difflib
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from devlint.context import FixSettings
+from devlint.catalog import RuleInfo
 from devlint.findings import FileError, Finding
 from devlint.nesting import call_with_deep_stack
-from devlint.registry import rule_by_code
-from devlint.runner import ParseError, fix_text, lint_text
+from devlint.registry import info_by_code, load
+from devlint.screen import screen
+from devlint.settings import FixSettings
 from devlint.source import SourceError, decode
 from devlint.suppress import apply_noqa, skip_file
+from devlint.syntax import ParseError
 from devlint.writer import WriteError, write_atomic
+
+if TYPE_CHECKING:
+    from devlint.rule import Rule
+    from devlint.runner import FixResult
 
 
 @dataclass(frozen=True)
@@ -63,20 +75,55 @@ def _internal_error(error: Exception) -> str:
     return f"internal error{where}: {type(error).__name__}: {detail}; file left unchanged (please report this)"
 
 
+@lru_cache(maxsize=64)
+def _infos(codes: tuple[str, ...]) -> tuple[RuleInfo, ...]:
+    return tuple(info_by_code(code) for code in codes)
+
+
+@lru_cache(maxsize=64)
+def _rules(codes: tuple[str, ...]) -> tuple[type[Rule], ...]:
+    return tuple(load(code) for code in codes)
+
+
+def lint(text: str, filename: str, job: Job, settings: FixSettings) -> list[Finding]:
+    """The findings of the job's rules on ``text`` (``lint_text``, LibCST imported only when needed)."""
+    screened = screen(text, _infos(job.codes))
+    if screened == []:
+        return []
+    from devlint.runner import lint_text
+
+    if screened is None:
+        # CPython cannot read it: lint_text lets LibCST decide.
+        return lint_text(text, filename, _rules(job.codes), settings)
+    return lint_text(text, filename, _rules(tuple(info.code for info in screened)), settings, prefilter=False)
+
+
+def fix(
+    text: str, filename: str, job: Job, settings: FixSettings, keep: Callable[[str, list[Finding]], list[Finding]]
+) -> FixResult | None:
+    """``fix_text`` with the job's rules; None when no rule can report on ``text``: nothing to fix."""
+    if screen(text, _infos(job.codes)) == []:
+        return None
+    from devlint.runner import fix_text
+
+    return fix_text(text, filename, _rules(job.codes), settings, job.unsafe, keep=keep)
+
+
 def _process_source(data: bytes, filename: str, job: Job) -> tuple[FileResult, bytes | None]:
-    rules = [rule_by_code(code) for code in job.codes]
     if filename.endswith(".ipynb"):
         # Imported here: devlint.notebook builds on this module.
         from devlint.notebook import process_notebook
 
-        return process_notebook(data, filename, job, rules)
+        return process_notebook(data, filename, job)
     try:
         decoded = decode(data)
         if skip_file(decoded.text):
             return FileResult(filename), None
         if not (job.fix or job.diff):
-            return FileResult(filename, apply_noqa(decoded.text, lint_text(decoded.text, filename, rules, job.settings))), None
-        result = fix_text(decoded.text, filename, rules, job.settings, job.unsafe, keep=apply_noqa)
+            return FileResult(filename, apply_noqa(decoded.text, lint(decoded.text, filename, job, job.settings))), None
+        result = fix(decoded.text, filename, job, job.settings, keep=apply_noqa)
+        if result is None:
+            return FileResult(filename), None
         new = None if result.text == decoded.text else decoded.encode(result.text)
     except SourceError as error:
         return FileResult(filename, error=FileError(filename, error.message, error.row)), None

@@ -11,9 +11,6 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TextIO, TypeVar
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 MIN_FILES = 50
 BATCHES = 25
 MIN_BATCH = 50
@@ -46,6 +43,10 @@ def run_with_progress(
     """``run(work)``, with a bar on ``stream`` when that is a terminal and the run is long."""
     if not wanted(len(work), stream, environ):
         return run(work)
+    # Imported only for a bar: a run in a pipe or on a few files never pays for rich.
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     results: list[Result] = []
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=Console(file=stream), transient=True) as bar:

@@ -1,4 +1,9 @@
-"""Finds the rules shipped in ``devlint.rules`` and selects them by code and prefix."""
+"""Finds the rules shipped in ``devlint.rules`` and selects them by code and prefix.
+
+Selecting rules and reading their triggers needs only devlint.catalog; the rule classes (and
+LibCST with them) are imported when a file must be parsed: ``load`` imports one rule's module,
+``all_rules`` every one.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +11,12 @@ import importlib
 import pkgutil
 from collections.abc import Iterable
 from functools import cache
+from typing import TYPE_CHECKING
 
-from devlint.rule import Rule
+from devlint.catalog import RULES, RuleInfo
+
+if TYPE_CHECKING:
+    from devlint.rule import Rule
 
 
 class UnknownCodeError(ValueError):
@@ -17,6 +26,7 @@ class UnknownCodeError(ValueError):
 @cache
 def all_rules() -> tuple[type[Rule], ...]:
     import devlint.rules as package
+    from devlint.rule import Rule
 
     found: list[type[Rule]] = []
     for info in pkgutil.iter_modules(package.__path__):
@@ -27,6 +37,27 @@ def all_rules() -> tuple[type[Rule], ...]:
     return tuple(sorted(found, key=lambda rule: rule.code))
 
 
+@cache
+def infos() -> tuple[RuleInfo, ...]:
+    """What each rule is, from the catalog while it lists every rule module; else (a module was
+    added without its catalog line) from the rule classes themselves: slower, never wrong."""
+    import devlint.rules as package
+
+    modules = {f"{package.__name__}.{info.name}" for info in pkgutil.iter_modules(package.__path__)}
+    if modules == {info.module for info in RULES}:
+        return RULES
+    return tuple(
+        RuleInfo(rule.code, rule.name, rule.default_enabled, tuple(rule.triggers), rule.__module__) for rule in all_rules()
+    )
+
+
+def info_by_code(code: str) -> RuleInfo:
+    for info in infos():
+        if info.code == code.upper() or info.name == code.lower():
+            return info
+    raise UnknownCodeError(f"unknown rule code {code!r}")
+
+
 def rule_by_code(code: str) -> type[Rule]:
     for rule in all_rules():
         if rule.code == code.upper() or rule.name == code.lower():
@@ -34,14 +65,39 @@ def rule_by_code(code: str) -> type[Rule]:
     raise UnknownCodeError(f"unknown rule code {code!r}")
 
 
-def _matching(prefix: str) -> list[type[Rule]]:
+def load(code: str) -> type[Rule]:
+    """The class of rule ``code``, importing its own module only."""
+    info = info_by_code(code)
+    module = importlib.import_module(info.module)
+    for value in vars(module).values():
+        if getattr(value, "code", None) == info.code and getattr(value, "__module__", None) == info.module:
+            return value
+    return rule_by_code(code)
+
+
+def _matching(prefix: str) -> list[RuleInfo]:
     prefix = prefix.strip().upper()
     if prefix == "ALL":
-        return list(all_rules())
-    matched = [rule for rule in all_rules() if rule.code.startswith(prefix)]
+        return list(infos())
+    matched = [info for info in infos() if info.code.startswith(prefix)]
     if not matched:
         raise UnknownCodeError(f"unknown rule code or prefix {prefix!r}")
     return matched
+
+
+def select_infos(
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] = (),
+    extend_select: Iterable[str] = (),
+) -> list[RuleInfo]:
+    """Rules chosen by codes or prefixes (``DEV1`` selects DEV1xx); default: the default-on rules."""
+    if select is None:
+        chosen = {info for info in infos() if info.default_enabled}
+    else:
+        chosen = {info for code in select for info in _matching(code)}
+    chosen |= {info for code in extend_select for info in _matching(code)}
+    chosen -= {info for code in ignore for info in _matching(code)}
+    return sorted(chosen, key=lambda info: info.code)
 
 
 def select_rules(
@@ -49,11 +105,5 @@ def select_rules(
     ignore: Iterable[str] = (),
     extend_select: Iterable[str] = (),
 ) -> list[type[Rule]]:
-    """Rules chosen by codes or prefixes (``DEV1`` selects DEV1xx); default: the default-on rules."""
-    if select is None:
-        chosen = {rule for rule in all_rules() if rule.default_enabled}
-    else:
-        chosen = {rule for code in select for rule in _matching(code)}
-    chosen |= {rule for code in extend_select for rule in _matching(code)}
-    chosen -= {rule for code in ignore for rule in _matching(code)}
-    return sorted(chosen, key=lambda rule: rule.code)
+    """``select_infos``'s rules as classes."""
+    return [load(info.code) for info in select_infos(select, ignore, extend_select)]

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 import libcst as cst
 
+from devlint.catalog import Word  # noqa: F401 - rules import Word from here
+
 if TYPE_CHECKING:
     from devlint.context import FileContext, FixFactory
 
@@ -30,11 +32,6 @@ class Invalid:
     unsafe: bool = False
     count: int = 1
     torch_version: tuple[int, int] | None = None
-
-
-class Word(str):
-    """A trigger that counts only as a whole identifier: ``Word("load")`` is in ``torch.load(``
-    and ``from torch import load``, not in ``overload`` or ``load_state_dict``."""
 
 
 class Rule:

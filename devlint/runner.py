@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-import ast
 from dataclasses import dataclass
 
 import libcst as cst
@@ -12,23 +11,17 @@ from devlint.context import FileContext, FixSettings
 from devlint.findings import Finding
 from devlint.fixes import applicable, apply_fixes
 from devlint.interning import shared_trivia
-from devlint.prefilter import matching_rules
 from devlint.nesting import nesting_problem
 from devlint.positions import TreeMismatch
+from devlint.prefilter import matching_rules
 from devlint.rule import Rule
+from devlint.screen import screen
 from devlint.sections import SECTION_CHARS, parse_in_sections
+from devlint.syntax import ParseError, cpython_error, cpython_tree
 from devlint.walker import walk
 
 # Fixes that overlap (a `.cuda()` inside another `.cuda()` receiver) land over several rounds.
 MAX_FIX_ROUNDS = 10
-
-
-class ParseError(Exception):
-    def __init__(self, message: str, row: int | None = None, column: int | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.row = row
-        self.column = column
 
 
 def parse(text: str, section_chars: int = SECTION_CHARS) -> cst.Module:
@@ -50,22 +43,11 @@ def _parse(text: str, section_chars: int) -> tuple[cst.Module, bool]:
                     return module, True
             return cst.parse_module(text), False
     except cst.ParserSyntaxError as error:
-        raise _cpython_error(text) or ParseError(
+        raise cpython_error(text) or ParseError(
             f"syntax error: {error.message}", error.raw_line, error.raw_column + 1
         ) from None
     except (RecursionError, MemoryError):
         raise ParseError("too deeply nested to parse") from None
-
-
-def _cpython_error(text: str) -> ParseError | None:
-    """CPython's message and position for a file LibCST rejects: usually the more precise."""
-    try:
-        compile(text, "<devlint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-    except SyntaxError as error:
-        return ParseError(f"syntax error: {error.msg}", error.lineno, error.offset)
-    except (ValueError, RecursionError, MemoryError):
-        return None
-    return None
 
 
 def check_syntax(text: str) -> None:
@@ -73,9 +55,7 @@ def check_syntax(text: str) -> None:
 
     CPython's own parser is ~20x cheaper than LibCST; LibCST decides only when CPython rejects
     the file (it may be newer syntax than this interpreter knows)."""
-    try:
-        compile(text, "<devlint>", "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    if cpython_tree(text) is None:
         parse(text)
 
 
@@ -85,13 +65,24 @@ def lint_text(
     rules: Sequence[type[Rule]],
     settings: FixSettings = FixSettings(),
     prefilter: bool = True,
+    gate: bool = True,
 ) -> list[Finding]:
+    """The findings of ``rules`` on ``text``. ``prefilter``: only the rules that may report walk
+    the tree, and a file where none may is not parsed (devlint.screen); ``gate``: that decision
+    reads CPython's tree too, not only the text (devlint.gate)."""
     if prefilter:
-        # A file without any trigger is not parsed; one with some is walked by their rules only.
-        rules = matching_rules(text, rules)
-        if not rules:
-            check_syntax(text)
+        screened = screen(text, rules, gate)
+        if screened is None:
+            # CPython cannot read the text: LibCST parses it (for the rules whose triggers it
+            # holds, or only to report the error or accept syntax newer than this Python's).
+            rules = matching_rules(text, rules)
+            if not rules:
+                parse(text)
+                return []
+        elif not screened:
             return []
+        else:
+            rules = screened
     try:
         return _lint_module(_parse(text, SECTION_CHARS), text, filename, rules, settings)
     except TreeMismatch:
@@ -124,12 +115,13 @@ def fix_text(
     settings: FixSettings = FixSettings(),
     unsafe: bool = False,
     keep: Callable[[str, list[Finding]], list[Finding]] | None = None,
+    gate: bool = True,
 ) -> FixResult:
     """Apply fixes until none is left to apply; the findings that remain come back too.
     ``keep(text, findings)`` drops findings that must be neither fixed nor reported (noqa)."""
     applied = 0
     original = text
-    findings = lint_text(text, filename, rules, settings)
+    findings = lint_text(text, filename, rules, settings, gate=gate)
     findings = keep(text, findings) if keep is not None else findings
     for _ in range(MAX_FIX_ROUNDS):
         fixes = [f.fix for f in findings if applicable(f, unsafe) and f.fix is not None]
@@ -137,7 +129,7 @@ def fix_text(
             break
         new_text, count = apply_fixes(text, fixes)
         try:
-            findings = lint_text(new_text, filename, rules, settings)
+            findings = lint_text(new_text, filename, rules, settings, gate=gate)
             findings = keep(new_text, findings) if keep is not None else findings
         except ParseError as error:
             # A fix must never leave code that does not parse: keep the last good text.
@@ -152,7 +144,7 @@ def fix_text(
 def _refuse_what_cpython_rejects(original: str, fixed: str) -> None:
     """LibCST accepts syntax newer than the running interpreter (quotes reused inside an
     f-string, PEP 701): a fix must not turn a file this Python compiles into one it rejects."""
-    error = _cpython_error(fixed)
-    if error is not None and _cpython_error(original) is None:
+    error = cpython_error(fixed)
+    if error is not None and cpython_error(original) is None:
         where = f" at line {error.row}" if error.row is not None else ""
         raise ParseError(f"internal error: a fix produced code this Python rejects ({error.message}{where}); file left unchanged")

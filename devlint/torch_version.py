@@ -8,7 +8,6 @@ this project relies on appeared in a patch release.
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 
 TorchVersion = tuple[int, int]
@@ -60,6 +59,8 @@ def from_pyproject(path: Path) -> TorchVersion | None:
     """The torch lower bound in ``path``'s ``[project] dependencies``; None when it names none or
     the file cannot be read (a broken pyproject.toml that holds no devlint settings is not ours to
     report)."""
+    import tomllib  # only where a pyproject.toml is read: clean runs import little
+
     try:
         with path.open("rb") as handle:
             data = tomllib.load(handle)

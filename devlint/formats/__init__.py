@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib import import_module
 from typing import TextIO
 
 from devlint.findings import FileError, Finding
@@ -29,15 +30,25 @@ def where(finding: Finding) -> str:
 Writer = Callable[[RunReport, TextIO], None]
 
 
-def writers() -> dict[str, Writer]:
-    from devlint.formats import concise, full, github, gitlab, json_format, junit, sarif
+_MODULES = {
+    "full": "full",
+    "concise": "concise",
+    "json": "json_format",
+    "github": "github",
+    "sarif": "sarif",
+    "junit": "junit",
+    "gitlab": "gitlab",
+}
 
-    return {
-        "full": full.write,
-        "concise": concise.write,
-        "json": json_format.write,
-        "github": github.write,
-        "sarif": sarif.write,
-        "junit": junit.write,
-        "gitlab": gitlab.write,
-    }
+
+def writers() -> dict[str, Writer]:
+    """Each format's writer. A format's module is imported when its writer runs: `full` and
+    `sarif` import rich (and sarif the rules), which a run writing `concise` never needs."""
+    return {name: _on_demand(module) for name, module in _MODULES.items()}
+
+
+def _on_demand(module: str) -> Writer:
+    def write(report: RunReport, out: TextIO) -> None:
+        import_module(f"devlint.formats.{module}").write(report, out)
+
+    return write

@@ -1,0 +1,57 @@
+"""The gate: CPython's parser decides which files LibCST must parse.
+
+After the textual prefilter (devlint.prefilter) a file still holds some rule's trigger, yet most
+such files hold no finding: `torch.cuda` is everywhere in torch, and a `.cuda()` call is rare.
+CPython's ``ast`` reads a file about twenty times faster than LibCST; one walk over its tree
+records a few facts (devlint.gate.facts), and each rule's condition over those facts
+(devlint.gate.conditions) says whether the rule can report anything in the file. Only the rules
+whose condition holds walk LibCST's tree, and a file where none holds is not parsed by LibCST.
+
+A condition must be true for every file in which its rule reports, or findings are lost; it may
+be true where the rule reports nothing. A rule without a condition counts as always true: its
+files are parsed as before.
+
+Writing the condition of a new rule (say DEV601):
+
+1. Read the rule's hooks and list what every one of its reports requires: the node reported
+   and what the rule checked about it (a call of a given qualified name, a keyword, a literal).
+   Only requirements count; the rule's exemptions (guards, aliases it ignores) need not appear.
+2. State that over ``Facts``: ``calls_to(facts, "torch.x.y")`` for a callee resolved through
+   imports (as ``SemanticModel.qualname`` and ``imported_qualname`` resolve it), ``mentions``
+   and ``Facts.import_roots`` for names resolved through value aliases too
+   (``SemanticModel.qualnames``), ``method_calls(facts, "name")`` for ``x.name(...)``,
+   ``facts.strings`` for string literals, ``facts.keywords``, ``facts.loops``... Keep it a
+   superset: when unsure, leave a requirement out. If the rule needs a fact no field records,
+   add the field to ``Facts`` and fill it in ``collect``.
+3. Add it to ``CONDITIONS`` in devlint/gate/conditions.py under the rule's code, with a comment
+   saying which of the rule's code makes each part necessary; add the rule's line to
+   devlint/catalog.py.
+4. ``tests/test_gate.py`` fails until both exist, and compares the findings with and without the
+   gate on the rule's own VALID and INVALID examples, the fixtures and the torch sources; give
+   the rule examples that exercise aliases (``import torch as t``, ``from torch import x as y``).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TypeVar
+
+from devlint.gate.conditions import CONDITIONS
+from devlint.gate.facts import collect
+
+if TYPE_CHECKING:
+    from devlint.catalog import Triggered
+
+R = TypeVar("R", bound="Triggered")
+
+
+def gated(rules: Sequence[R]) -> bool:
+    """Some rule of ``rules`` has a condition: reading CPython's tree may rule it out."""
+    return any(rule.code in CONDITIONS for rule in rules)
+
+
+def passing(tree: ast.AST, rules: Sequence[R]) -> list[R]:
+    """The rules of ``rules`` that may report in the file of ``tree`` (in their order)."""
+    facts = collect(tree)
+    return [rule for rule in rules if rule.code not in CONDITIONS or CONDITIONS[rule.code](facts)]

@@ -1,0 +1,508 @@
+"""Each rule's condition over CPython's tree: true for every file in which the rule can report.
+
+A condition may be true where the rule finds nothing (it is cheap and coarse), never false where
+the rule would report: each states what every finding of its rule requires, as read from the
+rule's code, and the comment above it says why. ``tests/test_gate.py`` runs every file of the
+installed torch package, every fixture and every rule example with and without the gate and
+compares the findings.
+
+Facts of the tree map to LibCST's nodes as follows: a call's ``*x`` is an ``ast.Starred`` in
+``args`` and ``**x`` a keyword without a name; a LibCST positional argument is any other element
+of ``args``; a string literal (implicitly concatenated or not) is an ``ast.Constant`` holding its
+value; an f-string is an ``ast.JoinedStr`` whose literal parts are constants; ``True`` is
+``ast.Constant(True)``.
+
+Names resolve as devlint.semantic resolves them: ``SemanticModel.qualname`` follows imports only
+(``may_be``), ``SemanticModel.qualnames`` also value aliases (``x = torch.cuda.FloatTensor``).
+Either way a qualified name is an imported name followed by attribute names, so each of its
+parts is a part of some import or the name of some attribute access in the file (``mentions``),
+and its first part is the first part of what some import binds (``Facts.import_roots``).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable, Iterator
+
+from devlint.gate.facts import Facts
+
+Condition = Callable[[Facts], bool]
+
+# Copies of the rules' own tables (the rules are not imported here); tests/test_gate.py holds
+# each equal to the rule's.
+LEGACY_TYPES = frozenset(
+    {"FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
+     "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"}
+)
+DEVICE_METHODS = frozenset({"to", "to_empty", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"})
+POSITIONAL_DEVICE_FUNCTIONS = ("torch.device", "torch.set_default_device", "torch.Generator")
+DEVICE_PARAM_NAMES = frozenset({"device", "dev", "map_location"})
+VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
+DATALOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+PIN_MEMORY_POSITION = 7
+LOSSES_WITH_TENSORS = frozenset(
+    {"CrossEntropyLoss", "NLLLoss", "NLLLoss2d", "BCELoss", "BCEWithLogitsLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss"}
+)
+DATA_PARALLEL = ("torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel")
+DEPRECATED_AMP = (
+    "torch.cuda.amp.autocast", "torch.cuda.amp.autocast_mode.autocast",
+    "torch.cuda.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler",
+)
+MOVES = ("to", "cuda")
+# The torch.cuda functions DEV601 and DEV602 flag, and the modules they are reached through.
+RUNTIME_API = frozenset({"synchronize", "device_count", "current_device", "current_stream", "Stream", "Event", "stream", "set_device"})
+MEMORY_API = frozenset(
+    {"empty_cache", "reset_peak_memory_stats", "reset_accumulated_memory_stats", "memory_allocated",
+     "max_memory_allocated", "memory_reserved", "max_memory_reserved", "memory_stats", "mem_get_info"}
+)
+CUDA_SUBMODULES = ("torch.cuda.", "torch.cuda.memory.", "torch.cuda.streams.")
+AMP_DEVICE_TYPE = ("torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast", "torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler")
+# Calls a loop looks through to the loader they wrap (devlint.dataflow).
+LOOP_WRAPPERS = frozenset({"tqdm", "iter", "trange", "enumerate"})
+
+
+# -- reading calls ----------------------------------------------------------------------------
+
+
+def positional(call: ast.Call) -> list[ast.expr]:
+    return [arg for arg in call.args if type(arg) is not ast.Starred]
+
+
+def unpacks(call: ast.Call) -> bool:
+    """``f(*a)`` or ``f(**k)``."""
+    return any(type(arg) is ast.Starred for arg in call.args) or any(k.arg is None for k in call.keywords)
+
+
+def keyword(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def method_calls(facts: Facts, name: str) -> Iterator[ast.Call]:
+    """``x.name(...)``."""
+    return (call for call in facts.calls.get(name, ()) if type(call.func) is ast.Attribute)
+
+
+def may_be(facts: Facts, expr: ast.expr, qualified: str) -> bool:
+    """``SemanticModel.qualname(expr)`` may be ``qualified``: ``expr`` is a name or an attribute
+    chain on a name that some import binds to the right prefix."""
+    suffix = ""
+    while type(expr) is ast.Attribute:
+        suffix = f".{expr.attr}{suffix}"
+        expr = expr.value
+    if type(expr) is not ast.Name:
+        return False
+    return any(bound + suffix == qualified for bound in facts.imports.get(expr.id, ()))
+
+
+def calls_to(facts: Facts, qualified: str) -> Iterator[ast.Call]:
+    """Calls whose callee may resolve to ``qualified``: ``torch.load(...)``, ``t.load(...)``,
+    ``load(...)`` after ``from torch import load``, ``ld(...)`` after ``... import load as ld``."""
+    last = qualified.rsplit(".", 1)[-1]
+    names = {last} | {local for local, bound in facts.imports.items() if qualified in bound}
+    for name in names:
+        for call in facts.calls.get(name, ()):
+            if may_be(facts, call.func, qualified):
+                yield call
+
+
+def calls_to_any(facts: Facts, qualified: Iterable[str]) -> Iterator[ast.Call]:
+    for name in qualified:
+        yield from calls_to(facts, name)
+
+
+def from_torch(facts: Facts, func: ast.expr) -> bool:
+    """The callee may resolve to a name under ``torch.``: its root name is imported from torch."""
+    while type(func) is ast.Attribute:
+        func = func.value
+    return type(func) is ast.Name and any(
+        bound == "torch" or bound.startswith("torch.") for bound in facts.imports.get(func.id, ())
+    )
+
+
+def mentions(facts: Facts, *parts: str) -> bool:
+    """Each of ``parts`` is part of an import or an attribute name: what a qualified name made of
+    them needs."""
+    return all(part in facts.import_parts or part in facts.attributes for part in parts)
+
+
+def moves(facts: Facts) -> bool:
+    """Some ``x.to(...)`` or ``x.cuda(...)``: where values reach the device."""
+    return any(next(method_calls(facts, name), None) is not None for name in MOVES)
+
+
+def is_cuda_literal(node: ast.AST) -> bool:
+    """What devlint.rules.hardcoded_device_string.cuda_literal accepts (and more): ``"cuda"``,
+    ``"cuda:N"``, an f-string starting with ``cuda:``."""
+    if type(node) is ast.Constant:
+        value = node.value
+        return type(value) is str and (value == "cuda" or value.startswith("cuda:"))
+    if type(node) is ast.JoinedStr and node.values:
+        first = node.values[0]
+        return type(first) is ast.Constant and type(first.value) is str and first.value.startswith("cuda:")
+    return False
+
+
+# -- the conditions, by rule ------------------------------------------------------------------
+
+
+def cuda_call(facts: Facts) -> bool:
+    # DEV101 reports `x.cuda(...)` with no argument unpacked, no positional and no `device=`.
+    return any(
+        not unpacks(call) and not positional(call) and keyword(call, "device") is None
+        for call in method_calls(facts, "cuda")
+    )
+
+
+def cuda_call_with_index(facts: Facts) -> bool:
+    # DEV102 reports `x.cuda(...)` with no argument unpacked, given a positional, `device=` or
+    # `device_id=`.
+    return any(
+        not unpacks(call) and (positional(call) or keyword(call, "device") is not None or keyword(call, "device_id") is not None)
+        for call in method_calls(facts, "cuda")
+    )
+
+
+def hardcoded_device_string(facts: Facts) -> bool:
+    # Every DEV103 finding is a CUDA literal (`cuda_literal`) standing
+    # - as the first positional of `torch.device`, `torch.set_default_device`,
+    #   `torch.Generator` or `x.to`, or as `type=` of `torch.device` (`_device_call`,
+    #   `_string_argument`);
+    # - as `device=` / `map_location=` of a call that is a torch call or a device method;
+    # - as the default of a parameter named like a device or annotated `torch.device`
+    #   (`visit_Param`);
+    # - as the value of an assignment to a name the file uses as a device (`finish`): the first
+    #   positional of a call, or the value of `device=`, `map_location=` or `type=` (`_note_use`).
+    if not any(value == "cuda" or value.startswith("cuda:") for value in facts.strings):
+        return False
+    for arg, default in facts.defaults:
+        if is_cuda_literal(default) and (
+            arg.arg in DEVICE_PARAM_NAMES
+            or arg.arg.endswith("_device")
+            or (arg.annotation is not None and may_be(facts, arg.annotation, "torch.device"))
+        ):
+            return True
+    calls = facts.all_calls()
+    for call in calls:
+        plain = positional(call)
+        if plain and is_cuda_literal(plain[0]):
+            func = call.func
+            if (type(func) is ast.Attribute and func.attr == "to") or any(
+                may_be(facts, func, name) for name in POSITIONAL_DEVICE_FUNCTIONS
+            ):
+                return True
+        kind = keyword(call, "type")
+        if kind is not None and is_cuda_literal(kind) and may_be(facts, call.func, "torch.device"):
+            return True
+        for name in ("device", "map_location"):
+            value = keyword(call, name)
+            if value is not None and is_cuda_literal(value) and (
+                (type(call.func) is ast.Attribute and call.func.attr in DEVICE_METHODS) or from_torch(facts, call.func)
+            ):
+                return True
+    for call in method_calls(facts, "add_argument"):
+        # `parser.add_argument("--device", default="cuda")` (`_device_option`)
+        default = keyword(call, "default")
+        if default is not None and is_cuda_literal(default):
+            return True
+    variables = {
+        targets[0].id
+        for targets, value in facts.assignments
+        if len(targets) == 1 and type(targets[0]) is ast.Name and is_cuda_literal(value)
+    }
+    return bool(variables) and any(name in variables for name in _device_uses(calls))
+
+
+def _device_uses(calls: list[ast.Call]) -> Iterator[str]:
+    for call in calls:
+        plain = positional(call)
+        used = [plain[0]] if plain else []
+        used += [k.value for k in call.keywords if k.arg in ("device", "map_location", "type")]
+        yield from (node.id for node in used if type(node) is ast.Name)
+
+
+def legacy_cuda_tensor_type(facts: Facts) -> bool:
+    # DEV104 reports names and calls whose qualified name (through imports and value aliases) is
+    # `torch.cuda.<Type>Tensor`, and `.type("torch.cuda.<Type>Tensor")`. Such a name is an import
+    # of the type itself, or an attribute `<Type>Tensor` of something that may be `torch.cuda`: an
+    # attribute `cuda`, a name imported as `torch.cuda` or a value alias, or a
+    # conditional expression (whose both sides count).
+    types = {f"torch.cuda.{name}" for name in LEGACY_TYPES}
+    if types & facts.strings or any(types & bound for bound in facts.imports.values()):
+        return True
+    if "torch" not in facts.import_roots() or not mentions(facts, "cuda"):
+        return False
+    aliases = _value_aliases(facts)
+    for name in LEGACY_TYPES:
+        for attribute in facts.attributes.get(name, ()):
+            base = attribute.value
+            if type(base) is ast.Attribute and base.attr == "cuda" or type(base) is ast.IfExp:
+                return True
+            if type(base) is ast.Name and (base.id in aliases or "torch.cuda" in facts.imports.get(base.id, ())):
+                return True
+    return False
+
+
+def _value_aliases(facts: Facts) -> set[str]:
+    """Names that may be value aliases (``SemanticModel.record_assignment``): names assigned a
+    name, an attribute or a conditional expression, the only values with qualified names."""
+    return {
+        target.id
+        for targets, value in facts.assignments
+        if type(value) in (ast.Name, ast.Attribute, ast.IfExp)
+        for target in targets
+        if type(target) is ast.Name
+    }
+
+
+def set_default_tensor_type(facts: Facts) -> bool:
+    # DEV105 reports calls whose callee's qualified name is `torch.set_default_tensor_type`.
+    return next(calls_to(facts, "torch.set_default_tensor_type"), None) is not None
+
+
+def visible_devices_in_code(facts: Facts) -> bool:
+    # DEV201 reports an assignment (`=` or augmented) to a subscript by the string literal
+    # CUDA_VISIBLE_DEVICES, `os.putenv` given it first, and `x.update(...)` given it as a keyword
+    # or as a key of a dict literal.
+    if VISIBLE_DEVICES not in facts.strings and VISIBLE_DEVICES not in facts.keywords:
+        return False
+    for targets, _ in facts.assignments:
+        if any(type(target) is ast.Subscript and _is_visible_devices(target.slice) for target in targets):
+            return True
+    for call in calls_to(facts, "os.putenv"):
+        plain = positional(call)
+        if plain and _is_visible_devices(plain[0]):
+            return True
+    for call in method_calls(facts, "update"):
+        if keyword(call, VISIBLE_DEVICES) is not None:
+            return True
+        for value in positional(call):
+            if type(value) is ast.Dict and any(key is not None and _is_visible_devices(key) for key in value.keys):
+                return True
+    return False
+
+
+def _is_visible_devices(node: ast.AST) -> bool:
+    return type(node) is ast.Constant and node.value == VISIBLE_DEVICES
+
+
+def hardcoded_device_selection(facts: Facts) -> bool:
+    # DEV202 reports calls of `torch.cuda.set_device` and `with` items calling `torch.cuda.device`
+    # (both resolved through imports only).
+    if next(calls_to(facts, "torch.cuda.set_device"), None) is not None:
+        return True
+    return any(may_be(facts, call.func, "torch.cuda.device") for call in facts.with_calls)
+
+
+def _batches(facts: Facts) -> bool:
+    """Some value may be a DataLoader batch moved to the device (devlint.dataflow): a batch comes
+    from a loop or `next(iter(...))` over a loader (`Flow._loop_items`, `Flow._call_value`),
+    and a move is `.to`/`.cuda`."""
+    if not moves(facts):
+        return False
+    named = _loader_names(facts)
+    sources = list(facts.iterables)
+    for call in facts.calls.get("next", ()):
+        if type(call.func) is ast.Name:
+            inner = [arg for arg in _arguments(call) if type(arg) is ast.Call and _last_name(arg.func) == "iter"]
+            sources += [arg for call in inner for arg in _arguments(call)]
+    return any(_may_be_loader(source, named) for source in sources)
+
+
+def _arguments(call: ast.Call) -> list[ast.expr]:
+    """Every argument's value (LibCST's first argument may be a keyword: all of them count)."""
+    return [arg.value if type(arg) is ast.Starred else arg for arg in call.args] + [k.value for k in call.keywords]
+
+
+def _may_be_loader(expr: ast.expr, named: set[str]) -> bool:
+    """``Flow.loader`` may take ``expr``, past the wrappers a loop looks through, for a loader: a
+    `DataLoader(...)` call, a name or attribute ending in `loader`/`Loader`, or a name that may
+    hold a loader fact (``named``)."""
+    pending = [expr]
+    while pending:
+        expr = pending.pop()
+        if type(expr) is ast.Call:
+            last = _last_name(expr.func)
+            if last in LOOP_WRAPPERS and _arguments(expr):
+                pending += _arguments(expr)
+            elif last == "DataLoader":
+                return True
+            continue
+        last = _last_name(expr)
+        if last is not None and (last.endswith(("loader", "Loader")) or (type(expr) is ast.Name and last in named)):
+            return True
+    return False
+
+
+def _loader_names(facts: Facts) -> set[str]:
+    """Names that may be bound to a loader: targets of an assignment whose value is (or unpacks
+    to) a `DataLoader(...)` call or another name (`Flow.bind` passes facts on through both)."""
+    named: set[str] = set()
+    for targets, value in facts.assignments:
+        if any(
+            type(node) is ast.Name or (type(node) is ast.Call and _last_name(node.func) == "DataLoader")
+            for node in _elements(value)
+        ):
+            named.update(node.id for target in targets for node in ast.walk(target) if type(node) is ast.Name)
+    return named
+
+
+def _elements(value: ast.expr) -> list[ast.expr]:
+    """``value`` and, for a tuple or list display, its elements at any depth."""
+    found = [value]
+    for node in found:
+        if type(node) in (ast.Tuple, ast.List):
+            found += node.elts
+    return found
+
+
+def _last_name(expr: ast.expr) -> str | None:
+    """The last part of a dotted name, None for anything else (``devlint.dataflow.last_name``)."""
+    if type(expr) is ast.Name:
+        return expr.id
+    if type(expr) is not ast.Attribute:
+        return None
+    root = expr.value
+    while type(root) is ast.Attribute:
+        root = root.value
+    return expr.attr if type(root) is ast.Name else None
+
+
+def blocking_host_to_device_copy(facts: Facts) -> bool:
+    # DEV301 reports moves of batches (`Flow.batch_move`).
+    return _batches(facts)
+
+
+def loader_without_pin_memory(facts: Facts) -> bool:
+    # DEV302 reports DataLoader calls (resolved through imports) without `pin_memory`, nothing
+    # unpacked and at most seven positionals, whose batches are moved.
+    return _batches(facts) and any(
+        keyword(call, "pin_memory") is None and not unpacks(call) and len(positional(call)) <= PIN_MEMORY_POSITION
+        for call in calls_to_any(facts, DATALOADERS)
+    )
+
+
+def non_blocking_device_to_host(facts: Facts) -> bool:
+    # DEV303 reports host reads of a pending copy; a value is pending only as the result of
+    # `x.to(...)` or `x.cpu(...)` given `non_blocking=True` (`Flow._call_value`).
+    for name in ("to", "cpu"):
+        for call in method_calls(facts, name):
+            flag = keyword(call, "non_blocking")
+            if type(flag) is ast.Constant and flag.value is True:
+                return True
+    return False
+
+
+def numpy_on_device_tensor(facts: Facts) -> bool:
+    # DEV304 reports `x.numpy()` without `force=` on a value on the device; a value is on the
+    # device only through a `.to`/`.cuda` move or a call given `device=` (devlint.dataflow).
+    calls = (call for call in method_calls(facts, "numpy") if keyword(call, "force") is None)
+    return next(calls, None) is not None and (moves(facts) or "device" in facts.keywords)
+
+
+def loss_not_on_device(facts: Facts) -> bool:
+    # DEV401 reports, only in a file with a `.to`/`.cuda` move, a call given some argument whose
+    # qualified name (value aliases included) is `torch.nn.<a loss with tensor arguments>` and
+    # which is the value of an assignment (`_bound_name`). Its callee is an attribute named after
+    # the loss, or a name: imported as the loss or a value alias.
+    if not ("torch" in facts.import_roots() and mentions(facts, "nn") and moves(facts)):
+        return False
+    if not any(mentions(facts, name) for name in LOSSES_WITH_TENSORS):
+        return False
+    aliases = _value_aliases(facts)
+    for _, value in facts.assignments:
+        if type(value) is not ast.Call or not (value.args or value.keywords):
+            continue
+        func = value.func
+        if type(func) is ast.Attribute and func.attr in LOSSES_WITH_TENSORS:
+            return True
+        if type(func) is ast.Name and (
+            func.id in aliases or any(bound.rsplit(".", 1)[-1] in LOSSES_WITH_TENSORS for bound in facts.imports.get(func.id, ()))
+        ):
+            return True
+    return False
+
+
+def load_without_map_location(facts: Facts) -> bool:
+    # DEV402 reports calls of `torch.load` (resolved through imports) without `map_location=`,
+    # with fewer than two positionals and nothing unpacked.
+    return any(
+        keyword(call, "map_location") is None and len(positional(call)) < 2 and not unpacks(call)
+        for call in calls_to(facts, "torch.load")
+    )
+
+
+def data_parallel(facts: Facts) -> bool:
+    # DEV403 reports calls of DataParallel (resolved through imports) and imports of it from
+    # torch.nn, torch.nn.parallel or torch.nn.parallel.data_parallel.
+    if any(name in bound for bound in facts.imports.values() for name in DATA_PARALLEL):
+        return True
+    return next(calls_to_any(facts, DATA_PARALLEL), None) is not None
+
+
+def deprecated_cuda_amp(facts: Facts) -> bool:
+    # DEV501 reports calls (decorators and `with` items included) of torch.cuda.amp's autocast
+    # and GradScaler, resolved through imports.
+    return next(calls_to_any(facts, DEPRECATED_AMP), None) is not None
+
+
+def _cuda_functions(facts: Facts, names: frozenset[str]) -> bool:
+    """Some call of `torch.cuda.X` (through any import) for X in ``names``, calls in `with` items
+    included (devlint.accelerator.cuda_function resolves through imports only)."""
+    for name in names:
+        for prefix in CUDA_SUBMODULES:
+            if next(calls_to(facts, prefix + name), None) is not None:
+                return True
+    return False
+
+
+def cuda_runtime_api(facts: Facts) -> bool:
+    # DEV601 reports calls of torch.cuda's runtime functions (RUNTIME_API), and `with` items
+    # calling `torch.cuda.device` (which `calls_to` finds among all calls, with items included).
+    return _cuda_functions(facts, RUNTIME_API | {"device"})
+
+
+def cuda_memory_api(facts: Facts) -> bool:
+    # DEV602 reports calls of torch.cuda's memory functions (MEMORY_API).
+    return _cuda_functions(facts, MEMORY_API)
+
+
+def cuda_device_type(facts: Facts) -> bool:
+    # DEV603 reports calls of autocast/GradScaler (resolved through imports) given "cuda" or, for
+    # GradScaler, no device; and `device_type="cuda"` given to a call under torch.
+    if next(calls_to_any(facts, AMP_DEVICE_TYPE), None) is not None:
+        return True
+    return any(
+        (kind := keyword(call, "device_type")) is not None
+        and type(kind) is ast.Constant
+        and kind.value == "cuda"
+        and from_torch(facts, call.func)
+        for call in facts.all_calls()
+    )
+
+
+def cuda_availability_check(facts: Facts) -> bool:
+    # DEV604 reports calls of `torch.cuda.is_available` (resolved through imports).
+    return next(calls_to(facts, "torch.cuda.is_available"), None) is not None
+
+
+CONDITIONS: dict[str, Condition] = {
+    "DEV101": cuda_call,
+    "DEV102": cuda_call_with_index,
+    "DEV103": hardcoded_device_string,
+    "DEV104": legacy_cuda_tensor_type,
+    "DEV105": set_default_tensor_type,
+    "DEV201": visible_devices_in_code,
+    "DEV202": hardcoded_device_selection,
+    "DEV301": blocking_host_to_device_copy,
+    "DEV302": loader_without_pin_memory,
+    "DEV303": non_blocking_device_to_host,
+    "DEV304": numpy_on_device_tensor,
+    "DEV401": loss_not_on_device,
+    "DEV402": load_without_map_location,
+    "DEV403": data_parallel,
+    "DEV501": deprecated_cuda_amp,
+    "DEV601": cuda_runtime_api,
+    "DEV602": cuda_memory_api,
+    "DEV603": cuda_device_type,
+    "DEV604": cuda_availability_check,
+}

@@ -1,0 +1,320 @@
+"""The gate (devlint.gate) must lose no finding: with it and without it, every file gives the same
+findings, fixes and errors. Checked on every rule's examples, every fixture and example, aliased
+spellings of each rule's targets, notebooks, a file parsed in sections, and the torch sources
+the textual prefilter lets through (a deterministic sample; all of them with
+DEVLINT_SLOW_TESTS=1). Also: every rule has a condition, and the catalog matches the rules."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from devlint import registry
+from devlint.catalog import RULES, Word
+from devlint.gate import conditions
+from devlint.gate.conditions import CONDITIONS
+from devlint.gate.facts import collect
+from devlint.notebook import CELL_BREAK, Program, read_notebook
+from devlint.prefilter import matching_rules
+from devlint.registry import all_rules, rule_by_code
+from devlint.rule import Rule
+from devlint.runner import ParseError, fix_text, lint_text
+from devlint.screen import screen
+from devlint.settings import FixSettings
+from devlint.source import SourceError, decode
+
+ROOT = Path(__file__).resolve().parent.parent
+RULES_ALL = list(all_rules())
+SLOW = os.environ.get("DEVLINT_SLOW_TESTS") == "1"
+
+
+def _outcome(text: str, rules: list[type[Rule]], gate: bool, settings: FixSettings = FixSettings()) -> object:
+    try:
+        return lint_text(text, "t.py", rules, settings, gate=gate)
+    except ParseError as error:
+        return ("error", error.message, error.row, error.column)
+
+
+def _assert_same(text: str, rules: list[type[Rule]] = RULES_ALL, settings: FixSettings = FixSettings()) -> object:
+    with_gate = _outcome(text, rules, True, settings)
+    assert with_gate == _outcome(text, rules, False, settings)
+    return with_gate
+
+
+def _torch_directory() -> Path | None:
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+# -- what the gate needs to exist ---------------------------------------------------------------
+
+
+def test_every_rule_has_a_condition() -> None:
+    """A new rule without a condition still works (always parsed) but must get one: see
+    devlint/gate/__init__.py for how to write it."""
+    missing = [rule.code for rule in RULES_ALL if rule.code not in CONDITIONS]
+    assert not missing, f"no gate condition for {missing}: add one to devlint/gate/conditions.py"
+    assert set(CONDITIONS) <= {rule.code for rule in RULES_ALL}
+
+
+def test_the_catalog_describes_the_rules_exactly() -> None:
+    real = [
+        (rule.code, rule.name, rule.default_enabled, [(str(t), isinstance(t, Word)) for t in rule.triggers], rule.__module__)
+        for rule in RULES_ALL
+    ]
+    listed = [
+        (info.code, info.name, info.default_enabled, [(str(t), isinstance(t, Word)) for t in info.triggers], info.module)
+        for info in RULES
+    ]
+    assert listed == real, "devlint/catalog.py must list every rule of devlint.rules as it is"
+    assert registry.infos() is RULES
+    assert all(registry.load(info.code) is rule_by_code(info.code) for info in RULES)
+
+
+def test_a_rule_module_missing_from_the_catalog_falls_back_to_the_rule_classes(monkeypatch: pytest.MonkeyPatch) -> None:
+    registry.infos.cache_clear()
+    monkeypatch.setattr(registry, "RULES", RULES[1:])
+    try:
+        found = registry.infos()
+        assert found is not RULES[1:] and [info.code for info in found] == [rule.code for rule in RULES_ALL]
+        assert found[0] == RULES[0]
+        assert isinstance(next(info for info in found if info.code == "DEV402").triggers[0], Word)
+    finally:
+        registry.infos.cache_clear()
+
+
+def test_the_gates_copies_of_rule_tables_match_the_rules() -> None:
+    from devlint import accelerator
+    from devlint.rules import (
+        cuda_device_type,
+        cuda_memory_api,
+        cuda_runtime_api,
+        data_parallel,
+        deprecated_cuda_amp,
+        hardcoded_device_string,
+        legacy_cuda_tensor_type,
+        loader_without_pin_memory,
+        loss_not_on_device,
+        visible_devices_in_code,
+    )
+
+    assert conditions.LEGACY_TYPES == set(legacy_cuda_tensor_type._DTYPES)
+    assert conditions.DEVICE_METHODS == set(hardcoded_device_string._DEVICE_METHODS)
+    assert set(conditions.POSITIONAL_DEVICE_FUNCTIONS) == {"torch.device", *hardcoded_device_string._POSITIONAL_DEVICE_FUNCTIONS}
+    assert conditions.DEVICE_PARAM_NAMES == set(hardcoded_device_string._DEVICE_PARAM_NAMES)
+    assert conditions.VISIBLE_DEVICES == visible_devices_in_code.VARIABLE
+    assert set(conditions.DATALOADERS) == set(loader_without_pin_memory._DATALOADERS)
+    assert conditions.PIN_MEMORY_POSITION == loader_without_pin_memory._PIN_MEMORY_POSITION
+    assert conditions.LOSSES_WITH_TENSORS == set(loss_not_on_device._TENSOR_ARGS)
+    assert set(conditions.DATA_PARALLEL) == set(data_parallel._QUALNAMES)
+    assert set(conditions.DEPRECATED_AMP) == set(deprecated_cuda_amp._REPLACEMENTS)
+    assert conditions.RUNTIME_API == cuda_runtime_api._NAMES
+    assert conditions.MEMORY_API == cuda_memory_api._NAMES
+    assert conditions.CUDA_SUBMODULES == accelerator._CUDA_SUBMODULES
+    assert set(conditions.AMP_DEVICE_TYPE) == set(cuda_device_type._AMP)
+
+
+def test_a_rule_without_a_condition_is_always_parsed() -> None:
+    class Anything(Rule):
+        code, name, triggers = "DEV998", "anything", ("spam",)
+
+        def visit_Name(self, node) -> None:
+            if node.value == "spam":
+                self.report(node, "spam")
+
+    assert "DEV998" not in CONDITIONS
+    text = "spam = 1\n"
+    assert screen(text, [Anything]) == [Anything]
+    assert [f.code for f in lint_text(text, "t.py", [Anything])] == ["DEV998"]
+    # ...while a rule with a condition beside it is still ruled out.
+    cuda = rule_by_code("DEV101")
+    assert screen("import torch\nspam = torch.cuda.is_available()\n", [cuda, Anything]) == [Anything]
+
+
+def test_collect_sees_every_node_ast_walk_sees() -> None:
+    texts = [path.read_text() for path in sorted((ROOT / "rules").glob("*.py"))]
+    texts += [path.read_text() for path in sorted((ROOT / "devlint").rglob("*.py"))]
+    texts.append("match x:\n    case {'a': 1, **rest}: pass\n    case C(k=v): pass\nglobal g\nf(**k, a=1)\nd = {**e}\n")
+    for text in texts:
+        tree = ast.parse(text)
+        facts = collect(tree)
+        nodes = list(ast.walk(tree))
+        attributes = Counter(node.attr for node in nodes if isinstance(node, ast.Attribute))
+        assert Counter({name: len(found) for name, found in facts.attributes.items()}) == attributes
+        assert facts.strings == {node.value for node in nodes if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+        named = [node for node in nodes if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute))]
+        assert sum(len(calls) for calls in facts.calls.values()) == len(named)
+        kinds = (ast.For, ast.AsyncFor, ast.comprehension)
+        assert len(facts.iterables) == sum(isinstance(node, kinds) for node in nodes)
+        kinds = (ast.Assign, ast.AugAssign, ast.NamedExpr)
+        assert len(facts.assignments) == sum(isinstance(node, kinds) or (isinstance(node, ast.AnnAssign) and node.value is not None) for node in nodes)
+
+
+# -- equivalence ----------------------------------------------------------------------------------
+
+
+def _examples() -> list[tuple[str, str]]:
+    found = []
+    for rule in RULES_ALL:
+        found += [(f"{rule.code}-valid-{i}", text) for i, text in enumerate(rule.VALID)]
+        found += [(f"{rule.code}-invalid-{i}", case.code) for i, case in enumerate(rule.INVALID)]
+    return found
+
+
+@pytest.mark.parametrize(("name", "text"), _examples(), ids=[name for name, _ in _examples()])
+def test_rule_examples_give_the_same_findings_with_and_without_the_gate(name: str, text: str) -> None:
+    code = name.split("-")[0]
+    _assert_same(text)
+    _assert_same(text, [rule_by_code(code)])
+    for unsafe in (False, True):
+        with_gate = fix_text(text, "t.py", RULES_ALL, unsafe=unsafe)
+        without = fix_text(text, "t.py", RULES_ALL, unsafe=unsafe, gate=False)
+        assert (with_gate.text, with_gate.applied, with_gate.remaining) == (without.text, without.applied, without.remaining)
+
+
+def _fixture_files() -> list[Path]:
+    return sorted(path for folder in ("fixtures", "examples") for path in (ROOT / folder).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", _fixture_files(), ids=lambda path: str(path.relative_to(ROOT)))
+def test_fixtures_give_the_same_findings_and_fixes_with_and_without_the_gate(path: Path) -> None:
+    text = decode(path.read_bytes()).text
+    _assert_same(text)
+    _assert_same(text, RULES_ALL, FixSettings(device_name="dev", device_expression="accelerator"))
+    with_gate, without = (fix_text(text, path.name, RULES_ALL, unsafe=True, gate=gate) for gate in (True, False))
+    assert (with_gate.text, with_gate.remaining) == (without.text, without.remaining)
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "fixtures" / "notebooks").glob("*.ipynb")), ids=lambda path: path.name)
+def test_notebooks_give_the_same_findings_on_the_masked_program(path: Path) -> None:
+    notebook = read_notebook(path.read_bytes())
+    program = Program.build(notebook)
+    findings = _assert_same(program.text, RULES_ALL, FixSettings(cell_break=CELL_BREAK))
+    # What the gate reads is the program LibCST parses: magics masked, cells joined.
+    assert findings or path.name.endswith(".fixed.ipynb")
+    assert program.text != "\n".join(cell.source for cell in notebook.cells)
+
+
+# Each rule's target spelled through the aliases the semantic model resolves: imports under
+# another name, from-imports, value aliases, modules imported as such.
+ALIASED = [
+    "import torch as t\nx = t.ones(2).cuda()\ny = t.ones(2).cuda(1)\n",
+    "from torch import device as dv\nd = dv('cuda:1')\n",
+    "import torch as t\nz = t.zeros(2, device='cuda')\n",
+    "from torch import zeros\nz = zeros(2, device=f'cuda:{rank}')\n",
+    "import torch\nDEV = 'cuda'\nx = torch.ones(2).to(DEV)\n",
+    "import torch\ndef f(x, where: torch.device = 'cuda'):\n    return x\n",
+    "import torch\ng = lambda dev='cuda:0': dev\n",
+    "from torch.cuda import FloatTensor as CF\nx = CF(3)\n",
+    "import torch\nT = torch.cuda.FloatTensor\nx = T(2, 3)\n",
+    "from torch import cuda as c\nx = c.LongTensor([1])\n",
+    "import torch.cuda as tc\nok = isinstance(x, tc.HalfTensor)\n",
+    "import torch\nT = torch.cuda if fast else torch\nx = T.FloatTensor(2)\n",
+    "import torch\nx = y.type('torch.cuda.DoubleTensor')\n",
+    "from torch import set_default_tensor_type as sd\nsd('torch.cuda.FloatTensor')\n",
+    "import os as o\no.environ['CUDA_VISIBLE_DEVICES'] = '1'\no.putenv('CUDA_VISIBLE_DEVICES', '0')\n",
+    "from os import environ as env\nenv.update({'CUDA_VISIBLE_DEVICES': '2'})\nenv.update(CUDA_VISIBLE_DEVICES='3')\n",
+    "import os\nos.environ['CUDA_VISIBLE_DEVICES'] += ',1'\n",
+    "from torch.cuda import set_device as sd\nsd(0)\n",
+    "import torch.cuda as tc\nwith tc.device(1):\n    pass\n",
+    "import torch\nfrom torch.utils.data import DataLoader\ndl = DataLoader(ds)\nother = dl\nfor i, x in tqdm(enumerate(other)):\n    y = x.to(device)\n",
+    "import torch\nfrom torch.utils.data import DataLoader\nit = next(iter(DataLoader(ds)))\nb = it.cuda()\n",
+    "import torch\nfor b in train_loader:\n    x = b.to('cuda')\n",
+    "import torch\nh = x.to('cpu', non_blocking=True)\nprint(h)\n",
+    "import torch\ny = x.to(device).numpy()\n",
+    "import torch\nimport torch.nn as nn\nL = nn.CrossEntropyLoss\nm = m.to(device)\ncrit = L(weight=torch.tensor([1.0, 2.0]))\n",
+    "from torch.nn import BCEWithLogitsLoss as B\nimport torch\nm.cuda()\nc = B(pos_weight=torch.ones(2))\n",
+    "from torch import load as ld\nstate = ld('m.pt')\n",
+    "import torch as t\nstate = t.load(path)\n",
+    "from torch.nn.parallel import DataParallel as DP\nm = DP(m)\n",
+    "import torch.nn as tnn\nm = tnn.DataParallel(m)\n",
+    "from torch.cuda.amp import autocast as ac\nwith ac():\n    pass\n",
+    "import torch\n@torch.cuda.amp.autocast()\ndef f():\n    pass\ns = torch.cuda.amp.grad_scaler.GradScaler()\n",
+]
+
+
+@pytest.mark.parametrize("text", ALIASED, ids=[str(i) for i in range(len(ALIASED))])
+def test_aliased_spellings_are_not_ruled_out(text: str) -> None:
+    findings = _assert_same(text)
+    assert isinstance(findings, list) and findings, "each aliased example holds a finding"
+    for code in sorted({f.code for f in findings}):
+        assert [rule.code for rule in screen(text, [rule_by_code(code)]) or []] == [code]
+
+
+NEAR_MISSES = [
+    "import torch\nif torch.backends.cuda.is_built():\n    torch.cuda.manual_seed_all(0)\n",
+    "import torch\nif x.device.type == 'cuda':\n    pass\nbackend = 'cuda'\n",
+    "import numba.cuda as cuda\ncuda.select_device(0)\nx = torch.FloatTensor(2)\n",
+    "import torch\nt = torch.autocast('cpu')\nsd = model.load_state_dict(s)\n",
+    "import torch\n# x.cuda()\ns = 'torch.load(p)'\n",
+]
+
+
+@pytest.mark.parametrize("text", NEAR_MISSES, ids=[str(i) for i in range(len(NEAR_MISSES))])
+def test_near_misses_pass_the_prefilter_but_not_the_gate(text: str) -> None:
+    assert matching_rules(text, RULES_ALL)
+    assert screen(text, RULES_ALL) == []
+    assert _assert_same(text) == []
+
+
+def test_a_file_parsed_in_sections_is_gated_on_its_whole_text() -> None:
+    filler = "".join(f"n{i} = '{'a' * 100}'  # {'b' * 100}\n" for i in range(650))
+    text = "import torch\n" + filler + "x = torch.ones(2).cuda()\n"
+    assert len(text) > 2 * 64 * 1024
+    findings = _assert_same(text, [rule_by_code("DEV101"), rule_by_code("DEV402")])
+    assert [f.code for f in findings] == ["DEV101"]
+    assert screen(text.replace(".cuda()", ".to('cpu')"), RULES_ALL) == []
+
+
+def test_syntax_errors_and_newer_syntax_are_left_to_libcst() -> None:
+    broken = "import torch\ndef f(:\n    x.cuda()\n"
+    assert screen(broken, RULES_ALL) is None
+    assert isinstance(_assert_same(broken), tuple)
+    # A syntax this Python may not know (PEP 701 quotes) goes to LibCST, whatever CPython says.
+    newer = 'import torch\nx = f"{"cuda"}"\ny = torch.ones(2).cuda()\n'
+    if sys.version_info < (3, 12):
+        assert screen(newer, RULES_ALL) is None
+    assert [f.code for f in _assert_same(newer)] == ["DEV101"]
+
+
+# -- the torch sources --------------------------------------------------------------------------
+
+
+def _gated_torch_files() -> list[tuple[Path, str]]:
+    """The torch files the textual prefilter lets through: where the gate decides."""
+    torch = _torch_directory()
+    if torch is None:
+        pytest.skip("torch is not installed: no corpus")
+    found = []
+    for path in sorted(torch.rglob("*.py")):
+        try:
+            text = decode(path.read_bytes()).text
+        except (OSError, SourceError):
+            continue
+        if matching_rules(text, RULES_ALL):
+            found.append((path, text))
+    return found
+
+
+def test_torch_sources_give_the_same_findings_with_and_without_the_gate() -> None:
+    """Every 6th file under 64 KB the prefilter lets through (about 100 files, tens of seconds);
+    with DEVLINT_SLOW_TESTS=1 every one of them (757 files of torch 2.13, a few minutes)."""
+    files = _gated_torch_files()
+    assert len(files) > 300
+    sample = files if SLOW else [(path, text) for path, text in files[::6] if len(text) < 64 * 1024]
+    ruled_out = findings = 0
+    for path, text in sample:
+        outcome = _assert_same(text)
+        ruled_out += screen(text, RULES_ALL) == []
+        findings += len(outcome) if isinstance(outcome, list) else 0
+    print(f"{len(sample)} files compared, {findings} findings, {ruled_out} files not parsed by LibCST with the gate")
+    # The gate must act on this sample, and the sample must hold findings to lose.
+    assert ruled_out > len(sample) // 2 and findings > 0
