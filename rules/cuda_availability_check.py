@@ -56,7 +56,9 @@ class CudaAvailabilityCheck(Rule):
         "accelerator that code now runs, and CUDA-only code there would fail; otherwise it is "
         "reported without a fix (fix that code with the other DEV rules first). A choice whose "
         "test asks more of CUDA (`torch.version.cuda`, its capability) has no fix either. A GPU index is kept: `\"cuda:1\"` becomes "
-        "`f\"{torch.accelerator.current_accelerator().type}:1\"`, \"cuda:1\" on a CUDA machine."
+        "`f\"{torch.accelerator.current_accelerator().type}:1\"`, \"cuda:1\" on a CUDA machine; that fix "
+        "is unsafe for an index above 0, which an accelerator with one device (Apple's MPS) lacks "
+        "where the original chose the CPU."
     )
     triggers = ("is_available",)
     default_enabled = False
@@ -115,13 +117,19 @@ class CudaAvailabilityCheck(Rule):
             HEAD + "if torch.cuda.is_available() and torch.cuda.get_device_capability() >= (9, 0):\n    fast = True\n",
             torch_version=ACCELERATOR,
         ),
-        # a GPU index stays
+        # a GPU index stays; above 0 the fix is unsafe (MPS has a single device)
         Invalid(
             HEAD + "gpu = 'cuda:1' if torch.cuda.is_available() else 'cpu'\n"
             'dev = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")\n',
-            HEAD + "gpu = f'{torch.accelerator.current_accelerator().type}:1' if torch.accelerator.is_available() else 'cpu'\n"
+            HEAD + "gpu = 'cuda:1' if torch.cuda.is_available() else 'cpu'\n"
             'dev = torch.device(torch.accelerator.current_accelerator().type, 0) if torch.accelerator.is_available() else torch.device("cpu")\n',
             count=2,
+            torch_version=ACCELERATOR,
+        ),
+        Invalid(
+            HEAD + "gpu = 'cuda:1' if torch.cuda.is_available() else 'cpu'\n",
+            HEAD + "gpu = f'{torch.accelerator.current_accelerator().type}:1' if torch.accelerator.is_available() else 'cpu'\n",
+            unsafe=True,
             torch_version=ACCELERATOR,
         ),
     )
@@ -201,6 +209,14 @@ class CudaAvailabilityCheck(Rule):
                 replacements = [Replace(device_call, conditional_in_place(self.ctx, device_call, f"{body} if {test} else {orelse}"))]
             else:
                 replacements = [Replace(node, AVAILABLE), Replace(cuda_side, current)]
+            if _second_gpu(literal or ""):
+                # "cuda:1" is GPU 1 of a CUDA machine; another machine's accelerator may have no
+                # device 1 (Apple's MPS has one device), where the original chose the CPU.
+                return FixPlan(
+                    "Choose the accelerator, else the CPU (unsafe: an accelerator with a single device has no "
+                    f"device {literal.removeprefix('cuda:')})",
+                    replacements, "unsafe", needs_torch=True, requires=ACCELERATOR,
+                )
             return FixPlan("Choose the accelerator, else the CPU", replacements, needs_torch=True, requires=ACCELERATOR)
 
         return fix
@@ -233,6 +249,12 @@ def _accelerator_form(literal: str, as_string: bool, quote: str) -> str | None:
     if as_string:
         return f"f{quote}{{{_CURRENT}.type}}:{index}{quote}"
     return f"torch.device({_CURRENT}.type, {index})"
+
+
+def _second_gpu(literal: str) -> bool:
+    """``"cuda:N"`` for N > 0."""
+    index = literal.removeprefix("cuda:")
+    return index != literal and index.isdigit() and int(index) > 0
 
 
 def _conjunct(test: cst.BaseExpression, node: cst.CSTNode) -> bool:

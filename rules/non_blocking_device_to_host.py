@@ -21,15 +21,17 @@ class NonBlockingDeviceToHost(FlowRule):
     )
     why = (
         "A non-blocking copy from the GPU returns at once, before the data has arrived; the host "
-        "tensor holds whatever was in that memory until the copy finishes. Reading it without "
-        "`torch.cuda.synchronize()` (or an event's `.synchronize()`) is a race: the program may "
+        "tensor holds whatever was in that memory until the copy finishes. Reading it without a "
+        "synchronize (`torch.accelerator.synchronize()`, or an event's `.synchronize()`) is a race: the program may "
         "read stale or partial values, and only sometimes. On a CPU-only machine the bug stays "
         "hidden, because there the copy is synchronous."
     )
     example = 'host = logits.to("cpu", non_blocking=True)\nprint(host.argmax().item())'
     use_instead = (
-        'host = logits.to("cpu", non_blocking=True)\ntorch.cuda.synchronize()\nprint(host.argmax().item())\n'
-        '# or simply: host = logits.to("cpu")'
+        'host = logits.to("cpu")  # the copy waits for the data: no race\n\n'
+        "# or, to overlap other work with the copy:\n"
+        'host = logits.to("cpu", non_blocking=True)\n...  # work that does not read host\n'
+        "if torch.accelerator.is_available():\n    torch.accelerator.synchronize()\nprint(host.argmax().item())"
     )
     fix_availability = "none"
     fix_note = (
@@ -102,5 +104,5 @@ class NonBlockingDeviceToHost(FlowRule):
         self.report(
             copy,
             f"this non-blocking copy to the host {how} before any synchronize; the data may still "
-            "be in flight (add `torch.cuda.synchronize()` before the read, or drop `non_blocking`)",
+            "be in flight (drop `non_blocking`, or synchronize the device before the read)",
         )
