@@ -21,6 +21,13 @@ _AMP = {
     "torch.amp.grad_scaler.GradScaler": SCALER,
 }
 _LAST_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in _AMP)
+# Where `device_type=` names the device type AMP runs for (`torch.amp.custom_fwd`, ...); torch's
+# own test helpers (`DecorateInfo(..., device_type="cuda")`) use the word for a test filter.
+_AMP_MODULES = ("torch.amp.", "torch.autocast", "torch.cpu.amp.")
+
+
+def _amp_api(qualname: str) -> bool:
+    return qualname.startswith(_AMP_MODULES)
 
 
 class CudaDeviceType(Rule):
@@ -64,6 +71,9 @@ class CudaDeviceType(Rule):
     advice_since = AMP_DEVICE_ARGUMENT
 
     VALID = (
+        # a test filter of torch's own test helpers, not a device type AMP runs for
+        "from torch.testing._internal.common_methods_invocations import DecorateInfo\n"
+        "skip = DecorateInfo(unittest.skip('slow'), 'TestCommon', device_type='cuda')\n",
         # the device-generic form this rule writes
         HEAD + "acc = torch.accelerator.current_accelerator()\n"
         "with torch.autocast(device_type=acc.type, dtype=torch.bfloat16):\n    pass\n",
@@ -120,7 +130,7 @@ class CudaDeviceType(Rule):
             HEAD + "class Net(torch.nn.Module):\n    def forward(self, x):\n"
             '        with torch.autocast(x.device.type, enabled=False):\n            return x.float() * 2\n',
         ),
-        # other device_type="cuda" arguments: reported, no fix
+        # other AMP device_type="cuda" arguments: reported, no fix
         Invalid(HEAD + '@torch.amp.custom_fwd(device_type="cuda")\ndef forward(ctx, x):\n    return x\n'),
     )
 
@@ -131,7 +141,7 @@ class CudaDeviceType(Rule):
             self._amp(node, call)
             return
         given = keyword(node, "device_type")
-        if given is not None and literal_is(given.value, "cuda") and (self.ctx.model.qualname(node.func) or "").startswith("torch."):
+        if given is not None and literal_is(given.value, "cuda") and _amp_api(self.ctx.model.qualname(node.func) or ""):
             self.report(given.value, '`device_type="cuda"` hardcodes CUDA; pass the device type of the device in use')
 
     def _amp(self, node: cst.Call, call: AmpCall) -> None:

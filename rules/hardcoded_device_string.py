@@ -122,6 +122,8 @@ class HardcodedDeviceString(Rule):
         'import torch\nx = torch.ones(2, device="cpu").to("meta")\ncpu = torch.device("cpu")\n',
         # strings, comments and docstrings
         '"""Pass device="cuda" or call x.to("cuda")."""\n# torch.device("cuda")\nhelp_text = \'.to("cuda")\'\n',
+        # devices listed only where CUDA is available
+        "import torch\ndevices = [torch.device('cpu'), torch.device('cuda:0')] if torch.cuda.is_available() else [torch.device('cpu')]\n",
         # a device handed to other code as data: a validator, a mock, a parametrize list, a key
         'import torch\nrequire_cpu(torch.device("cuda"))\nmodule.to.assert_called_with(torch.device("cuda", 2))\n'
         'cases = pytest.mark.parametrize("device", [torch.device("cuda:0"), torch.device("cpu")])\n'
@@ -381,7 +383,22 @@ class HardcodedDeviceString(Rule):
                 return True
         if isinstance(parent, (cst.Assign, cst.AnnAssign)) and self._in_availability_branch(parent):
             return True
+        if self._in_guarded_choice(node):
+            return True
         return self._handed_over_as_a_value(node)
+
+    def _in_guarded_choice(self, node: cst.CSTNode) -> bool:
+        """The CUDA side of `[...cuda devices...] if torch.cuda.is_available() else [...]`: the
+        guarded idiom, with a list or a tuple of devices."""
+        child = node
+        for ancestor in self.ctx.ancestors(node):
+            if isinstance(ancestor, cst.IfExp):
+                site = self.ctx.site(ancestor)
+                return child is ancestor.body and checks_cuda_available(self.ctx.model, ancestor.test, site.scope, site.order)
+            if not isinstance(ancestor, _CONTAINERS):
+                return False
+            child = ancestor
+        return False
 
     def _handed_over_as_a_value(self, node: cst.Call) -> bool:
         """`require_cpu(torch.device("cuda"))`, `mock.assert_called_with(torch.device("cuda", 2))`,

@@ -120,6 +120,7 @@ def test_the_gates_copies_of_rule_tables_match_the_rules() -> None:
     assert conditions.MEMORY_API == cuda_memory_api._NAMES
     assert conditions.CUDA_SUBMODULES == accelerator._CUDA_SUBMODULES
     assert set(conditions.AMP_DEVICE_TYPE) == set(cuda_device_type._AMP)
+    assert conditions.AMP_MODULES == cuda_device_type._AMP_MODULES
 
 
 def test_a_rule_without_a_condition_is_always_parsed() -> None:

@@ -56,6 +56,7 @@ MEMORY_API = frozenset(
      "max_memory_allocated", "memory_reserved", "max_memory_reserved", "memory_stats", "mem_get_info"}
 )
 CUDA_SUBMODULES = ("torch.cuda.", "torch.cuda.memory.", "torch.cuda.streams.")
+AMP_MODULES = ("torch.amp.", "torch.autocast", "torch.cpu.amp.")
 AMP_DEVICE_TYPE = ("torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast", "torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler")
 # Calls a loop looks through to the loader they wrap (devlint.dataflow).
 LOOP_WRAPPERS = frozenset({"tqdm", "iter", "trange", "enumerate"})
@@ -468,16 +469,27 @@ def cuda_memory_api(facts: Facts) -> bool:
 
 def cuda_device_type(facts: Facts) -> bool:
     # DEV603 reports calls of autocast/GradScaler (resolved through imports) given "cuda" or, for
-    # GradScaler, no device; and `device_type="cuda"` given to a call under torch.
+    # GradScaler, no device; and `device_type="cuda"` given to a call under torch's AMP modules.
     if next(calls_to_any(facts, AMP_DEVICE_TYPE), None) is not None:
         return True
     return any(
         (kind := keyword(call, "device_type")) is not None
         and type(kind) is ast.Constant
         and kind.value == "cuda"
-        and from_torch(facts, call.func)
+        and any(name.startswith(AMP_MODULES) for name in _qualified(facts, call.func))
         for call in facts.all_calls()
     )
+
+
+def _qualified(facts: Facts, func: ast.expr) -> set[str]:
+    """What a callee may resolve to through imports (``SemanticModel.qualname``)."""
+    suffix = ""
+    while type(func) is ast.Attribute:
+        suffix = f".{func.attr}{suffix}"
+        func = func.value
+    if type(func) is not ast.Name:
+        return set()
+    return {bound + suffix for bound in facts.imports.get(func.id, ())}
 
 
 def cuda_availability_check(facts: Facts) -> bool:
