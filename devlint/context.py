@@ -434,19 +434,19 @@ def renamed_torch(code: str, alias: str) -> str:
     """``code`` with the module name ``torch`` (a name followed by a dot, not inside a string or
     comment) spelled ``alias``; unchanged when it does not tokenize."""
     try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+        # newline="": lines end at \r, \n or \r\n, as LineIndex counts them
+        tokens = list(tokenize.generate_tokens(io.StringIO(code, newline="").readline))
     except (tokenize.TokenError, SyntaxError):
         return code
-    lines = code.splitlines(keepends=True) or [""]
-    edits = [
-        token.start
+    index = LineIndex(code)
+    offsets = [
+        index.offset(*token.start)
         for token, following in zip(tokens, tokens[1:])
         if token.type == tokenize.NAME and token.string == "torch" and following.string == "."
     ]
-    for row, column in reversed(edits):
-        line = lines[row - 1]
-        lines[row - 1] = line[:column] + alias + line[column + len("torch"):]
-    return "".join(lines)
+    for offset in reversed(offsets):
+        code = code[:offset] + alias + code[offset + len("torch"):]
+    return code
 
 
 def _is_preamble(stmt: cst.CSTNode, position: int) -> bool:

@@ -178,3 +178,11 @@ def test_a_cpu_checkpoint_stays_on_the_cpu_after_the_fix(tmp_path) -> None:
     run = subprocess.run([sys.executable, "p.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "3.0"
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_renaming_torch_follows_any_line_ending(newline: str) -> None:
+    from devlint.context import renamed_torch
+
+    code = newline.join(["torch.set_default_dtype(torch.float32)", 'torch.set_default_device("cuda")'])
+    assert renamed_torch(code, "t") == code.replace("torch.", "t.")

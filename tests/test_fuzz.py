@@ -72,6 +72,16 @@ EXPRESSIONS: tuple[tuple[str, bool], ...] = (
     ("{R}.cpu(non_blocking=True).numpy()", True),
     ("{R}.cuda().numpy()", True),
     ("[{R}.cuda() for {R2} in range(2)]", True),
+    ("{R}.cuda({R}.get_device())", True),
+    ("{R}.cuda({R}.device.index, non_blocking=True)", True),
+    ("[{R}.cuda(i) for i in range(2)]", True),
+    ("{T}.device({Q}cuda{Q}, 1)", True),
+    ("[{T}.device({Q}cuda{Q}, i) for i in ids]", True),
+    ("{T}.load({Q}w.pt{Q}, map_location=lambda s, loc: s.cuda())", True),
+    ("{T}.cuda.synchronize()", True),
+    ("{T}.cuda.memory_allocated()", True),
+    ("{T}.autocast({Q}cuda{Q}, enabled=flag)", True),
+    ("{T}.amp.GradScaler()", True),
 )
 
 # Statements that are findings themselves.
@@ -107,6 +117,9 @@ WRAPPERS = (
     "v = cache[{E}]",
     "v = {{**opts, {Q}k{Q}: {E}}}",
     "v = (yield_ := {E})",
+    "if t.is_cuda:\n>v = {E}\nelse:\n>v = {E2}",
+    "if TORCH_VERSION >= (2, 4):\n>v = {E2}\nelse:\n>v = {E}",
+    "try:\n>v = {E}\nexcept RuntimeError:\n>v = None",
 )
 FSTRING = "s = f{Q2}{{{E}!r:>10}}{Q2}"
 IN_FUNCTION = ("return {E}", "yield {E}")
