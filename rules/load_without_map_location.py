@@ -34,7 +34,9 @@ class LoadWithoutMapLocation(Rule):
         "`\"cpu\"` loads the GPU tensors onto the CPU instead of failing (CPU tensors stay where they "
         "are). The device in scope is deliberately not used: `map_location=device` would also move a "
         "checkpoint saved from CPU tensors (a dataset, metrics, a model saved before `.to(device)`) "
-        "onto the GPU, where `.numpy()`, `pin_memory` or a CPU model then fail."
+        "onto the GPU, where `.numpy()`, `pin_memory` or a CPU model then fail. For the same reason "
+        "a checkpoint saved from `cuda:0` still loads onto `cuda:0` in every process of a multi-GPU "
+        "run, as before: give `map_location` yourself where that matters."
     )
     # `torch.load` and `from torch import load [as x]` spell `load` as a whole identifier.
     triggers = (Word("load"),)
