@@ -21,6 +21,7 @@ import libcst as cst
 from devlint.astutil import append_arg, arg, code_in_place, imported_qualname, keyword, prepend_arg
 from devlint.context import FileContext, Site
 from devlint.device_checks import exits
+from devlint.devices import is_cuda_string, reach_of
 from devlint.fixes import DeviceRef, Replace
 from devlint.semantic import Binding, dotted_name, string_value
 from devlint.torch_version import TorchVersion
@@ -167,18 +168,61 @@ def _is_device_object(ctx: FileContext, site: Site, device: DeviceRef) -> bool:
         return ctx.settings.device_expression in ("", "default", "accelerator")
     if device.expr.endswith(".device"):
         return True
-    bindings = ctx.model.visible_bindings(device.expr, site.scope, site.order)
-    return bool(bindings) and all(_binds_device_object(ctx, binding) for binding in bindings)
+    # Every binding that can reach the site (devlint.flow), as the device finder saw them.
+    found = reach_of(device.expr, site.scope, site.node, ctx.flows)
+    reach = found[1] if found is not None else None
+    if reach is None or not reach.bindings:
+        return False
+    return all(_annotated_device(ctx, param) for param in reach.params) and all(
+        _device_object(ctx, value) for value in reach.values
+    )
 
 
-def _binds_device_object(ctx: FileContext, binding: Binding) -> bool:
-    if binding.kind == "param":
-        annotation = binding.annotation
-        if annotation is None:
-            return False
-        written = string_value(annotation) or dotted_name(annotation)
-        return written == "torch.device" or ctx.model.qualname(annotation) == "torch.device"
-    return binding.value is not None and _device_object(ctx, binding.value)
+def _annotated_device(ctx: FileContext, param: cst.Param) -> bool:
+    annotation = param.annotation.annotation if param.annotation is not None else None
+    if annotation is None:
+        return False
+    written = string_value(annotation) or dotted_name(annotation)
+    return written == "torch.device" or ctx.model.qualname(annotation) == "torch.device"
+
+
+# torch.autocast and GradScaler take "mps" (Apple) from torch 2.5; before, they raise for it.
+AMP_ON_OTHER_ACCELERATORS = (2, 5)
+
+
+def amp_device(ctx: FileContext, site: Site) -> tuple[str, str, DeviceRef]:
+    """The device type an AMP call gets, the test that keeps it ``enabled`` only where the CUDA-only
+    original was, and the device used. Before torch 2.5 autocast and GradScaler raise for a device
+    type such as "mps" (Apple), where the original only disabled itself: unless the device is CUDA
+    or the CPU on every path, the type is then "cuda" on CUDA and "cpu" elsewhere, off there."""
+    kind, device = device_type(ctx, site)
+    if _may_be_another_accelerator(ctx, site, device) and ctx.settings.torch_version < AMP_ON_OTHER_ACCELERATORS:
+        return f'"cuda" if {kind} == "cuda" else "cpu"', f'{kind} == "cuda"', device
+    return kind, f'{kind} != "cpu"', device
+
+
+def _may_be_another_accelerator(ctx: FileContext, site: Site, device: DeviceRef) -> bool:
+    """False when ``device`` is CUDA or the CPU on every path: the default inserted definition, or
+    the program's own `"cuda" if ... else "cpu"` choice."""
+    if device.inserted:
+        return ctx.settings.device_expression not in ("", "default")
+    if device.expr.endswith(".device"):
+        return True
+    found = reach_of(device.expr, site.scope, site.node, ctx.flows)
+    reach = found[1] if found is not None else None
+    if reach is None or not reach.bindings or reach.params:
+        return True
+    return not all(_cuda_or_cpu(ctx, value) for value in reach.values)
+
+
+def _cuda_or_cpu(ctx: FileContext, value: cst.BaseExpression) -> bool:
+    """A device that is CUDA or the CPU, whatever the machine."""
+    if isinstance(value, cst.IfExp):
+        return _cuda_or_cpu(ctx, value.body) and _cuda_or_cpu(ctx, value.orelse)
+    if isinstance(value, cst.Call) and ctx.model.qualname(value.func) == "torch.device" and value.args:
+        return _cuda_or_cpu(ctx, value.args[0].value)
+    literal = string_value(value)
+    return literal is not None and (literal == "cpu" or is_cuda_string(literal))
 
 
 def _device_object(ctx: FileContext, value: cst.BaseExpression) -> bool:
@@ -192,10 +236,10 @@ def _device_object(ctx: FileContext, value: cst.BaseExpression) -> bool:
     return False
 
 
-def off_on_cpu(ctx: FileContext, kind: str, enabled: cst.BaseExpression | None) -> str:
-    """The ``enabled=`` value that keeps autocast or scaling off on the CPU, where the CUDA-only
-    original disabled itself, and otherwise as ``enabled`` says."""
-    off = f'{kind} != "cpu"'
+def off_on_cpu(ctx: FileContext, on: str, enabled: cst.BaseExpression | None) -> str:
+    """The ``enabled=`` value that keeps autocast or scaling off where the CUDA-only original
+    disabled itself (``on`` is false there), and otherwise as ``enabled`` says."""
+    off = on
     constant = enabled.value if isinstance(enabled, cst.Name) and enabled.value in ("True", "False") else None
     if enabled is None or constant == "True":
         return off
@@ -227,8 +271,8 @@ CUDA_AMP_AUTOCAST = AmpCall(None, ("enabled", "dtype", "cache_enabled"))
 CUDA_AMP_SCALER = AmpCall(None, SCALER.parameters)
 
 
-def amp_fix_text(ctx: FileContext, node: cst.Call, func: str | None, call: AmpCall, kind: str) -> str:
-    """``node`` with the device type ``kind`` and ``enabled=`` off on the CPU; positional
+def amp_fix_text(ctx: FileContext, node: cst.Call, func: str | None, call: AmpCall, kind: str, on: str) -> str:
+    """``node`` with the device type ``kind`` and ``enabled=`` only where ``on``; positional
     arguments after the device type become keywords (the torch.amp signatures order them
     differently from the torch.cuda.amp ones)."""
     rest = [a for a in node.args if not _is_device_argument(a, node, call)]
@@ -240,7 +284,7 @@ def amp_fix_text(ctx: FileContext, node: cst.Call, func: str | None, call: AmpCa
     names = iter(call.parameters)
     args = [_as_keyword(a, next(names)) if a in given else a for a in rest]
     enabled = next((a for a in args if _named(a, "enabled")), None)
-    value = off_on_cpu(ctx, kind, enabled.value if enabled is not None else None)
+    value = off_on_cpu(ctx, on, enabled.value if enabled is not None else None)
     args = [a.with_changes(value=cst.parse_expression(value)) if a is enabled else a for a in args]
     new = node.with_changes(args=args) if func is None else node.with_changes(func=cst.parse_expression(func), args=args)
     if enabled is None:

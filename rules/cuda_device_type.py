@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.accelerator import AMP_DEVICE_ARGUMENT, AUTOCAST, SCALER, AmpCall, amp_fix_text, device_type
+from devlint.accelerator import AMP_DEVICE_ARGUMENT, AUTOCAST, SCALER, AmpCall, amp_device, amp_fix_text
 from devlint.astutil import imported_qualname, keyword, positional
 from devlint.context import Site
 from devlint.fixes import FixPlan, Replace
@@ -62,7 +62,11 @@ class CudaDeviceType(Rule):
         'available. Disabling"; GradScaler likewise): the fix keeps it off on the CPU, because '
         "`device.type` alone would switch CPU autocast on and change CPU numerics "
         "(tests/test_dev6_semantics.py checks both on this CPU build). On another accelerator it "
-        "now turns on, which is the point. `torch.amp.GradScaler(device)` needs torch 2.3 "
+        "now turns on, which is the point, from torch 2.5: before it, autocast and GradScaler raise "
+        'for a device type such as "mps" where the original only disabled itself, so with '
+        'torch-version below 2.5 a device that may be another accelerator (a parameter, `x.device`) '
+        'gets `"cuda" if <type> == "cuda" else "cpu"` and `enabled=... and <type> == "cuda"`: on, '
+        "exactly where the original was. `torch.amp.GradScaler(device)` needs torch 2.3 "
         "(docs: torch.amp.GradScaler). Other `device_type=\"cuda\"` arguments (`custom_fwd`, "
         "`is_autocast_enabled`) are reported without a fix: what they do on the CPU depends on "
         "autocast state elsewhere in the program."
@@ -106,6 +110,17 @@ class CudaDeviceType(Rule):
             HEAD + "def step(model, x, device: torch.device, use_amp):\n"
             '    with torch.amp.autocast(device_type=device.type, enabled=(use_amp or force) and device.type != "cpu"):\n'
             "        return model(x)\n",
+            torch_version=(2, 5),
+        ),
+        # before torch 2.5 autocast raises for "mps": a device that may be one keeps AMP to CUDA,
+        # off elsewhere, as the original was
+        Invalid(
+            HEAD + "def step(model, x, device: torch.device, use_amp):\n"
+            '    with torch.amp.autocast(device_type="cuda", enabled=use_amp or force):\n        return model(x)\n',
+            HEAD + "def step(model, x, device: torch.device, use_amp):\n"
+            '    with torch.amp.autocast(device_type="cuda" if device.type == "cuda" else "cpu", '
+            'enabled=(use_amp or force) and device.type == "cuda"):\n'
+            "        return model(x)\n",
         ),
         # a string device: `.type` would fail on a str
         Invalid(
@@ -129,6 +144,7 @@ class CudaDeviceType(Rule):
             '        with torch.autocast("cuda", enabled=False):\n            return x.float() * 2\n',
             HEAD + "class Net(torch.nn.Module):\n    def forward(self, x):\n"
             '        with torch.autocast(x.device.type, enabled=False):\n            return x.float() * 2\n',
+            torch_version=(2, 5),
         ),
         # other AMP device_type="cuda" arguments: reported, no fix
         Invalid(HEAD + '@torch.amp.custom_fwd(device_type="cuda")\ndef forward(ctx, x):\n    return x\n'),
@@ -161,10 +177,10 @@ class CudaDeviceType(Rule):
         self.report(node, message, fix=lambda site: self._fix(node, call, site))
 
     def _fix(self, node: cst.Call, call: AmpCall, site: Site) -> FixPlan:
-        kind, device = device_type(self.ctx, site)
-        new = amp_fix_text(self.ctx, node, None, call, kind)
+        kind, on, device = amp_device(self.ctx, site)
+        new = amp_fix_text(self.ctx, node, None, call, kind, on)
         return FixPlan(
-            f"Use the device type `{kind}`, off on the CPU as before",
+            f"Use the device type `{kind}`, off where it was off",
             [Replace(node, new)],
             "safe",
             device=device,

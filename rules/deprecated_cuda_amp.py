@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.accelerator import CUDA_AMP_AUTOCAST, CUDA_AMP_SCALER, AmpCall, amp_fix_text, device_type
+from devlint.accelerator import CUDA_AMP_AUTOCAST, CUDA_AMP_SCALER, AmpCall, amp_device, amp_fix_text
 from devlint.astutil import imported_qualname
 from devlint.context import Site
 from devlint.fixes import FixPlan, Replace
@@ -50,7 +50,9 @@ class DeprecatedCudaAmp(Rule):
         "new signature orders them differently; an existing `enabled=x` becomes `enabled=x and "
         'device.type != "cpu"`). On a CUDA machine the type is "cuda" and nothing changes; without '
         "CUDA the deprecated classes disabled themselves, and `enabled` keeps them off on the CPU "
-        "(CPU autocast would change CPU numerics). `torch.amp.GradScaler(device)` needs torch 2.3; "
+        "(CPU autocast would change CPU numerics); below torch-version 2.5 a device that may be another "
+        'accelerator gets DEV603\'s `"cuda" if <type> == "cuda" else "cpu"` form, since older autocast '
+        'raises for "mps". `torch.amp.GradScaler(device)` needs torch 2.3; '
         "the fix is never made in code guarded for a torch older than 2.4. An import from "
         "`torch.cuda.amp` that becomes unused is left for your import linter."
     )
@@ -97,6 +99,14 @@ class DeprecatedCudaAmp(Rule):
             "        return x\n",
             "from torch.cuda import amp\nimport torch\n\ndef step(x, device: torch.device):\n    with torch.amp.autocast(\n"
             '        device.type,\n        dtype=dtype,\n        enabled=device.type != "cpu",\n    ):\n        return x\n',
+            torch_version=(2, 5),
+        ),
+        # before torch 2.5, autocast raises for "mps": a device that may be one keeps AMP to CUDA
+        Invalid(
+            "from torch.cuda import amp\n\ndef step(x, device: torch.device):\n    with amp.autocast():\n        return x\n",
+            "from torch.cuda import amp\nimport torch\n\ndef step(x, device: torch.device):\n"
+            '    with torch.amp.autocast("cuda" if device.type == "cuda" else "cpu", enabled=device.type == "cuda"):\n'
+            "        return x\n",
         ),
     )
 
@@ -115,10 +125,10 @@ class DeprecatedCudaAmp(Rule):
         )
 
     def _fix(self, node: cst.Call, replacement: str, call: AmpCall, site: Site) -> FixPlan:
-        kind, device = device_type(self.ctx, site)
+        kind, on, device = amp_device(self.ctx, site)
         return FixPlan(
-            f"Use `{replacement}({kind}, ...)`, off on the CPU as before",
-            [Replace(node, amp_fix_text(self.ctx, node, replacement, call, kind))],
+            f"Use `{replacement}({kind}, ...)`, off where it was off",
+            [Replace(node, amp_fix_text(self.ctx, node, replacement, call, kind, on))],
             "safe",
             device=device,
             needs_torch=True,
