@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -12,7 +13,9 @@ from devlint.context import Site
 from devlint.devices import checks_cuda_available, device_expression, is_guarded_device_choice
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule
-from devlint.semantic import string_value
+from devlint.findings import Applicability
+from devlint.semantic import dotted_name, string_value
+from devlint.walker import children
 
 HEADER = "import torch\n"
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
@@ -162,9 +165,11 @@ class HardcodedDeviceString(Rule):
             't.device("cuda", i) if t.cuda.is_available() else t.device("cpu")]\n',
             count=2,
         ),
+        # a device value that places nothing (an attribute read here): unsafe
         Invalid(
             'import torch\nshards = [torch.device("cuda", i).index + 1 for i in ids]\n',
             'import torch\nshards = [(torch.device("cuda", i) if torch.cuda.is_available() else torch.device("cpu")).index + 1 for i in ids]\n',
+            unsafe=True,
         ),
         # under `if args.cuda:` (not an availability check) it is still reported
         Invalid(
@@ -211,9 +216,9 @@ class HardcodedDeviceString(Rule):
             "    return torch.zeros(n, device=device)\n",
         ),
         Invalid(
-            'def build(n, *, map_location="cuda:1", dev: str = "cuda"):\n    pass\n',
+            'def build(n, *, map_location="cuda:1", dev: str = "cuda"):\n    return load(p, map_location=map_location).to(dev)\n',
             'import torch\ndef build(n, *, map_location="cuda:1" if torch.cuda.is_available() else "cpu", '
-            'dev: str = "cuda" if torch.cuda.is_available() else "cpu"):\n    pass\n',
+            'dev: str = "cuda" if torch.cuda.is_available() else "cpu"):\n    return load(p, map_location=map_location).to(dev)\n',
             count=2,
         ),
         # a command-line option whose default is the GPU
@@ -234,6 +239,8 @@ class HardcodedDeviceString(Rule):
         # (name, literal, site) of each variable set to a CUDA string; reported if used as a device
         self._variables: list[tuple[str, _Literal, Site]] = []
         self._used_as_device: set[str] = set()
+        # names (and `obj.attr`s) that tensors are placed with, for the safety of device values
+        self._placed: set[str] = set()
 
     # -- the walk ------------------------------------------------------------------------------
 
@@ -260,16 +267,28 @@ class HardcodedDeviceString(Rule):
         plain = positional(node)
         if plain and (qualname in _POSITIONAL_DEVICE_FUNCTIONS or (device_method and method == "to")):
             self._note_use(plain[0].value)
+            self._note_placement(plain[0].value)
             self._string_argument(plain[0].value, owner)
         for name in _DEVICE_KEYWORDS:
             given = keyword(node, name)
             if given is None:
                 continue
             self._note_use(given.value)
+            if torch_call or device_method:
+                self._note_placement(given.value)
             if (torch_call or device_method) and (name == "device" or qualname is not None):
                 self._string_argument(given.value, owner)
         if method == "cuda" and plain:
             self._note_use(plain[0].value)
+            self._note_placement(plain[0].value)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        # `with torch.device(d):` places every tensor made in the block
+        item = node.item
+        if isinstance(item, cst.Call) and self.ctx.model.qualname(item.func) == "torch.device":
+            plain = positional(item)
+            if plain:
+                self._note_placement(plain[0].value)
 
     def visit_Param(self, node: cst.Param) -> None:
         if node.default is None or not self._is_device_param(node):
@@ -281,7 +300,7 @@ class HardcodedDeviceString(Rule):
             literal.node,
             f"the default `{node.name.value}={self._code(literal.node)}` hardcodes CUDA; "
             "default to the CUDA device only when it is available",
-            fix=lambda site: self._guard_fix(literal),
+            fix=lambda site: self._default_fix(node, literal),
         )
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -300,8 +319,17 @@ class HardcodedDeviceString(Rule):
                 literal.node,
                 f"`{name}` is set to {self._code(literal.node)} and used as a device; "
                 "choose CUDA only when it is available",
-                fix=lambda _site, literal=literal: self._guard_fix(literal),
+                fix=lambda _site, name=name, literal=literal: self._variable_fix(name, literal),
             )
+
+    def _variable_fix(self, name: str, literal: _Literal) -> FixPlan:
+        """Safe where tensors are placed with the variable; given only to code that may inspect
+        it (`run(model, device=d)`), that code would see the CPU without CUDA."""
+        plan = self._guard_fix(literal)
+        if name in self._placed:
+            return plan
+        caveat = " (unsafe: no tensor is placed with it in this file; code that inspects it sees the CPU without CUDA)"
+        return FixPlan(plan.message + caveat, plan.replacements, "unsafe", needs_torch=True)
 
     # -- what is reported ------------------------------------------------------------------------
 
@@ -366,6 +394,71 @@ class HardcodedDeviceString(Rule):
     def _note_use(self, value: cst.BaseExpression) -> None:
         if isinstance(value, cst.Name):
             self._used_as_device.add(value.value)
+
+    def _note_placement(self, value: cst.BaseExpression) -> None:
+        """A name (or ``obj.attr``) that tensors are placed with: `.to(d)`, `device=d` of a torch
+        call, `map_location=d`, `.cuda(d)`, `with torch.device(d)`; `devices[i]` counts for
+        `devices`."""
+        while isinstance(value, cst.Subscript):
+            value = value.value
+        name = dotted_name(value)
+        if name is not None:
+            self._placed.add(name)
+
+    def _value_use(self, node: cst.CSTNode) -> str:
+        """How a device value is used: ``"placement"`` (tensors go there), ``"variable"`` (it is
+        bound to a name, judged by the uses of that name), or ``"value"`` (returned, kept in a
+        collection, given as `device=` to code that may only inspect it)."""
+        current: cst.CSTNode = node
+        parent = self.ctx.parent(node)
+        while isinstance(parent, (*_CONTAINERS, cst.IfExp)) or (
+            isinstance(parent, (cst.ListComp, cst.SetComp, cst.GeneratorExp)) and current is parent.elt
+        ):
+            current, parent = parent, self.ctx.parent(parent)
+        if isinstance(parent, cst.WithItem):
+            return "placement"
+        if isinstance(parent, (cst.Assign, cst.AnnAssign)) and current is parent.value:
+            return "variable"
+        if isinstance(parent, cst.Arg):
+            call = self.ctx.parent(parent)
+            if isinstance(call, cst.Call):
+                qualname = self.ctx.model.qualname(call.func) or ""
+                method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+                if (qualname.startswith("torch.") and not qualname.startswith("torch.cuda.")) or (
+                    not qualname and method in (*_DEVICE_METHODS, "cuda")
+                ):
+                    return "placement"
+        return "value"
+
+    def _placed_through(self, node: cst.CSTNode) -> bool:
+        """The assignment holding ``node`` binds only names that tensors are placed with."""
+        statement = self.ctx.parent(node)
+        while statement is not None and not isinstance(statement, (cst.Assign, cst.AnnAssign)):
+            statement = self.ctx.parent(statement)
+        if isinstance(statement, cst.Assign):
+            targets = [target.target for target in statement.targets]
+        elif isinstance(statement, cst.AnnAssign):
+            targets = [statement.target]
+        else:
+            return False
+        names = [dotted_name(target) for target in targets]
+        return all(name is not None and (name in self._placed or not self._used_elsewhere(name)) for name in names)
+
+    def _used_elsewhere(self, name: str) -> bool:
+        """The file mentions ``name`` beyond binding it. A module-level `device = ...` nothing in
+        the file reads is for other modules to place tensors with; one this file reads but never
+        places tensors with is a value (compared, printed, passed on)."""
+        last = name.rsplit(".", 1)[-1]
+        pattern = rf"\.{re.escape(last)}\b" if "." in name else rf"(?<![\w.]){re.escape(last)}\b"
+        return len(re.findall(pattern, self.ctx.text)) > 1
+
+    def _how_safe(self, node: cst.CSTNode) -> tuple[Applicability, str]:
+        """Safe where the device places tensors (also through the variable it is bound to);
+        a device value other code may only look at changes what that code sees without CUDA."""
+        use = self._value_use(node)
+        if use == "placement" or (use == "variable" and self._placed_through(node)):
+            return "safe", ""
+        return "unsafe", " (unsafe: no tensor is placed with it here; code that inspects it sees the CPU without CUDA)"
 
     # -- exemptions ------------------------------------------------------------------------------
 
@@ -448,13 +541,15 @@ class HardcodedDeviceString(Rule):
     # -- fixes -----------------------------------------------------------------------------------
 
     def _device_call_fix(self, node: cst.Call, indexed: bool) -> FixPlan:
+        applicability, caveat = self._how_safe(node)
         if indexed:
-            return self._indexed_device_call_fix(node)
+            plan = self._indexed_device_call_fix(node)
+            return FixPlan(plan.message + caveat, plan.replacements, applicability, needs_torch=True)
         expression = device_expression(self.ctx.settings.device_expression)
         if not _is_atom(expression) and not isinstance(self.ctx.parent(node), _LOOSE_PARENTS):
             expression = f"({expression})"
-        message = f"Replace `{self._shown(node)}` with `{expression}`"
-        return FixPlan(message, [Replace(node, expression)], "safe", needs_torch=True)
+        message = f"Replace `{self._shown(node)}` with `{expression}`{caveat}"
+        return FixPlan(message, [Replace(node, expression)], applicability, needs_torch=True)
 
     def _indexed_device_call_fix(self, node: cst.Call) -> FixPlan:
         """Keep the GPU where CUDA is available: `torch.device("cuda:1")` becomes
@@ -478,6 +573,17 @@ class HardcodedDeviceString(Rule):
         message = f"Replace {self._code(literal.node)} with `{device.expr}`"
         return FixPlan(message, [Replace(literal.node, device.expr)], "safe", device=device)
 
+    def _default_fix(self, param: cst.Param, literal: _Literal) -> FixPlan:
+        """A parameter default: safe where the function places tensors with the parameter; a
+        function that only asks about its device (a dtype table, a capability query) would now
+        answer for the CPU without CUDA."""
+        plan = self._guard_fix(literal)
+        function = self.ctx.parent(self.ctx.parent(param) or param)
+        if isinstance(function, (cst.FunctionDef, cst.Lambda)) and _places_with(function, param.name.value, self.ctx.model):
+            return plan
+        caveat = " (unsafe: the function places no tensor with it; code that inspects it sees the CPU without CUDA)"
+        return FixPlan(plan.message + caveat, plan.replacements, "unsafe", needs_torch=True)
+
     def _guard_fix(self, literal: _Literal) -> FixPlan:
         text = self._code(literal.node)
         guarded = f"{text}{GUARD}{_cpu_literal(literal.node)}"
@@ -490,6 +596,23 @@ class HardcodedDeviceString(Rule):
         """Source for a one-line message: a call spread over lines is abbreviated."""
         code = self._code(node)
         return code if "\n" not in code else "torch.device(...)"
+
+
+def _places_with(function: cst.FunctionDef | cst.Lambda, name: str, model) -> bool:
+    """``function`` places tensors with ``name``: `.to(name)`, `.cuda(name)`, `device=name` or
+    `map_location=name`, `torch.device(name)`, `with torch.device(name)`."""
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call):
+            plain = positional(node)
+            method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
+            given = [plain[0].value] if plain and (method in ("to", "cuda") or model.qualname(node.func) in _POSITIONAL_DEVICE_FUNCTIONS + ("torch.device",)) else []
+            given += [a.value for a in node.args if a.keyword is not None and a.keyword.value in _DEVICE_KEYWORDS]
+            if any(isinstance(value, cst.Name) and value.value == name for value in given):
+                return True
+        stack.extend(children(node))
+    return False
 
 
 def _cpu_literal(node: cst.BaseExpression) -> str:

@@ -109,8 +109,8 @@ def test_dev103_device_call_uses_the_configured_expression() -> None:
 
 def test_dev103_conditional_expression_is_parenthesised_where_needed() -> None:
     settings = FixSettings(device_expression="accelerator")
-    text = 'import torch\nkind = torch.device("cuda").type\n'
-    assert fix("DEV103", text, settings=settings) == f"import torch\nkind = ({ACCELERATOR_EXPRESSION}).type\n"
+    text = 'import torch\nx = x.to(torch.device("cuda").type)\n'
+    assert fix("DEV103", text, settings=settings, unsafe=True) == f"import torch\nx = x.to(({ACCELERATOR_EXPRESSION}).type)\n"
 
 
 def test_dev103_string_span_is_the_literal() -> None:
@@ -130,14 +130,35 @@ def test_dev103_variable_used_only_through_device_keyword_of_any_call() -> None:
     text = 'import torch\ndev = "cuda"\nrun(model, device=dev)\n'
     (finding,) = lint("DEV103", text)
     assert "`dev` is set to" in finding.message
-    assert fix("DEV103", text) == 'import torch\ndev = "cuda" if torch.cuda.is_available() else "cpu"\nrun(model, device=dev)\n'
+    # `run` is no torch call: it may only look at the device, so the fix is unsafe
+    assert fix("DEV103", text) == text
+    assert fix("DEV103", text, unsafe=True) == 'import torch\ndev = "cuda" if torch.cuda.is_available() else "cpu"\nrun(model, device=dev)\n'
 
 
 def test_dev103_guard_keeps_the_quote_style_and_adds_torch() -> None:
-    text = "def load(path, map_location='cuda:0'):\n    pass\n"
+    text = "def load(path, map_location='cuda:0'):\n    return torch.load(path, map_location=map_location)\n"
     assert fix("DEV103", text) == (
-        "import torch\ndef load(path, map_location='cuda:0' if torch.cuda.is_available() else 'cpu'):\n    pass\n"
+        "import torch\ndef load(path, map_location='cuda:0' if torch.cuda.is_available() else 'cpu'):\n"
+        "    return torch.load(path, map_location=map_location)\n"
     )
+
+
+def test_dev103_a_default_the_function_places_nothing_with_is_an_unsafe_fix() -> None:
+    text = "def autocast_dtype(device: str = 'cuda'):\n    return 'float16' if device == 'cuda' else 'bfloat16'\n"
+    (finding,) = lint("DEV103", text)
+    assert finding.fix is not None and finding.fix.applicability == "unsafe"
+
+
+def test_dev103_device_values_that_place_nothing_are_unsafe_fixes() -> None:
+    text = (
+        "import torch\n\ndef parallel_devices(ids):\n    return [torch.device('cuda', i) for i in ids]\n\n"
+        "flops = peak_flops(device=torch.device('cuda'))\nseen = torch.device('cuda')\nassert seen.type == 'cuda'\n"
+        "exported = torch.device('cuda')\nplaced = torch.device('cuda')\nx = x.to(placed)\n"
+    )
+    fixes = {f.location.row: f.fix.applicability for f in lint("DEV103", text)}
+    # returned, given to code that may only inspect it, read but never placed with: unsafe;
+    # bound for other modules (never read here) or placed with: safe
+    assert fixes == {4: "unsafe", 6: "unsafe", 7: "unsafe", 9: "safe", 10: "safe"}
 
 
 def test_dev103_availability_branch_exempts_only_the_selection() -> None:
