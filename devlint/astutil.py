@@ -7,7 +7,7 @@ from functools import lru_cache
 import libcst as cst
 
 from devlint.context import FileContext, Site
-from devlint.semantic import SemanticModel, dotted_name
+from devlint.semantic import SemanticModel, dotted_name, string_value
 
 
 def method_call(node: cst.Call, name: str) -> cst.Attribute | None:
@@ -152,6 +152,73 @@ def receiver_is_foreign(ctx: FileContext, receiver: cst.BaseExpression, site: Si
                 return _constructs_foreign(ctx, binding.value, method)
         return False
     return _constructs_foreign(ctx, receiver, method)
+
+
+def own_override(ctx: FileContext, receiver: cst.BaseExpression, site: Site, method: str) -> str | None:
+    """The local class whose own ``method`` a call on ``receiver`` runs, when that class is (or may
+    be) an nn.Module: `.to(device)` would skip the override (a class that is no Module, with its
+    own ``method``, is no torch object at all: see receiver_is_foreign)."""
+    model = ctx.model
+    if isinstance(receiver, cst.Name) and receiver.value == "self":
+        scope = site.scope
+        while scope is not None and scope.kind != "class":
+            scope = scope.parent
+        return scope.name if scope is not None and _defines(ctx, scope.name, method) else None
+    value: cst.BaseExpression | None = receiver
+    if isinstance(receiver, cst.Name):
+        enclosing = set(ctx.ancestors(site.node))
+        value = None
+        for _, binding in model.lookup(receiver.value, site.scope):
+            if binding.value is not None and binding.value in enclosing | {site.node}:
+                continue
+            if binding.order < site.order or binding.kind == "param":
+                value = binding.value
+                break
+    if isinstance(value, cst.Call):
+        name = dotted_name(value.func)
+        if name is not None and _defines(ctx, name, method):
+            return name
+    return None
+
+
+def _defines(ctx: FileContext, class_name: str, method: str, seen: frozenset[str] = frozenset()) -> bool:
+    """The local class, or a local base of it, defines ``method`` itself."""
+    info = ctx.model.classes.get(class_name)
+    if info is None or class_name in seen:
+        return False
+    if method in info.methods:
+        return True
+    return any(_defines(ctx, base.split(".")[-1], method, seen | {class_name}) for base in info.bases)
+
+
+def duck_typed(ctx: FileContext, call: cst.Call, receiver: cst.BaseExpression, method: str) -> bool:
+    """``call`` runs only where ``receiver`` was found to have ``method``: `if hasattr(obj, "cuda"):`
+    or `callable(getattr(obj, "cuda", None))`. The object may be anything with that method, and
+    nothing says it has a `to`."""
+    shown = ctx.code(receiver)
+    child: cst.CSTNode = call
+    for ancestor in ctx.ancestors(call):
+        if isinstance(ancestor, (cst.If, cst.IfExp)) and child is not ancestor.test:
+            for node in _calls_in(ancestor.test):
+                name = dotted_name(node.func)
+                if name in ("hasattr", "getattr") and len(node.args) >= 2:
+                    if ctx.code(node.args[0].value) == shown and string_value(node.args[1].value) == method:
+                        return True
+        if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+            return False
+        child = ancestor
+    return False
+
+
+def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
+    found: list[cst.Call] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Call):
+            found.append(current)
+        stack.extend(current.children)
+    return found
 
 
 # Methods that return a storage: `.cuda()` of one is no tensor move (its `to` takes keywords only).

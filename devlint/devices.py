@@ -28,6 +28,7 @@ import libcst as cst
 
 from devlint.flow import Flows, ParamBinding, Reach, Unknown
 from devlint.semantic import Binding, Scope, SemanticModel, dotted_name, string_value
+from devlint.walker import children
 
 DEFAULT_EXPRESSION = 'torch.device("cuda" if torch.cuda.is_available() else "cpu")'
 ACCELERATOR_EXPRESSION = (
@@ -77,8 +78,12 @@ def checks_cuda_available(
         return falsy and checks_cuda_available(model, test.test, scope, order, depth)
     if isinstance(test, cst.Call):
         return model.qualname(test.func) in _AVAILABILITY_CHECKS
-    if isinstance(test, cst.Name) and depth > 0:
-        bindings = model.visible_bindings(test.value, scope, order)
+    if isinstance(test, (cst.Name, cst.Attribute)) and depth > 0:
+        # a flag: `use_cuda = torch.cuda.is_available()`, `self.cuda = torch.cuda.is_available() and ...`
+        name = dotted_name(test)
+        if name is None:
+            return False
+        bindings = model.visible_bindings(name, scope, order)
         return bool(bindings) and all(
             b.kind == "assign" and b.value is not None
             and checks_cuda_available(model, b.value, scope, order, depth - 1)
@@ -225,6 +230,9 @@ def _tensor_input(function: Scope) -> str | None:
         return None
     name = function.params[1]
     node = function.node
+    if name in _rebound_names(node.body):
+        # `x = x.cuda()`, `x = x.detach().cpu()`: where `x` is at the fix is not where it came in
+        return None
     params = [*node.params.posonly_params, *node.params.params]
     param = next((p for p in params if p.name.value == name), None)
     if param is not None and param.annotation is not None:
@@ -284,6 +292,37 @@ def always_a_device(model: SemanticModel, reach: Reach | None, where_bound: bool
     return all(device_value(model, value) is not None for value in reach.values)
 
 
+def _rebound_names(body: cst.CSTNode) -> set[str]:
+    """Plain names a function body assigns (nested functions and classes aside)."""
+    found: set[str] = set()
+    stack: list[cst.CSTNode] = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        targets: list[cst.CSTNode] = []
+        if isinstance(node, cst.Assign):
+            targets = [t.target for t in node.targets]
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr)):
+            targets = [node.target]
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            targets = [node.target]
+        elif isinstance(node, cst.WithItem) and node.asname is not None:
+            targets = [node.asname.name]
+        for target in targets:
+            pending = [target]
+            while pending:
+                current = pending.pop()
+                if isinstance(current, cst.Name):
+                    found.add(current.value)
+                elif isinstance(current, (cst.Tuple, cst.List)):
+                    pending.extend(element.value for element in current.elements)
+                elif isinstance(current, cst.StarredElement):
+                    pending.append(current.value)
+        stack.extend(children(node))
+    return found
+
+
 def _usable(
     model: SemanticModel,
     name: str,
@@ -317,14 +356,21 @@ def _lambda_param_is_device(model: SemanticModel, scope: Scope, name: str) -> bo
 
 
 def _names_gpu_index(model: SemanticModel, node: cst.BaseExpression | None) -> bool:
+    """One GPU picked by index: `"cuda:1"`, `f"cuda:{rank}"`, `torch.device("cuda", i)`, and
+    those inside `torch.device(...)` or either side of a conditional expression."""
     if node is None:
         return False
     if isinstance(node, cst.IfExp):
         return _names_gpu_index(model, node.body) or _names_gpu_index(model, node.orelse)
+    if isinstance(node, cst.FormattedString):
+        first = node.parts[0] if node.parts else None
+        return isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda:")
     literal = _device_literal(model, node)
     if literal is not None and literal.startswith("cuda:"):
         return True
-    return isinstance(node, cst.Call) and model.qualname(node.func) == "torch.device" and len(node.args) > 1
+    if isinstance(node, cst.Call) and model.qualname(node.func) == "torch.device":
+        return len(node.args) > 1 or (len(node.args) == 1 and _names_gpu_index(model, node.args[0].value))
+    return False
 
 
 GUARD = " if torch.cuda.is_available() else "
@@ -365,6 +411,10 @@ def _is_int(reader: _Reader, value: cst.BaseExpression, site: object, depth: int
         return True
     if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
         return _is_int(reader, value.expression, site, depth)
+    if isinstance(value, cst.Attribute) and value.attr.value == "index":
+        # `t.device.index`: an int on a GPU, None on the CPU
+        inner = value.value
+        return isinstance(inner, cst.Attribute) and inner.attr.value == "device"
     if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, _ARITHMETIC):
         return _is_int(reader, value.left, site, depth) and _is_int(reader, value.right, site, depth)
     if isinstance(value, cst.Call):

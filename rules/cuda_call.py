@@ -7,11 +7,13 @@ import libcst as cst
 from devlint.astutil import (
     arg,
     delegates_to_own_method,
+    duck_typed,
     is_storage,
     keyword,
     map_location_lambda,
     method_call,
     names_in,
+    own_override,
     positional,
     prepend_arg,
     receiver_is_foreign,
@@ -167,6 +169,18 @@ class CudaCall(Rule):
             HEADER + DEVICE + "\ndef to_home(x, obj):\n    if isinstance(obj, torch.Tensor):\n        home = obj.device\n"
             "    return x.to(device)\n",
         ),
+        # a Module subclass with its own cuda(): `.to` would skip it, so the fix is unsafe
+        Invalid(
+            "import torch\n\nclass Anchored(torch.nn.Module):\n    def cuda(self, device=None):\n"
+            "        self.anchors = self.anchors.cuda(device)\n        return super().cuda(device)\n\n"
+            "model = Anchored().cuda()\n",
+            HEADER + DEVICE.replace("device =", "torch_device =") + "\nclass Anchored(torch.nn.Module):\n    def cuda(self, device=None):\n"
+            "        self.anchors = self.anchors.cuda(device)\n        return super().cuda(device)\n\n"
+            "model = Anchored().to(torch_device)\n",
+            unsafe=True,
+        ),
+        # duck typing: the object has a cuda() but maybe no to(); reported, not fixed
+        Invalid("import torch\n\ndef move(obj):\n    if hasattr(obj, 'cuda'):\n        return obj.cuda()\n    return obj\n"),
         # guarded code is still reported; the fix keeps what a CPU-only run does
         Invalid(
             "import torch\nif torch.cuda.is_available():\n    model.cuda()\n",
@@ -193,12 +207,18 @@ class CudaCall(Rule):
         if is_storage(attribute.value):
             # A storage's `to` takes the device as a keyword only, and not in every torch version.
             return None
+        if duck_typed(self.ctx, node, attribute.value, "cuda"):
+            return None
         return lambda site: self._fix(node, attribute, site)
 
     def _fix(self, node: cst.Call, attribute: cst.Attribute, site: Site) -> FixPlan:
         device = self.ctx.device(site, avoid=names_in(attribute.value))
         renamed = node.with_changes(func=attribute.with_changes(attr=cst.Name("to")))
         new = prepend_arg(renamed, arg(device.expr))
+        override = own_override(self.ctx, attribute.value, site, "cuda")
+        if override is not None:
+            message = f"Replace `.cuda()` with `.to({device.expr})` (unsafe: `.to` skips `{override}.cuda`)"
+            return FixPlan(message, [Replace(node, new)], "unsafe", device=device)
         return FixPlan(f"Replace `.cuda()` with `.to({device.expr})`", [Replace(node, new)], "safe", device=device)
 
     def _map_location_fix(self, loader: cst.Lambda, site: Site) -> FixPlan:

@@ -10,12 +10,14 @@ from devlint.astutil import (
     arg,
     code_in_place,
     delegates_to_own_method,
+    duck_typed,
     forwards_own_parameter,
     is_storage,
     keyword,
     map_location_lambda,
     method_call,
     names_in,
+    own_override,
     positional,
     receiver_is_foreign,
     with_args,
@@ -72,7 +74,7 @@ class CudaCallWithIndex(Rule):
         "The fix keeps the GPU the call names, and only falls back to the CPU where CUDA is missing. "
         "Safe: a literal index (`.cuda(1)` becomes `.to(\"cuda:1\" if torch.cuda.is_available() else \"cpu\")`, the "
         "same GPU), an argument that is an index or None on every path (an int literal, `int(...)`, "
-        "`dist.get_rank()`, `torch.cuda.current_device()`, arithmetic of those, a `range` loop variable, "
+        "`dist.get_rank()`, `torch.cuda.current_device()`, `t.device.index`, arithmetic of those, a `range` loop variable, "
         "a parameter annotated `int`; it becomes `torch.device(\"cuda\", i) if ... else torch.device(\"cpu\")`, "
         "and `torch.device(\"cuda\", None)` is the current GPU as `.cuda(None)` is), a variable bound to a "
         "device on every path (`.to(d)` is the same call as `.cuda(d)`), `t.get_device()` or `t.device` "
@@ -149,11 +151,12 @@ class CudaCallWithIndex(Rule):
             "import torch as t\ncast = lambda v: v.cuda(1)\n",
             'import torch as t\ncast = lambda v: v.to("cuda:1" if t.cuda.is_available() else "cpu")\n',
         ),
-        # the index of another tensor's device: its device, unless that tensor is on the CPU
+        # the index of another tensor's device (None on the CPU, which `torch.device("cuda", None)`
+        # takes as the current GPU, as `.cuda(None)` does): the index form is exact
         Invalid(
             "import torch\n\ndef noise_like(imgs):\n    return torch.randn(4).cuda(imgs.device.index)\n",
-            "import torch\n\ndef noise_like(imgs):\n    return torch.randn(4).to(imgs.device)\n",
-            unsafe=True,
+            "import torch\n\ndef noise_like(imgs):\n"
+            '    return torch.randn(4).to(torch.device("cuda", imgs.device.index) if torch.cuda.is_available() else torch.device("cpu"))\n',
         ),
         # torch.load's map_location lambda gives way to the device it names
         Invalid(
@@ -246,8 +249,8 @@ class CudaCallWithIndex(Rule):
                 f"Replace the `map_location` lambda with `{target.shown}`{target.caveat}",
                 [replace], target.applicability, device=target.device, needs_torch=target.needs_torch,
             )
-        if is_storage(attribute.value):
-            return None  # a storage's `to` takes the device as a keyword only
+        if is_storage(attribute.value) or duck_typed(self.ctx, node, attribute.value, "cuda"):
+            return None  # a storage's `to` takes the device as a keyword only; a duck may have no `to`
         rest: list[cst.Arg] = []
         later = iter(_LATER_POSITIONALS)
         for a in node.args:
@@ -261,9 +264,13 @@ class CudaCallWithIndex(Rule):
             rest.append(a)
         new = self._to_call(node, given, target.expression, rest)
         shown = self.ctx.module.code_for_node(given.value)
+        applicability, caveat = target.applicability, target.caveat
+        override = own_override(self.ctx, attribute.value, site, "cuda")
+        if override is not None:
+            applicability, caveat = "unsafe", f" (unsafe: `.to` skips `{override}.cuda`)"
         return FixPlan(
-            f"Replace `.cuda({shown})` with `.to({target.shown})`{target.caveat}",
-            [self._replace(node, new)], target.applicability, device=target.device, needs_torch=target.needs_torch,
+            f"Replace `.cuda({shown})` with `.to({target.shown})`{caveat}",
+            [self._replace(node, new)], applicability, device=target.device, needs_torch=target.needs_torch,
         )
 
     def _target(self, value: cst.BaseExpression, attribute: cst.Attribute, site: Site) -> _Target:
@@ -276,11 +283,6 @@ class CudaCallWithIndex(Rule):
             # `t.get_device()` is the index of the GPU holding `t` (-1, which `.cuda()` rejects, on the CPU)
             where = cst.Attribute(value=owner, attr=cst.Name("device"))
             return _Target(where, self.ctx.module.code_for_node(where), "safe")
-        indexed = _device_with_index(value)
-        if indexed is not None:
-            # `t.device.index` is None for a CPU `t`, and `.cuda(None)` is the current GPU
-            where = self.ctx.module.code_for_node(indexed)
-            return _Target(indexed, where, "unsafe", f" (differs where `{where}` is the CPU: `.cuda(None)` is the current GPU)")
         shown = self.ctx.module.code_for_node(value)
         if self._is_device_variable(value, site):
             return _Target(value, shown, "safe")
@@ -313,15 +315,6 @@ class CudaCallWithIndex(Rule):
             return False
         found = reach_of(name, site.scope, site.node, self.ctx.flows)
         return found is not None and always_a_device(self.ctx.model, found[1], where_bound=True)
-
-
-def _device_with_index(value: cst.BaseExpression) -> cst.BaseExpression | None:
-    """``t.device`` in ``.cuda(t.device.index)``."""
-    if isinstance(value, cst.Attribute) and value.attr.value == "index":
-        inner = value.value
-        if isinstance(inner, cst.Attribute) and inner.attr.value == "device":
-            return inner
-    return None
 
 
 def _device_of(value: cst.BaseExpression) -> cst.BaseExpression | None:
