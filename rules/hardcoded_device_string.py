@@ -9,7 +9,7 @@ from functools import lru_cache
 import libcst as cst
 
 from devlint.astutil import keyword, names_in, positional, receiver_is_foreign
-from devlint.context import Site
+from devlint.context import FixFactory, Site
 from devlint.devices import checks_cuda_available, device_expression, is_guarded_device_choice
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule
@@ -296,11 +296,13 @@ class HardcodedDeviceString(Rule):
         literal = cuda_literal(node.default)
         if literal is None:
             return
+        self._report_default(literal, f"{node.name.value}={self._code(literal.node)}", lambda site: self._default_fix(node, literal))
+
+    def _report_default(self, literal: _Literal, shown: str, fix: FixFactory) -> None:
         self.report(
             literal.node,
-            f"the default `{node.name.value}={self._code(literal.node)}` hardcodes CUDA; "
-            "default to the CUDA device only when it is available",
-            fix=lambda site: self._default_fix(node, literal),
+            f"the default `{shown}` hardcodes CUDA; default to the CUDA device only when it is available",
+            fix=fix,
         )
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -362,12 +364,7 @@ class HardcodedDeviceString(Rule):
         literal = cuda_literal(default.value)
         if literal is None:
             return
-        self.report(
-            literal.node,
-            f"the default `{names[0]} {self._code(literal.node)}` hardcodes CUDA; "
-            "default to the CUDA device only when it is available",
-            fix=lambda site: self._guard_fix(literal),
-        )
+        self._report_default(literal, f"{names[0]} {self._code(literal.node)}", lambda site: self._guard_fix(literal))
 
     def _string_argument(self, value: cst.BaseExpression, receiver: cst.BaseExpression | None) -> None:
         literal = cuda_literal(value)
