@@ -10,7 +10,7 @@ from devlint.astutil import append_arg, arg, code_in_place, imported_qualname, k
 from devlint.dataflow import FlowRule
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid
-from devlint.semantic import Scope
+from devlint.semantic import Scope, dotted_name
 
 _DATALOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory, ...)
@@ -29,6 +29,13 @@ class _Argument:
     position: int | None
     keyword: str | None
     loader: cst.Call
+
+
+def _places_on_a_device(node: cst.Call) -> bool:
+    """`.cuda(...)`, `.to(...)`, or a call given `device=`."""
+    if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("cuda", "to"):
+        return True
+    return keyword(node, "device") is not None
 
 
 class LoaderWithoutPinMemory(FlowRule):
@@ -51,7 +58,9 @@ class LoaderWithoutPinMemory(FlowRule):
         "device (pinning without one only warns and costs time). A loader counts when its batches "
         "are moved to a device in the function that builds it, or in a function of the same file "
         "it is passed to by name; a loader over a dataset already on the device is left alone "
-        "(pinning device tensors fails)."
+        "(pinning device tensors fails), and the fix is unsafe where a local class that puts data on "
+        "a device may have made the dataset. A dataset from another module is taken to hold host "
+        "tensors: its batches are copied to the device, which is why the rule speaks."
     )
     triggers = ("DataLoader",)
 
@@ -77,6 +86,15 @@ class LoaderWithoutPinMemory(FlowRule):
         "evaluate(model, DataLoader(data))\n",
     )
     INVALID = (
+        # a dataset class that keeps its data on the GPU: pinning its batches would fail
+        Invalid(
+            HEAD + "class Cached(torch.utils.data.Dataset):\n    def __init__(self, x):\n        self.x = x.cuda()\n\n"
+            "loader = DataLoader(Cached(xs), batch_size=4)\nfor b in loader:\n    b = b.to(device, non_blocking=True)\n",
+            HEAD + "class Cached(torch.utils.data.Dataset):\n    def __init__(self, x):\n        self.x = x.cuda()\n\n"
+            "loader = DataLoader(Cached(xs), batch_size=4, pin_memory=torch.cuda.is_available())\n"
+            "for b in loader:\n    b = b.to(device, non_blocking=True)\n",
+            unsafe=True,
+        ),
         Invalid(
             HEAD + "loader = DataLoader(data, batch_size=8, shuffle=True)\nfor x, y in loader:\n"
             "    x = x.to(device, non_blocking=True)\n",
@@ -114,6 +132,14 @@ class LoaderWithoutPinMemory(FlowRule):
         # torch.set_default_device / set_default_tensor_type may put every new tensor, the
         # dataset's too, on the GPU, and CUDA tensors cannot be pinned: then say nothing.
         self._default_device_changed = False
+        # local classes that put data on a device: a dataset made by one may yield CUDA tensors
+        self._device_classes: set[str] = set()
+
+    def _enclosing_class(self) -> str | None:
+        scope = self.ctx.model.scope
+        while scope is not None and scope.kind != "class":
+            scope = scope.parent
+        return scope.name if scope is not None else None
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         scope = self.ctx.model.scope  # the walk has entered the function's own scope
@@ -123,6 +149,10 @@ class LoaderWithoutPinMemory(FlowRule):
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.model.qualname(node.func) in _DEFAULT_DEVICE_SETTERS:
             self._default_device_changed = True
+        if _places_on_a_device(node):
+            owner = self._enclosing_class()
+            if owner is not None:
+                self._device_classes.add(owner)
         if self._unpinned_dataloader(node):
             self._candidates.append(node)
         batch = self.flow.batch_move(node)
@@ -176,9 +206,37 @@ class LoaderWithoutPinMemory(FlowRule):
 
     def _fix(self, node: cst.Call) -> FixPlan:
         new = append_arg(node, arg("torch.cuda.is_available()", "pin_memory"))
+        maker = self._device_dataset(node)
+        if maker is not None:
+            return FixPlan(
+                f"Add `pin_memory=torch.cuda.is_available()` (unsafe: `{maker}` puts data on a device, "
+                "and CUDA tensors cannot be pinned)",
+                [Replace(node, code_in_place(self.ctx, node, new))],
+                "unsafe",
+                needs_torch=True,
+            )
         return FixPlan(
             "Add `pin_memory=torch.cuda.is_available()`",
             [Replace(node, code_in_place(self.ctx, node, new))],
             "safe",
             needs_torch=True,
         )
+
+    def _device_dataset(self, loader: cst.Call) -> str | None:
+        """A local class putting data on a device that may have made the loader's dataset: the one
+        the dataset is built from, or, when that cannot be told, any such Dataset class."""
+        plain = positional(loader)
+        given = plain[0].value if plain else (keyword(loader, "dataset").value if keyword(loader, "dataset") else None)
+        if isinstance(given, cst.Name):
+            values = [b.value for b in self.ctx.model.visible_bindings(given.value, self.ctx.model.module_scope, 10**9)]
+            given = values[0] if len(values) == 1 else None
+        if isinstance(given, cst.Call):
+            name = dotted_name(given.func)
+            if name is not None and self.ctx.model.classes.get(name) is not None:
+                return name if name in self._device_classes else None
+        datasets = sorted(
+            name
+            for name in self._device_classes
+            if any(base.split(".")[-1].endswith("Dataset") for base in self.ctx.model.classes[name].bases)
+        )
+        return datasets[0] if datasets else None
