@@ -11,7 +11,8 @@ from devlint.astutil import code_in_place, keyword, method_call, positional
 from devlint.context import Site
 from devlint.devices import device_value
 from devlint.fixes import FixPlan, Replace
-from devlint.rule import Invalid, Rule
+from devlint.dataflow import FlowRule, Kind
+from devlint.rule import Invalid
 from devlint.semantic import dotted_name
 
 HEADER = "import torch\n"
@@ -45,7 +46,7 @@ class _Candidate:
     site: Site
 
 
-class LossNotOnDevice(Rule):
+class LossNotOnDevice(FlowRule):
     code = "DEV401"
     name = "loss-not-on-device"
     what = (
@@ -67,13 +68,16 @@ class LossNotOnDevice(Rule):
         "model = Net().to(device)\n"
         "criterion = nn.CrossEntropyLoss(weight=torch.tensor([1.0, 3.0])).to(device)"
     )
-    fix_availability = "safe"
+    fix_availability = "sometimes"
     fix_note = (
-        "Safe: appends `.to(device)` to the constructor; on the CPU that does nothing, on a GPU it "
+        "Appends `.to(device)` to the constructor; on the CPU that does nothing, on a GPU it "
         "moves the weights where the inputs are. Silent when the loss is moved anywhere in the file "
         "(`criterion.to(...)`, `criterion.cuda()`), when it is a submodule of an `nn.Module` (it moves "
         "with the model), when the weight is created on the device, and when where the weight "
-        "lives cannot be told (a parameter, another module's attribute)."
+        "lives cannot be told (a parameter, another module's attribute). Safe only where the file "
+        "calls the loss with a value on the device (the moved model's output, a batch moved there): "
+        "a loss that is only computed on host values (after `.cpu()`) or not called here at all may "
+        "be meant for the CPU, where moving its weight is what would break it, so the fix is unsafe there."
     )
     triggers = ("Loss",)
 
@@ -105,26 +109,30 @@ class LossNotOnDevice(Rule):
         '"""crit = nn.CrossEntropyLoss(weight=torch.ones(2))"""\n# nn.BCELoss(torch.ones(2))\nx = x.cuda()\n',
     )
     INVALID = (
+        # the loss meets the moved model's output: safe
         Invalid(
             "import torch\nfrom torch import nn\nmodel = Net().cuda()\n"
-            "criterion = nn.CrossEntropyLoss(weight=torch.tensor([1.0, 3.0]))\n",
+            "criterion = nn.CrossEntropyLoss(weight=torch.tensor([1.0, 3.0]))\nloss = criterion(model(x), y)\n",
             "import torch\nfrom torch import nn\n" + DEVICE + "model = Net().cuda()\n"
-            "criterion = nn.CrossEntropyLoss(weight=torch.tensor([1.0, 3.0])).to(device)\n",
+            "criterion = nn.CrossEntropyLoss(weight=torch.tensor([1.0, 3.0])).to(device)\nloss = criterion(model(x), y)\n",
         ),
         # a weight variable, an alias of the class, a positional weight
         Invalid(
             "import torch\nfrom torch.nn import NLLLoss as NLL\nweights = torch.from_numpy(counts).float()\n"
-            "loss_fn = NLL(weights)\nx = x.cuda()\n",
+            "loss_fn = NLL(weights)\nx = x.cuda()\nprint(loss_fn(x, y))\n",
             "import torch\nfrom torch.nn import NLLLoss as NLL\n" + DEVICE
-            + "weights = torch.from_numpy(counts).float()\nloss_fn = NLL(weights).to(device)\nx = x.cuda()\n",
+            + "weights = torch.from_numpy(counts).float()\nloss_fn = NLL(weights).to(device)\nx = x.cuda()\nprint(loss_fn(x, y))\n",
         ),
         Invalid(
             "import torch\nimport torch.nn as nn\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
-            "crit = nn.BCEWithLogitsLoss(pos_weight=torch.full((4,), 2.0))\nmodel.to(device)\n",
+            "crit = nn.BCEWithLogitsLoss(pos_weight=torch.full((4,), 2.0))\nmodel.to(device)\n"
+            "for x, y in loader:\n    loss = crit(model(x.to(device)), y.to(device))\n",
             "import torch\nimport torch.nn as nn\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
-            "crit = nn.BCEWithLogitsLoss(pos_weight=torch.full((4,), 2.0)).to(device)\nmodel.to(device)\n",
+            "crit = nn.BCEWithLogitsLoss(pos_weight=torch.full((4,), 2.0)).to(device)\nmodel.to(device)\n"
+            "for x, y in loader:\n    loss = crit(model(x.to(device)), y.to(device))\n",
         ),
-        # an attribute of a class that is no nn.Module, weights explicitly on the CPU
+        # nothing here shows the loss meeting device values (it may be computed on the CPU, or
+        # elsewhere): the fix is unsafe
         Invalid(
             "import torch\n\nclass Trainer:\n    def __init__(self, model, dev: torch.device):\n"
             "        self.model = model.to(dev)\n"
@@ -132,13 +140,23 @@ class LossNotOnDevice(Rule):
             "import torch\n\nclass Trainer:\n    def __init__(self, model, dev: torch.device):\n"
             "        self.model = model.to(dev)\n"
             "        self.crit = torch.nn.MultiMarginLoss(weight=torch.ones(5).cpu()).to(dev)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nmodel = nn.Linear(3, 2).cuda()\n"
+            "criterion = nn.CrossEntropyLoss(weight=torch.tensor([1.0, 2.0]))\n"
+            "out = model(x.cuda()).detach().cpu()\nprint(criterion(out, y))\n",
+            "import torch\nfrom torch import nn\n" + DEVICE + "model = nn.Linear(3, 2).cuda()\n"
+            "criterion = nn.CrossEntropyLoss(weight=torch.tensor([1.0, 2.0])).to(device)\n"
+            "out = model(x.cuda()).detach().cpu()\nprint(criterion(out, y))\n",
+            unsafe=True,
         ),
         # guarded code is still reported; the fix does nothing on a CPU-only run
         Invalid(
             "import torch\nif args.weighted:\n    crit = torch.nn.BCELoss(torch.tensor([0.2, 0.8]))\n"
-            "model.cuda()\n",
+            "model.cuda()\nloss = crit(model(batch), target)\n",
             HEADER + DEVICE + "if args.weighted:\n    crit = torch.nn.BCELoss(torch.tensor([0.2, 0.8])).to(device)\n"
-            "model.cuda()\n",
+            "model.cuda()\nloss = crit(model(batch), target)\n",
         ),
     )
 
@@ -147,6 +165,8 @@ class LossNotOnDevice(Rule):
         self._candidates: list[_Candidate] = []
         self._moved: set[str] = set()
         self._file_moves = False
+        # names of losses called with a value known to be on the device (devlint.dataflow)
+        self._called_on_device: set[str] = set()
 
     def visit_Call(self, node: cst.Call) -> None:
         for method in _MOVES:
@@ -156,7 +176,14 @@ class LossNotOnDevice(Rule):
                 name = dotted_name(attribute.value)
                 if name is not None:
                     self._moved.add(name)
+        callee = dotted_name(node.func)
+        if callee is not None and any(self._on_device(a.value) for a in node.args):
+            self._called_on_device.add(callee)
         self._maybe_candidate(node)
+
+    def _on_device(self, value: cst.BaseExpression) -> bool:
+        found = self.flow.value(value)
+        return found is not None and found.kind is Kind.DEVICE
 
     def finish(self) -> None:
         if not self._file_moves:
@@ -274,9 +301,18 @@ class LossNotOnDevice(Rule):
     def _fix(self, candidate: _Candidate) -> FixPlan:
         device = self.ctx.device(candidate.site)
         code = code_in_place(self.ctx, candidate.call, candidate.call)
+        if candidate.name in self._called_on_device:
+            return FixPlan(
+                f"Append `.to({device.expr})` to the loss",
+                [Replace(candidate.call, f"{code}.to({device.expr})")],
+                "safe",
+                device=device,
+            )
+        # Nothing here shows the loss meeting device values: it may be computed on the CPU
+        # (after `.cpu()`), where moving its weight would be what breaks it.
         return FixPlan(
-            f"Append `.to({device.expr})` to the loss",
+            f"Append `.to({device.expr})` to the loss (unsafe: no call here shows it computed on the device)",
             [Replace(candidate.call, f"{code}.to({device.expr})")],
-            "safe",
+            "unsafe",
             device=device,
         )

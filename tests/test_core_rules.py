@@ -274,7 +274,9 @@ def test_dev401_fix_uses_the_device_in_scope_where_the_loss_is_built() -> None:
     (finding,) = lint("DEV401", text)
     assert span(finding) == (4, 12, 4, 59)
     assert "`crit`" in finding.message and "`weight`" in finding.message
-    assert "crit = torch.nn.CrossEntropyLoss(weight=torch.ones(3)).to(dev)\n" in fix("DEV401", text)
+    # returned, never called here: the fix is offered, but as unsafe
+    assert finding.fix is not None and finding.fix.applicability == "unsafe"
+    assert "crit = torch.nn.CrossEntropyLoss(weight=torch.ones(3)).to(dev)\n" in fix("DEV401", text, unsafe=True)
 
 
 def test_dev401_positional_pos_weight_of_bce_with_logits() -> None:
@@ -356,6 +358,6 @@ def test_fixes_inside_blocks_keep_the_indentation_of_continuation_lines() -> Non
         "    return crit, w\n"
     )
     rules = [rule_by_code("DEV104"), rule_by_code("DEV401")]
-    fixed = fix_text(text, "t.py", rules).text
+    fixed = fix_text(text, "t.py", rules, unsafe=True).text
     assert "        crit = torch.nn.CrossEntropyLoss(\n            weight=torch.ones(3),\n        ).to(device)\n" in fixed
     assert "        w = torch.tensor([1.0,\n             2.0], dtype=torch.float32, device=device)\n" in fixed
