@@ -30,6 +30,8 @@ _DEVICE_KEYWORDS = ("device", "map_location")
 _DEVICE_PARAM_NAMES = ("device", "dev", "map_location")
 # Literals a device value may sit in on its way to the call that receives it.
 _CONTAINERS = (cst.Element, cst.List, cst.Tuple, cst.Set, cst.DictElement, cst.Dict, cst.StarredElement)
+# `[torch.device("cuda", i) for i in ids]` holds its devices the way a list display does.
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp)
 # Where an `a if b else c` replacement needs no parentheses.
 _LOOSE_PARENTS = (
     cst.Arg, cst.Assign, cst.AnnAssign, cst.Element, cst.Return, cst.Param, cst.DictElement, cst.WithItem, cst.Lambda,
@@ -131,6 +133,7 @@ class HardcodedDeviceString(Rule):
         'import torch\nrequire_cpu(torch.device("cuda"))\nmodule.to.assert_called_with(torch.device("cuda", 2))\n'
         'cases = pytest.mark.parametrize("device", [torch.device("cuda:0"), torch.device("cpu")])\n'
         'flops = {torch.device("cuda"): 1e12}\n',
+        'import pytest\nimport torch\nmany = pytest.mark.parametrize("devices", [[torch.device("cuda", i) for i in range(8)]])\n',
         # a device given to a test double is what the test expects, not where data goes
         'from unittest import mock\nimport torch\nmodule = mock.MagicMock()\nmodule.to(torch.device("cuda", 2))\n',
         # other command-line options
@@ -497,7 +500,7 @@ class HardcodedDeviceString(Rule):
         rewrite would change what that code sees on a machine without one."""
         current: cst.CSTNode = node
         parent = self.ctx.parent(node)
-        while isinstance(parent, _CONTAINERS):
+        while isinstance(parent, _CONTAINERS) or (isinstance(parent, _COMPREHENSIONS) and current is parent.elt):
             if isinstance(parent, cst.DictElement) and current is parent.key:
                 return True
             current, parent = parent, self.ctx.parent(parent)
