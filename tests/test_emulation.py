@@ -192,6 +192,12 @@ def _module_to_and_back() -> Any:
     return str(momentum.device), str(model.weight.device), type(model.weight) is nn.Parameter
 
 
+def _module_to_keywords() -> Any:
+    moved = [nn.Linear(2, 2).to(device="cuda"), nn.Linear(2, 2).to(device=torch.device("cuda", 0), dtype=torch.float64)]
+    moved.append(nn.Linear(2, 2).to(device=torch.device("cuda"), non_blocking=True))
+    return _where(*(m.weight for m in moved)), moved[1].weight.dtype
+
+
 def _convert_after_backward() -> Any:
     model = nn.Linear(3, 1).cuda()
     weight = model.weight
@@ -542,6 +548,7 @@ CASES: dict[str, Case] = {
         _module_cuda, (True, True, ["cuda:0"] * 4, "cpu", True)
     ),
     "Module.to() and back, SGD momentum": Case(_module_to_and_back, ("cuda:0", "cpu", True)),
+    "Module.to(device=...) as keywords": Case(_module_to_keywords, (["cuda:0"] * 3, torch.float64)),
     "Module.half() and .cpu() after backward": Case(
         _convert_after_backward, ((True, torch.float16, "cuda:0", "cuda:0"), "cpu", True, "cpu")
     ),

@@ -115,6 +115,9 @@ class Dispatcher:
             torch.Tensor.untyped_storage: self._storage_call(torch.Tensor.untyped_storage),
             torch.Tensor.storage: self._storage_call(torch.Tensor.storage),
             torch.Tensor._typed_storage: self._storage_call(torch.Tensor._typed_storage),
+            # Module.to(device=...) parses its arguments with this: it makes no tensor, so its
+            # device= is an answer to give back, not a factory's device to emulate.
+            torch._C._nn._parse_to: self._parse_to,
         }
 
     # -- the two kinds of tensors ------------------------------------------------------------
@@ -299,6 +302,10 @@ class Dispatcher:
                 options["copy"] = True
                 return tensor.to(device=device, dtype=dtype or tensor.dtype, **options)
             return torch.Tensor.to(tensor, *args, **kwargs)
+
+    def _parse_to(self, *args: Any, **kwargs: Any) -> Any:
+        with self.raw():
+            return torch._C._nn._parse_to(*args, **kwargs)
 
     def _cpu(self, tensor: torch.Tensor, **kwargs: Any) -> Any:
         if not isinstance(tensor, self.cls):
