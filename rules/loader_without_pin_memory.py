@@ -10,7 +10,8 @@ from devlint.astutil import append_arg, arg, code_in_place, imported_qualname, k
 from devlint.dataflow import FlowRule
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid
-from devlint.semantic import Scope, dotted_name
+from devlint.context import Site
+from devlint.semantic import Scope, dotted_name, string_value
 
 _DATALOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory, ...)
@@ -18,6 +19,8 @@ _PIN_MEMORY_POSITION = 7
 HEAD = "import torch\nfrom torch.utils.data import DataLoader\n\n"
 
 
+# How many names and calls to follow back from a dataset to a `torch.load`.
+_CHECKPOINT_DEPTH = 4
 _DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
 
 
@@ -29,6 +32,18 @@ class _Argument:
     position: int | None
     keyword: str | None
     loader: cst.Call
+
+
+def _cpu_map_location(load: cst.Call) -> bool:
+    """`torch.load(..., map_location="cpu")` (or `torch.device("cpu")`): whatever was saved comes back on the host."""
+    given = keyword(load, "map_location")
+    plain = positional(load)
+    value = given.value if given is not None else plain[1].value if len(plain) > 1 else None
+    if value is None:
+        return False
+    if isinstance(value, cst.Call) and dotted_name(value.func) in ("torch.device", "device") and value.args:
+        value = value.args[0].value
+    return string_value(value) == "cpu"
 
 
 def _places_on_a_device(node: cst.Call) -> bool:
@@ -59,8 +74,10 @@ class LoaderWithoutPinMemory(FlowRule):
         "are moved to a device in the function that builds it, or in a function of the same file "
         "it is passed to by name; a loader over a dataset already on the device is left alone "
         "(pinning device tensors fails), and the fix is unsafe where a local class that puts data on "
-        "a device may have made the dataset. A dataset from another module is taken to hold host "
-        "tensors: its batches are copied to the device, which is why the rule speaks."
+        "a device may have made the dataset, or where the dataset holds what `torch.load` restored "
+        "without `map_location=\"cpu\"` (a checkpoint of CUDA tensors comes back on the GPU). A "
+        "dataset from another module is taken to hold host tensors: its batches are copied to the "
+        "device, which is why the rule speaks."
     )
     triggers = ("DataLoader",)
 
@@ -94,6 +111,33 @@ class LoaderWithoutPinMemory(FlowRule):
             "loader = DataLoader(Cached(xs), batch_size=4, pin_memory=torch.cuda.is_available())\n"
             "for b in loader:\n    b = b.to(device, non_blocking=True)\n",
             unsafe=True,
+        ),
+        # a dataset of what torch.load restored: a checkpoint of CUDA tensors comes back on the GPU
+        Invalid(
+            HEAD + "feats = torch.load(path)\nloader = DataLoader(TensorDataset(feats[\"x\"]), batch_size=4)\n"
+            "for (x,) in loader:\n    x = x.cuda()\n",
+            HEAD + "feats = torch.load(path)\n"
+            "loader = DataLoader(TensorDataset(feats[\"x\"]), batch_size=4, pin_memory=torch.cuda.is_available())\n"
+            "for (x,) in loader:\n    x = x.cuda()\n",
+            unsafe=True,
+        ),
+        Invalid(
+            HEAD + "class Features(torch.utils.data.Dataset):\n    def __init__(self, path):\n"
+            "        self.x = torch.load(path)\n\n"
+            "loader = DataLoader(Features(path), batch_size=4)\nfor x in loader:\n    x = x.to(device)\n",
+            HEAD + "class Features(torch.utils.data.Dataset):\n    def __init__(self, path):\n"
+            "        self.x = torch.load(path)\n\n"
+            "loader = DataLoader(Features(path), batch_size=4, pin_memory=torch.cuda.is_available())\n"
+            "for x in loader:\n    x = x.to(device)\n",
+            unsafe=True,
+        ),
+        # restored to the host: safe to pin
+        Invalid(
+            HEAD + "feats = torch.load(path, map_location=\"cpu\")\nloader = DataLoader(TensorDataset(feats), batch_size=4)\n"
+            "for (x,) in loader:\n    x = x.cuda()\n",
+            HEAD + "feats = torch.load(path, map_location=\"cpu\")\n"
+            "loader = DataLoader(TensorDataset(feats), batch_size=4, pin_memory=torch.cuda.is_available())\n"
+            "for (x,) in loader:\n    x = x.cuda()\n",
         ),
         Invalid(
             HEAD + "loader = DataLoader(data, batch_size=8, shuffle=True)\nfor x, y in loader:\n"
@@ -134,6 +178,8 @@ class LoaderWithoutPinMemory(FlowRule):
         self._default_device_changed = False
         # local classes that put data on a device: a dataset made by one may yield CUDA tensors
         self._device_classes: set[str] = set()
+        # loaders whose dataset is built from what torch.load restored: it may hold CUDA tensors
+        self._from_checkpoint: set[int] = set()
 
     def _enclosing_class(self) -> str | None:
         scope = self.ctx.model.scope
@@ -149,12 +195,15 @@ class LoaderWithoutPinMemory(FlowRule):
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.model.qualname(node.func) in _DEFAULT_DEVICE_SETTERS:
             self._default_device_changed = True
-        if _places_on_a_device(node):
+        if _places_on_a_device(node) or self._restores_checkpoint(node):
             owner = self._enclosing_class()
             if owner is not None:
                 self._device_classes.add(owner)
         if self._unpinned_dataloader(node):
             self._candidates.append(node)
+            dataset = self._dataset(node)
+            if dataset is not None and self._checkpoint_data(dataset, self.ctx.site(node), _CHECKPOINT_DEPTH):
+                self._from_checkpoint.add(id(node))
         batch = self.flow.batch_move(node)
         if batch is not None and batch.loader is not None:
             if batch.loader.call is not None:
@@ -164,6 +213,23 @@ class LoaderWithoutPinMemory(FlowRule):
                 self._moved_params[(id(scope), name)] = scope
         if isinstance(node.func, cst.Name):
             self._record_arguments(node.func.value, node)
+
+    def _restores_checkpoint(self, node: cst.Call) -> bool:
+        return self.ctx.model.qualname(node.func) == "torch.load" and not _cpu_map_location(node)
+
+    def _checkpoint_data(self, expr: cst.BaseExpression, site: Site, depth: int) -> bool:
+        """Data that may be what `torch.load` restored (`TensorDataset(ckpt["x"])`): a checkpoint
+        saved from CUDA tensors comes back on the GPU, where pinning fails."""
+        if isinstance(expr, cst.Call):
+            if self._restores_checkpoint(expr):
+                return True
+            return depth > 0 and any(self._checkpoint_data(a.value, site, depth - 1) for a in expr.args)
+        if isinstance(expr, (cst.Subscript, cst.Attribute)):
+            return self._checkpoint_data(expr.value, site, depth)
+        if isinstance(expr, cst.Name) and depth > 0:
+            bindings = self.ctx.model.visible_bindings(expr.value, site.scope, site.order)
+            return any(b.value is not None and self._checkpoint_data(b.value, site, depth - 1) for b in bindings)
+        return False
 
     def _unpinned_dataloader(self, node: cst.Call) -> bool:
         if imported_qualname(self.ctx.model, node.func, frozenset({"DataLoader"})) not in _DATALOADERS:
@@ -207,10 +273,12 @@ class LoaderWithoutPinMemory(FlowRule):
     def _fix(self, node: cst.Call) -> FixPlan:
         new = append_arg(node, arg("torch.cuda.is_available()", "pin_memory"))
         maker = self._device_dataset(node)
-        if maker is not None:
+        source = f"`{maker}` may put data on a device" if maker is not None else None
+        if id(node) in self._from_checkpoint:
+            source = "the dataset holds what `torch.load` restored, maybe on the GPU"
+        if source is not None:
             return FixPlan(
-                f"Add `pin_memory=torch.cuda.is_available()` (unsafe: `{maker}` puts data on a device, "
-                "and CUDA tensors cannot be pinned)",
+                f"Add `pin_memory=torch.cuda.is_available()` (unsafe: {source}, and CUDA tensors cannot be pinned)",
                 [Replace(node, code_in_place(self.ctx, node, new))],
                 "unsafe",
                 needs_torch=True,
@@ -222,11 +290,16 @@ class LoaderWithoutPinMemory(FlowRule):
             needs_torch=True,
         )
 
+    @staticmethod
+    def _dataset(loader: cst.Call) -> cst.BaseExpression | None:
+        plain = positional(loader)
+        given = keyword(loader, "dataset")
+        return plain[0].value if plain else given.value if given is not None else None
+
     def _device_dataset(self, loader: cst.Call) -> str | None:
         """A local class putting data on a device that may have made the loader's dataset: the one
         the dataset is built from, or, when that cannot be told, any such Dataset class."""
-        plain = positional(loader)
-        given = plain[0].value if plain else (keyword(loader, "dataset").value if keyword(loader, "dataset") else None)
+        given = self._dataset(loader)
         if isinstance(given, cst.Name):
             values = [b.value for b in self.ctx.model.visible_bindings(given.value, self.ctx.model.module_scope, 10**9)]
             given = values[0] if len(values) == 1 else None
