@@ -67,7 +67,9 @@ class LegacyCudaTensorType(Rule):
         "Safe: a constructor given sizes becomes `torch.empty(sizes, dtype=..., device=device)` (the "
         "legacy constructor does not initialise memory either), one given a list or tuple literal "
         "`torch.tensor(data, dtype=..., device=device)`, `.type(T)` becomes `.to(device=device, "
-        "dtype=...)`. No fix for a single argument that may be a size or data (`FloatTensor(x)`), "
+        "dtype=...)`, except on a module (a `torch.nn` class or a local Module subclass), whose "
+        "`.type(T)` casts integer buffers too: there it becomes `.type(torch.<dtype>).to(device)`. "
+        "No fix for a single argument that may be a size or data (`FloatTensor(x)`), "
         "for imports, alias definitions and `isinstance` checks. An alias choosing between a CUDA "
         "and a CPU type is fixed safely when its condition is `torch.cuda.is_available()`; under "
         "another condition (`args.cuda`) the fix is unsafe: the device no longer follows it."
@@ -136,6 +138,17 @@ class LegacyCudaTensorType(Rule):
             "import torch\ndtype = torch.cuda.FloatTensor\nx = x.type(dtype)\n",
             HEADER + DEVICE + "dtype = torch.cuda.FloatTensor\nx = x.to(device=device, dtype=torch.float32)\n",
             count=2,
+        ),
+        # a module's .type() casts its integer buffers too, which Module.to(dtype=) leaves alone
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\nclass Net(nn.Module):\n    pass\n\n"
+            "dtype = torch.cuda.FloatTensor\nmodel = nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3))\n"
+            "model.type(dtype)\nnet = Net().type(dtype)\nx = x.type(dtype)\n",
+            "import torch\nimport torch.nn as nn\n" + DEVICE + "\nclass Net(nn.Module):\n    pass\n\n"
+            "dtype = torch.cuda.FloatTensor\nmodel = nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3))\n"
+            "model.type(torch.float32).to(device)\nnet = Net().type(torch.float32).to(device)\n"
+            "x = x.to(device=device, dtype=torch.float32)\n",
+            count=4,
         ),
         # an alias choosing by availability: the fix does what the alias did
         Invalid(
@@ -394,6 +407,18 @@ class LegacyCudaTensorType(Rule):
         dtype, safe = dtypes
         device = self.ctx.device(site, avoid=names_in(attribute.value))
         rest = [a for a in node.args if a is not given]
+        if not rest and self._is_module(attribute.value, site):
+            # Module.type() casts every parameter and buffer, integer ones too (BatchNorm's
+            # num_batches_tracked); Module.to(dtype=) casts only the floating-point ones.
+            cast = with_args(node, "type", [arg(f"torch.{dtype}")])
+            new_module = cst.Call(func=cst.Attribute(value=cast, attr=cst.Name("to")), args=[arg(device.expr)])
+            return FixPlan(
+                f"Replace `.type(...)` with `.type(torch.{dtype}).to({device.expr})`",
+                [Replace(node, code_in_place(self.ctx, node, new_module))],
+                "safe" if safe else "unsafe",
+                device=device,
+                needs_torch=True,
+            )
         new = with_args(node, "to", [arg(device.expr, "device"), arg(f"torch.{dtype}", "dtype"), *rest])
         if node.args[0] is given:
             # in place of the type argument, keeping the layout of a call written over several lines
@@ -407,6 +432,25 @@ class LegacyCudaTensorType(Rule):
             device=device,
             needs_torch=True,
         )
+
+    def _is_module(self, receiver: cst.BaseExpression, site: Site) -> bool:
+        """An ``nn.Module``: made by a ``torch.nn`` class or a local Module subclass, directly or
+        through a name every binding of which is one."""
+        model = self.ctx.model
+        if isinstance(receiver, cst.Name):
+            bindings = model.visible_bindings(receiver.value, site.scope, site.order)
+            return bool(bindings) and all(
+                b.kind == "assign" and b.value is not None and self._is_module(b.value, site) for b in bindings
+            )
+        if not isinstance(receiver, cst.Call):
+            return False
+        if isinstance(receiver.func, cst.Attribute) and receiver.func.attr.value in ("to", "cuda", "cpu", "float", "eval", "train"):
+            return self._is_module(receiver.func.value, site)
+        qualname = model.qualname(receiver.func) or ""
+        if qualname.startswith("torch.nn.") and qualname.rsplit(".", 1)[-1][:1].isupper():
+            return True
+        name = dotted_name(receiver.func)
+        return name is not None and name in model.classes and model.is_module_like_class(name)
 
     def _code(self, node: cst.CSTNode) -> str:
         return self.ctx.module.code_for_node(node)
