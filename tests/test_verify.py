@@ -151,6 +151,9 @@ def test_printed_output_compares_text_exactly_and_numbers_with_tolerance() -> No
     mismatch = compare_text("step 3: 0.50\n", "step 3: 0.60\n")
     assert mismatch is not None and mismatch.line == 1 and mismatch.max_abs_diff == pytest.approx(0.1)
     assert compare_text("epoch 10\n", "epoch 11\n") is not None  # integers are counts: exact
+    # the same value as another type: an int64 buffer printed where a float32 one was
+    assert compare_text("tensor(1, device='cuda:0')\n", "tensor(1., device='cuda:0')\n") is not None
+    assert compare_text("scale 3\n", "scale 3.0\n") is not None
     assert compare_text("a\nb\n", "a\n") is not None
     assert compare_text("accuracy on cpu\n", "accuracy on cuda\n") is not None
 

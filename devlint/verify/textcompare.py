@@ -5,6 +5,7 @@ devices: ``, device='cuda:0'`` in a printed tensor is ignored, and numbers compa
 ``torch.testing.assert_close``'s rule ``|a - b| <= atol + rtol * |b|`` (float32 defaults unless
 ``--rtol``/``--atol`` are given), or when two decimals differ by at most one unit of the last
 digit printed, since a program that rounds for printing can round a hair's difference either way.
+An integer never equals a decimal (``1`` vs ``1.``): that is a change of type, not of precision.
 Asked to (``ignore_devices``), device names are set aside too: ``cuda``, ``cuda:0``, ``cpu``,
 ``device(type='cuda', index=0)``, ``torch.cuda.FloatTensor``: what a program prints about its
 own device differs between a CPU and a GPU run by design.
@@ -74,6 +75,11 @@ def _same_line(actual: str, expected: str, rtol: float, atol: float) -> tuple[bo
     largest = 0.0
     agree = True
     for a_text, e_text in zip(a_numbers, e_numbers):
+        if _is_integer(a_text) != _is_integer(e_text):
+            # `tensor(1)` vs `tensor(1.)`, `3` vs `3.0`: the same value of another type (an
+            # integer buffer a fix left uncast); only the number's kind shows it in printed text
+            agree = False
+            continue
         a, e = float(a_text), float(e_text)
         if math.isnan(a) and math.isnan(e) or a == e:
             continue
@@ -81,7 +87,11 @@ def _same_line(actual: str, expected: str, rtol: float, atol: float) -> tuple[bo
         largest = max(largest, diff) if not math.isnan(diff) else math.inf
         if not (diff <= atol + rtol * abs(e) or diff <= max(_last_digit(a_text), _last_digit(e_text)) * (1 + 1e-9)):
             agree = False
-    return agree, (largest if not agree else None)
+    return agree, (largest if not agree and largest else None)
+
+
+def _is_integer(number: str) -> bool:
+    return number.lstrip("+-").isdigit()
 
 
 def _last_digit(number: str) -> float:
