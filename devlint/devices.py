@@ -116,6 +116,11 @@ def device_value(model: SemanticModel, value: cst.BaseExpression | None) -> bool
             return True
         return False if literal.startswith(_NON_CUDA_PREFIXES) else None
     if isinstance(value, cst.Attribute) and value.attr.value == "device":
+        declared, default = model.option_default("device") if isinstance(value.value, cst.Name) else (False, None)
+        if declared:
+            # `args.device` of an argparse `--device` option: what its default says (none: None,
+            # which `.to()` takes as "stay where you are"); `default="cpu"` is no GPU
+            return None if default is None or _names_gpu_index(model, default) else device_value(model, default)
         return True
     if isinstance(value, cst.Call) and (model.qualname(value.func) or "").startswith("torch.accelerator."):
         return True

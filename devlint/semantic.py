@@ -92,6 +92,23 @@ def _import_alias_name(alias: cst.ImportAlias) -> str | None:
     return dotted_name(alias.name)
 
 
+class _OptionCollector(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.options: dict[str, cst.BaseExpression | None] = {}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not (isinstance(node.func, cst.Attribute) and node.func.attr.value == "add_argument"):
+            return
+        flags = [string_value(a.value) for a in node.args if a.keyword is None]
+        given = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+        dest = string_value(given["dest"]) if "dest" in given else None
+        if dest is None:
+            longs = [f for f in flags if f is not None and f.startswith("--")]
+            dest = longs[0][2:].replace("-", "_") if longs else None
+        if dest is not None:
+            self.options[dest] = given.get("default")
+
+
 class SemanticModel:
     """Imports, aliases, scopes and classes of one file, as far as the walk has seen."""
 
@@ -107,6 +124,8 @@ class SemanticModel:
         self.classes: dict[str, ClassInfo] = {}
         self.import_statements: list[tuple[Order, cst.SimpleStatementLine]] = []
         self.torch_imported_at: Order | None = None
+        # argparse options the file declares: dest -> the `default=` expression (None: no default)
+        self._options: dict[str, cst.BaseExpression | None] | None = None
 
     # -- name resolution -------------------------------------------------------------------
 
@@ -128,6 +147,15 @@ class SemanticModel:
         if isinstance(node, cst.IfExp) and follow_values:
             return self.qualnames(node.body) | self.qualnames(node.orelse)
         return set()
+
+    def option_default(self, dest: str) -> tuple[bool, cst.BaseExpression | None]:
+        """Whether the file declares a command-line option ``dest`` with argparse's
+        ``add_argument`` (``"--device"`` declares ``device``), and its ``default=`` (None: none)."""
+        if self._options is None:
+            collector = _OptionCollector()
+            self.module_scope.node.visit(collector)
+            self._options = collector.options
+        return dest in self._options, self._options.get(dest)
 
     def is_torch_name(self, name: str) -> bool:
         return self.imports.get(name, "").split(".")[0] == "torch"

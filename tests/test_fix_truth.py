@@ -58,6 +58,28 @@ def test_a_setting_the_definition_would_run_before_makes_its_fixes_unsafe() -> N
     assert applicability(source.replace("def main(gpu):", "def main(gpu, device: torch.device):"))["DEV101"] == {"safe"}
 
 
+@pytest.mark.parametrize(
+    ("default", "device"),
+    [('"cpu"', "torch_device"), ('"cuda:1"', "torch_device"), ("None", "torch_device"), ('"cuda"', "device")],
+)
+def test_an_argparse_device_is_reused_only_where_its_default_is_the_gpu_cuda_means(default: str, device: str) -> None:
+    """`.cuda()` goes to the GPU whatever `--device` says: reusing `args.device` with
+    `default="cpu"` would move the program's GPU work onto the CPU."""
+    text = fixed(
+        f"""\
+        import argparse
+        import torch
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--device", default={default})
+        args = parser.parse_args()
+        device = args.device
+        stats = torch.randn(4).to(device)
+        weights = torch.randn(4).cuda()
+        """
+    )
+    assert f"weights = torch.randn(4).to({device})" in text
+
+
 def test_a_docstring_mentioning_the_environment_is_no_setting() -> None:
     text = fixed(
         '''\
