@@ -45,7 +45,9 @@ class CudaCall(Rule):
     fix_note = (
         "Safe: on a CUDA machine the device is CUDA, so the program does what it did; without one "
         "it now runs on the CPU. The fix reuses a device already in scope (inside `forward(self, x)` "
-        "that is `x.device`), else inserts one module-level `device` definition after the imports."
+        "that is `x.device`), else inserts one module-level `device` definition after the imports. "
+        "Unsafe on an instance of a local Module subclass with its own `cuda()` (`.to` skips it) or "
+        "its own `to()` (`.to` runs it, `.cuda()` did not)."
     )
     triggers = ("cuda",)
     quiet_where_cuda_is_known = True
@@ -179,6 +181,16 @@ class CudaCall(Rule):
             "model = Anchored().to(torch_device)\n",
             unsafe=True,
         ),
+        # a Module subclass with its own to(): `.cuda()` never ran it, the fix would
+        Invalid(
+            "import torch\n\nclass Tracked(torch.nn.Module):\n    def to(self, *args, **kwargs):\n"
+            "        self.moves += 1\n        return super().to(*args, **kwargs)\n\n"
+            "model = Tracked().cuda()\n",
+            HEADER + DEVICE + "\nclass Tracked(torch.nn.Module):\n    def to(self, *args, **kwargs):\n"
+            "        self.moves += 1\n        return super().to(*args, **kwargs)\n\n"
+            "model = Tracked().to(device)\n",
+            unsafe=True,
+        ),
         # duck typing: the object has a cuda() but maybe no to(); reported, not fixed
         Invalid("import torch\n\ndef move(obj):\n    if hasattr(obj, 'cuda'):\n        return obj.cuda()\n    return obj\n"),
         # guarded code is still reported; the fix keeps what a CPU-only run does
@@ -218,6 +230,10 @@ class CudaCall(Rule):
         override = own_override(self.ctx, attribute.value, site, "cuda")
         if override is not None:
             message = f"Replace `.cuda()` with `.to({device.expr})` (unsafe: `.to` skips `{override}.cuda`)"
+            return FixPlan(message, [Replace(node, new)], "unsafe", device=device)
+        override = own_override(self.ctx, attribute.value, site, "to")
+        if override is not None:
+            message = f"Replace `.cuda()` with `.to({device.expr})` (unsafe: it runs `{override}.to`, which `.cuda()` did not)"
             return FixPlan(message, [Replace(node, new)], "unsafe", device=device)
         return FixPlan(f"Replace `.cuda()` with `.to({device.expr})`", [Replace(node, new)], "safe", device=device)
 

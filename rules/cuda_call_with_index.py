@@ -268,6 +268,9 @@ class CudaCallWithIndex(Rule):
         override = own_override(self.ctx, attribute.value, site, "cuda")
         if override is not None:
             applicability, caveat = "unsafe", f" (unsafe: `.to` skips `{override}.cuda`)"
+        override = own_override(self.ctx, attribute.value, site, "to")
+        if override is not None:
+            applicability, caveat = "unsafe", f" (unsafe: it runs `{override}.to`, which `.cuda()` did not)"
         return FixPlan(
             f"Replace `.cuda({shown})` with `.to({target.shown})`{caveat}",
             [self._replace(node, new)], applicability, device=target.device, needs_torch=target.needs_torch,
