@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -149,6 +150,29 @@ def _default_device() -> Any:
         return str(made.device), str(host.device), str(torch.get_default_device())
     finally:
         torch.set_default_device(None)
+
+
+def _made_in_a_thread() -> str:
+    made: list[torch.Tensor] = []
+    worker = threading.Thread(target=lambda: made.append(torch.ones(1)))
+    worker.start()
+    worker.join()
+    return str(made[0].device)
+
+
+def _defaults_in_threads() -> Any:
+    """The default device is the calling thread's; the default tensor type the process's."""
+    torch.set_default_device("cuda")
+    try:
+        per_thread = _made_in_a_thread()
+    finally:
+        torch.set_default_device(None)
+    torch.set_default_tensor_type(torch.cuda.FloatTensor)
+    try:
+        per_process = _made_in_a_thread()
+    finally:
+        torch.set_default_tensor_type(torch.FloatTensor)
+    return per_thread, per_process
 
 
 def _device_context() -> Any:
@@ -544,6 +568,7 @@ CASES: dict[str, Case] = {
     "set_default_tensor_type": Case(_default_tensor_type, ("cuda:0", torch.float64, "cpu")),
     "set_default_device": Case(_default_device, ("cuda:0", "cpu", "cuda:0")),
     "with torch.device('cuda')": Case(_device_context, ("cuda:0", "cpu")),
+    "default device per thread, default tensor type per process": Case(_defaults_in_threads, ("cpu", "cuda:0")),
     "Module.cuda(): parameters, buffers, gradients, Adam state": Case(
         _module_cuda, (True, True, ["cuda:0"] * 4, "cpu", True)
     ),

@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
-from torch.overrides import TorchFunctionMode
-from torch.utils._device import _device_constructors
+from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
+from torch.utils._device import DeviceContext, _device_constructors
 
 from .machine import CUDA0, Machine, cuda_index, not_a_cuda_device
 
@@ -235,8 +235,12 @@ class Dispatcher:
 
     def _default_is_cuda(self) -> bool:
         """A CUDA default device (or tensor type) that is there. A CPU factory call must not read
-        CUDA_VISIBLE_DEVICES: the program may still be about to set it."""
-        current = torch.utils._device.CURRENT_DEVICE
+        CUDA_VISIBLE_DEVICES: the program may still be about to set it. The default device is the
+        calling thread's (`set_default_device` pushes a mode on that thread's stack only; another
+        thread makes CPU tensors); the default tensor type is the whole process's."""
+        current = next(
+            (mode.device for mode in _get_current_function_mode_stack() if isinstance(mode, DeviceContext)), None
+        )
         wanted = cuda_index(current) is not False if current is not None else self._legacy_default()
         return wanted and self.machine.visible
 
