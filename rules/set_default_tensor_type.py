@@ -55,7 +55,9 @@ class SetDefaultTensorType(Rule):
         "exception: the legacy constructor `torch.Tensor(...)` follows the default tensor type but not "
         "the default device, so after the fix it makes CPU tensors where it made CUDA ones. The fix is "
         "safe when the file never calls `torch.Tensor(...)`, and unsafe when it does (other modules of "
-        "the program that call it are beyond what one file shows). A CPU type becomes "
+        "the program that call it are beyond what one file shows). Likewise the default device is "
+        "per thread and the default tensor type was per process: unsafe in a file that imports "
+        "`threading`, `concurrent.futures` or a thread pool. A CPU type becomes "
         "`torch.set_default_dtype(...)` (safe: `torch.Tensor(...)` follows the default dtype), plus "
         '`torch.set_default_device("cpu")` when the file also sets a default device elsewhere (the old '
         "call reset it). Fixed only when the argument is a string literal or a resolvable type and "
@@ -106,6 +108,20 @@ class SetDefaultTensorType(Rule):
             "buffer = torch.Tensor(4, 4)\n",
             unsafe=True,
         ),
+        # the default device is per thread, the default tensor type was not: unsafe with threads
+        Invalid(
+            "import threading\nimport torch\ntorch.set_default_tensor_type(torch.cuda.FloatTensor)\n",
+            "import threading\nimport torch\n" + DEVICE + "torch.set_default_dtype(torch.float32)\n"
+            "torch.set_default_device(device)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch\nfrom concurrent.futures import ThreadPoolExecutor\n"
+            "torch.set_default_tensor_type(torch.cuda.FloatTensor)\n",
+            "import torch\nfrom concurrent.futures import ThreadPoolExecutor\n" + DEVICE
+            + "torch.set_default_dtype(torch.float32)\ntorch.set_default_device(device)\n",
+            unsafe=True,
+        ),
         # not a literal: reported without a fix
         Invalid("import torch\ntorch.set_default_tensor_type(torch.cuda.FloatTensor if cuda else torch.FloatTensor)\n"),
         # not alone on its line: reported without a fix
@@ -143,6 +159,14 @@ class SetDefaultTensorType(Rule):
             fix=(lambda site: self._fix(statement, resolved, site)) if fixable else None,
         )
 
+    def _thread_module(self) -> str | None:
+        """A module the file imports that starts threads: `set_default_tensor_type` reached every
+        thread, `set_default_device` reaches only the one that calls it."""
+        for qualname in sorted(self.ctx.model.imports.values()):
+            if qualname.split(".")[0] == "threading" or qualname.startswith(_THREAD_MODULES):
+                return qualname.split(".")[0] if qualname.startswith("threading") else qualname
+        return None
+
     def _resolve(self, given: cst.BaseExpression) -> tuple[str, bool] | None:
         text = string_value(given)
         if text is not None:
@@ -164,12 +188,15 @@ class SetDefaultTensorType(Rule):
             device = self.ctx.device(site)
             statements = (dtype_call, f"torch.set_default_device({device.expr})")
             message = f"Replace with `{dtype_call}` and `torch.set_default_device({device.expr})`"
+            threads = self._thread_module()
             if self._legacy_constructor:
                 message += " (unsafe: `torch.Tensor(...)` in this file would now make CPU tensors)"
+            elif threads is not None:
+                message += f" (unsafe: the default device is per thread; threads started with `{threads}` would make CPU tensors)"
             return FixPlan(
                 message,
                 [Replace(statement, statements)],
-                "unsafe" if self._legacy_constructor else "safe",
+                "unsafe" if self._legacy_constructor or threads is not None else "safe",
                 device=device,
                 needs_torch=True,
                 requires=_SET_DEFAULT_DEVICE_SINCE,
@@ -187,6 +214,7 @@ class SetDefaultTensorType(Rule):
         return FixPlan(f"Replace with `{dtype_call}`", [Replace(statement, dtype_call)], "safe", needs_torch=True)
 
 
+_THREAD_MODULES = ("concurrent.futures", "multiprocessing.pool", "multiprocessing.dummy")
 # torch.set_default_device arrived in torch 2.0.
 _SET_DEFAULT_DEVICE_SINCE = (2, 0)
 
