@@ -141,14 +141,16 @@ class LegacyCudaTensorType(Rule):
         ),
         # a module's .type() casts its integer buffers too, which Module.to(dtype=) leaves alone
         Invalid(
-            "import torch\nimport torch.nn as nn\n\nclass Net(nn.Module):\n    pass\n\n"
+            "import torch\nimport torch.nn as nn\n\nclass Net(nn.Module):\n    def half_on_gpu(self):\n"
+            "        return self.type(torch.cuda.HalfTensor)\n\n"
             "dtype = torch.cuda.FloatTensor\nmodel = nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3))\n"
             "model.type(dtype)\nnet = Net().type(dtype)\nx = x.type(dtype)\n",
-            "import torch\nimport torch.nn as nn\n" + DEVICE + "\nclass Net(nn.Module):\n    pass\n\n"
+            "import torch\nimport torch.nn as nn\n" + DEVICE + "\nclass Net(nn.Module):\n    def half_on_gpu(self):\n"
+            "        return self.type(torch.float16).to(device)\n\n"
             "dtype = torch.cuda.FloatTensor\nmodel = nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3))\n"
             "model.type(torch.float32).to(device)\nnet = Net().type(torch.float32).to(device)\n"
             "x = x.to(device=device, dtype=torch.float32)\n",
-            count=4,
+            count=5,
         ),
         # an alias choosing by availability: the fix does what the alias did
         Invalid(
@@ -437,6 +439,11 @@ class LegacyCudaTensorType(Rule):
         """An ``nn.Module``: made by a ``torch.nn`` class or a local Module subclass, directly or
         through a name every binding of which is one."""
         model = self.ctx.model
+        if isinstance(receiver, cst.Name) and receiver.value == "self":
+            scope = site.scope
+            while scope is not None and scope.kind != "class":
+                scope = scope.parent
+            return scope is not None and model.is_module_like_class(scope.name)
         if isinstance(receiver, cst.Name):
             bindings = model.visible_bindings(receiver.value, site.scope, site.order)
             return bool(bindings) and all(
