@@ -177,7 +177,13 @@ class DeviceFinder:
         to a device on every path that reaches the site (devlint.flow)."""
         avoid = set(avoid)
         function = scope.function_scope()
-        if function is not None and function.name == "forward" and function.parent is not None and function.parent.kind == "class":
+        if (
+            function is not None
+            and function.name == "forward"
+            and function.parent is not None
+            and function.parent.kind == "class"
+            and not _places_own_parts(function.parent.node)
+        ):
             tensor_input = _tensor_input(function)
             if tensor_input is not None and tensor_input not in avoid:
                 return DeviceInScope(f"{tensor_input}.device")
@@ -227,6 +233,35 @@ def _flow_scope(scope: Scope) -> Scope | None:
     while current is not None and current.kind in ("lambda", "comprehension"):
         current = current.parent
     return current if current is not None and current.kind in ("function", "module") else None
+
+
+def _places_own_parts(class_node: cst.CSTNode) -> bool:
+    """A class that moves some of its own parts (`self.head = nn.Linear(4, 1).cuda()`,
+    `self.head.to(device)`) outside ``forward``: its parts may live apart (an embedding on the CPU,
+    a head on the GPU), so where an input comes in says nothing about where ``.cuda()`` goes."""
+    if not isinstance(class_node, cst.ClassDef):
+        return False
+    stack: list[cst.CSTNode] = [
+        statement for statement in class_node.body.body
+        if not (isinstance(statement, cst.FunctionDef) and statement.name.value == "forward")
+    ]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Assign) and any(_on_self(t.target) for t in node.targets) and _moves(node.value):
+            return True
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in ("cuda", "to"):
+            if _on_self(node.func.value):
+                return True
+        stack.extend(children(node))
+    return False
+
+
+def _on_self(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"
+
+
+def _moves(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in ("cuda", "to")
 
 
 def _tensor_input(function: Scope) -> str | None:

@@ -45,7 +45,8 @@ class CudaCall(Rule):
     fix_note = (
         "Safe: on a CUDA machine the device is CUDA, so the program does what it did; without one "
         "it now runs on the CPU. The fix reuses a device already in scope (inside `forward(self, x)` "
-        "that is `x.device`), else inserts one module-level `device` definition after the imports. "
+        "that is `x.device`, unless the class places parts of itself outside `forward`: then the input "
+        "may be on the CPU), else inserts one module-level `device` definition after the imports. "
         "Unsafe on an instance of a local Module subclass with its own `cuda()` (`.to` skips it) or "
         "its own `to()` (`.to` runs it, `.cuda()` did not)."
     )
@@ -105,6 +106,17 @@ class CudaCall(Rule):
             "        mask = torch.ones(3).cuda()\n        return x * mask\n",
             "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
             "        mask = torch.ones(3).to(x.device)\n        return x * mask\n",
+        ),
+        # a module that places its own parts (a GPU head beside a CPU embedding): its input may be
+        # on the CPU, so `.cuda()` follows the GPU, not the input
+        Invalid(
+            "import torch\n\nclass Hybrid(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.head = torch.nn.Linear(4, 1).cuda()\n\n    def forward(self, ids):\n"
+            "        pooled = self.emb(ids).mean(1) / ids.shape[1]\n        return self.head(pooled.cuda())\n",
+            HEADER + DEVICE + "\nclass Hybrid(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.head = torch.nn.Linear(4, 1).to(device)\n\n    def forward(self, ids):\n"
+            "        pooled = self.emb(ids).mean(1) / ids.shape[1]\n        return self.head(pooled.to(device))\n",
+            count=2,
         ),
         # only `from torch import ...`: `import torch` is added for the device definition
         Invalid(
