@@ -283,6 +283,32 @@ def _host_lengths() -> Any:
     return _where(padded, sizes, batch_sizes, ctc), same
 
 
+def _rnn_hidden_on_cpu() -> Any:
+    gru = nn.GRU(3, 4).cuda()
+    return gru(torch.randn(2, 1, 3).cuda(), torch.zeros(1, 1, 4))
+
+
+def _rnn_input_on_cpu() -> Any:
+    lstm = nn.LSTM(3, 4).cuda()
+    return lstm(torch.randn(2, 1, 3))
+
+
+def _shape_only_meetings() -> Any:
+    x, host = torch.ones(1, 3).cuda(), torch.zeros(2, 3)
+    shaped = [x.expand_as(host), torch.arange(6.0).cuda().view_as(host), torch.arange(6.0).cuda().reshape_as(host)]
+    return _where(*shaped), [tuple(t.shape) for t in shaped]
+
+
+def _legacy_variable() -> Any:
+    from torch.autograd import Variable
+
+    data = torch.ones(2).cuda()
+    wrapped = Variable(data, requires_grad=True)
+    (wrapped * 3).sum().backward()
+    Variable(data).add_(1)
+    return _where(wrapped, wrapped.grad, Variable(torch.ones(1))), _values(data)
+
+
 def _mixed_add() -> Any:
     return torch.ones(2).cuda() + torch.ones(2)
 
@@ -583,6 +609,12 @@ CASES: dict[str, Case] = {
     "deepcopy and printing a parameter": Case(_deepcopy_and_print, ("cuda:0", True, True, True)),
     "DataParallel on one GPU": Case(_data_parallel, ("cuda:0", True)),
     "packed sequences and CTC take CPU lengths": Case(_host_lengths, (["cuda:0", "cpu", "cpu", "cuda:0"], True)),
+    "Variable(t) stays where t is and shares its data": Case(_legacy_variable, (["cuda:0", "cuda:0", "cpu"], [2.0, 2.0])),
+    "an RNN's hidden state left on the cpu": Case(_rnn_hidden_on_cpu, Raises(RuntimeError, "Input and hidden tensors are not at the same device")),
+    "a cpu input to a cuda RNN": Case(_rnn_input_on_cpu, Raises(RuntimeError, "Input and parameter tensors are not at the same device")),
+    "expand_as, view_as, reshape_as read only a cpu tensor's shape": Case(
+        _shape_only_meetings, (["cuda:0"] * 3, [(2, 3)] * 3)
+    ),
     "cuda + cpu": Case(_mixed_add, Raises(RuntimeError, SAME_DEVICE)),
     "mm(cpu, cuda)": Case(_mixed_mm, Raises(RuntimeError, SAME_DEVICE)),
     "cuda Linear on a cpu batch": Case(_mixed_linear, Raises(RuntimeError, SAME_DEVICE)),

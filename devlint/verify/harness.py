@@ -58,7 +58,8 @@ _CUDA_MISSING = re.compile(
 _NEEDS_CUDA = re.compile(_CUDA_MISSING.pattern + r"|Invalid device, must be cuda device", re.IGNORECASE)
 _MIXED_DEVICES = re.compile(
     r"Expected all tensors to be on the same device|is not on the expected device"
-    r"|on different devices|must be on the same device|should be the same or input should be",
+    r"|on different devices|must be on the same device|should be the same or input should be"
+    r"|tensors are not at the same device",
     re.IGNORECASE,
 )
 _MESSAGE_LIMIT = 400

@@ -67,6 +67,7 @@ class Emulation:
         self._install_compile()
         self._install_threads()
         self._install_module_moves()
+        self._install_variable()
         self._mode.__enter__()
         return self
 
@@ -114,6 +115,20 @@ class Emulation:
             return result
 
         self._patches.set(torch.nn.Module, "_apply", _apply)
+
+    def _install_variable(self) -> None:
+        """``Variable(t)`` (the pre-0.4 wrapper, still in old CUDA code) makes a tensor sharing
+        ``t``'s data, on ``t``'s device; torch's constructor would hand back a plain one."""
+        variable = torch.autograd.Variable
+        original_new = variable.__new__
+        dispatcher = self.dispatcher
+
+        def __new__(cls: type, *args: Any, **kwargs: Any) -> Any:
+            made = original_new(cls, *args, **kwargs)
+            data = args[0] if args else kwargs.get("data")
+            return dispatcher.wrap(made) if dispatcher.is_emulated(data) else made
+
+        self._patches.set(variable, "__new__", staticmethod(__new__))
 
     def _install_compile(self) -> None:
         """``torch.compile`` returns what it is given: the compiler would trace the emulated device

@@ -39,12 +39,15 @@ _CROSS_DEVICE = frozenset(
     {"to", "copy_", "cpu", "cuda", "type", "type_as", "new_tensor", "tensor", "as_tensor", "set_", "__set__"}
     | {"_has_compatible_shallow_copy_type", "__reduce_ex__", "__deepcopy__", "__setstate__", "__get__"}
     | {"module_load"}
+    # shape-only: they read the other tensor's size, never its data
+    | {"expand_as", "view_as", "reshape_as", "broadcast_tensors", "result_type"}
 )
 # Calls whose CUDA kernels take some arguments on the CPU by design: the lengths of a packed
-# sequence (and the batch sizes an RNN gets with it), the lengths of CTC.
-_HOST_ARGUMENTS = frozenset(
-    {"_pack_padded_sequence", "_pad_packed_sequence", "lstm", "gru", "rnn_tanh", "rnn_relu", "ctc_loss", "_ctc_loss"}
-)
+# sequence, the lengths of CTC.
+_HOST_ARGUMENTS = frozenset({"_pack_padded_sequence", "_pad_packed_sequence", "ctc_loss", "_ctc_loss"})
+# The recurrent kernels: only the batch sizes of a packed sequence may stay on the CPU; the input,
+# the hidden state and the weights must share a device.
+_RECURRENT = frozenset({"lstm", "gru", "rnn_tanh", "rnn_relu"})
 # Of these, the ones whose second result stays on the CPU on CUDA too (batch sizes, lengths).
 _HOST_SECOND_RESULT = frozenset({"_pack_padded_sequence", "_pad_packed_sequence"})
 # Indexing a CUDA tensor with CPU indices (or assigning CPU values) is fine on CUDA.
@@ -247,6 +250,9 @@ class Dispatcher:
     def _check_devices(self, name: str, args: tuple, tensors: list[torch.Tensor]) -> None:
         if name in _CROSS_DEVICE or name in _HOST_ARGUMENTS:
             return
+        if name in _RECURRENT and args:
+            self._check_recurrent(args)
+            return
         if name in _INDEXING and args:
             indexed = args[0]
             if isinstance(indexed, self.cls):
@@ -257,6 +263,23 @@ class Dispatcher:
         counted = [t for t in tensors if isinstance(t, self.cls) or (t.device.type == "cpu" and t.dim() > 0)]
         if any(not isinstance(t, self.cls) for t in counted):
             raise mixed_devices_error(isinstance(counted[0], self.cls))
+
+    def _check_recurrent(self, args: tuple) -> None:
+        """``lstm(input, hx, weights, ...)``, or for a packed sequence ``lstm(data, batch_sizes,
+        hx, weights, ...)``: CUDA's own check, hidden state first, then the weights."""
+        packed = len(args) > 3 and isinstance(args[3], (list, tuple))
+        hidden, weights = (args[2], args[3]) if packed else (args[1], args[2])
+        where = self._where(args[0])
+        for kind, value in (("hidden", hidden), ("parameter", weights)):
+            for tensor in _tensors(value):
+                if self._where(tensor) != where:
+                    raise RuntimeError(
+                        f"Input and {kind} tensors are not at the same device, found input tensor at {where} "
+                        f"and {kind} tensor at {self._where(tensor)}"
+                    )
+
+    def _where(self, tensor: torch.Tensor) -> str:
+        return "cuda:0" if isinstance(tensor, self.cls) else str(tensor.device)
 
     # -- calls that change or reveal the device --------------------------------------------
 
