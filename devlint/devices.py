@@ -171,6 +171,8 @@ class DeviceFinder:
         self.flows = flows
         self.preferred = preferred
         self._candidates: dict[int, list[str]] = {}
+        # calls in the file by the name they call (`f(...)`, `obj.f(...)`), found on first need
+        self._calls: dict[str, list[cst.Call]] | None = None
 
     def find(self, scope: Scope, site: cst.CSTNode, avoid: Iterable[str] = ()) -> DeviceInScope | None:
         """A device expression usable at ``site`` (in ``scope``): the program's own device, bound
@@ -200,12 +202,31 @@ class DeviceFinder:
                 if name.split(".")[0] not in avoid
                 and not any(name in shadowing.bindings for shadowing in inner)
                 and _usable(self.model, name, current, flow_scope, site, self.flows)
+                and not self._given_the_cpu(current, name)
             ]
             if found:
                 return DeviceInScope(min(found)[1])
             inner.append(current)
             current = current.parent
         return None
+
+    def _given_the_cpu(self, scope: Scope, name: str) -> bool:
+        """A call in this file passes a CPU-only device for parameter ``name`` of the function
+        ``scope``: there the parameter is no GPU, whatever `.cuda()` in the body meant."""
+        if scope.kind != "function" or name not in scope.params or not isinstance(scope.node, cst.FunctionDef):
+            return False
+        if self._calls is None:
+            self._calls = _calls_by_name(self.model.module_scope.node)
+        position = scope.params.index(name)
+        for call in self._calls.get(scope.name, []):
+            shift = 1 if isinstance(call.func, cst.Attribute) and scope.params[:1] in (["self"], ["cls"]) else 0
+            given = [a for a in call.args if a.keyword is not None and a.keyword.value == name]
+            plain = [a for a in call.args if a.keyword is None and not a.star]
+            if not given and 0 <= position - shift < len(plain) and not any(a.star for a in call.args):
+                given = [plain[position - shift]]
+            if given and device_value(self.model, given[0].value) is False:
+                return True
+        return False
 
     def _names_holding_devices(self, scope: Scope) -> list[str]:
         key = id(scope)
@@ -214,6 +235,20 @@ class DeviceFinder:
                 name for name, bindings in scope.bindings.items() if _may_hold_a_device(self.model, bindings)
             ]
         return self._candidates[key]
+
+
+def _calls_by_name(module: cst.CSTNode) -> dict[str, list[cst.Call]]:
+    found: dict[str, list[cst.Call]] = {}
+    stack: list[cst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call):
+            func = node.func
+            name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
+            if name is not None:
+                found.setdefault(name, []).append(node)
+        stack.extend(children(node))
+    return found
 
 
 def _may_hold_a_device(model: SemanticModel, bindings: list[Binding]) -> bool:

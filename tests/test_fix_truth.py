@@ -80,6 +80,31 @@ def test_an_argparse_device_is_reused_only_where_its_default_is_the_gpu_cuda_mea
     assert f"weights = torch.randn(4).to({device})" in text
 
 
+@pytest.mark.parametrize(
+    ("call", "device"),
+    [
+        ('predict(net, x, torch.device("cpu"))', "torch_device"),
+        ('predict(net, x, device="cpu")', "torch_device"),
+        ('runner.predict(net, x, "cpu")', "torch_device"),
+        ('predict(net, x, torch.device("cuda"))', "device"),
+    ],
+)
+def test_a_device_parameter_a_caller_gives_the_cpu_is_not_the_gpu_cuda_means(call: str, device: str) -> None:
+    text = fixed(
+        f"""\
+        import torch
+
+
+        def predict(model, data, device):
+            return model(data.cuda()).to(device)
+
+
+        {call}
+        """
+    )
+    assert f"return model(data.to({device})).to(device)" in text
+
+
 def test_a_docstring_mentioning_the_environment_is_no_setting() -> None:
     text = fixed(
         '''\
