@@ -417,9 +417,42 @@ def _usable(
     values = reach.values
     if any(_names_gpu_index(model, value) for value in values):
         return False
+    if any(device_value(model, _chosen_by_default(model, value)) is False for value in values):
+        # `torch.device("cuda" if args.cuda else "cpu")` with `--cuda` off by default: the CPU
+        return False
     # The program's own choice, CPU on some paths included; a device that is only ever the CPU
     # is not the device `.cuda()` meant.
     return bool(reach.params) or any(device_value(model, value) for value in values)
+
+
+def _chosen_by_default(model: SemanticModel, value: cst.BaseExpression) -> cst.BaseExpression | None:
+    """For a choice on a command-line flag (`"cuda" if args.cuda else "cpu"`, also inside
+    `torch.device(...)`), the side the flag's declared default picks; None when that is unknown."""
+    if isinstance(value, cst.Call) and model.qualname(value.func) == "torch.device" and len(value.args) == 1:
+        value = value.args[0].value
+    if not isinstance(value, cst.IfExp):
+        return None
+    test, negated = value.test, False
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, negated = test.expression, True
+    if not (isinstance(test, cst.Attribute) and isinstance(test.value, cst.Name)):
+        return None
+    declared, default = model.option_default(test.attr.value)
+    truth = _literal_truth(default) if declared else None
+    if truth is None:
+        return None
+    return value.body if truth != negated else value.orelse
+
+
+def _literal_truth(value: cst.BaseExpression | None) -> bool | None:
+    if value is None:
+        return False  # argparse's default default
+    if isinstance(value, cst.Name) and value.value in ("True", "False", "None"):
+        return value.value == "True"
+    if isinstance(value, cst.Integer):
+        return value.evaluated_value != 0
+    text = string_value(value)
+    return bool(text) if text is not None else None
 
 
 def _lambda_param_is_device(model: SemanticModel, scope: Scope, name: str) -> bool:

@@ -106,7 +106,11 @@ class _OptionCollector(cst.CSTVisitor):
             longs = [f for f in flags if f is not None and f.startswith("--")]
             dest = longs[0][2:].replace("-", "_") if longs else None
         if dest is not None:
-            self.options[dest] = given.get("default")
+            default = given.get("default")
+            action = string_value(given["action"]) if "action" in given else None
+            if default is None and action in ("store_true", "store_false"):
+                default = cst.Name("False" if action == "store_true" else "True")
+            self.options[dest] = default
 
 
 class SemanticModel:
@@ -150,7 +154,8 @@ class SemanticModel:
 
     def option_default(self, dest: str) -> tuple[bool, cst.BaseExpression | None]:
         """Whether the file declares a command-line option ``dest`` with argparse's
-        ``add_argument`` (``"--device"`` declares ``device``), and its ``default=`` (None: none)."""
+        ``add_argument`` (``"--device"`` declares ``device``), and its ``default=`` (None: none;
+        a ``store_true``/``store_false`` flag without one defaults to ``False``/``True``)."""
         if self._options is None:
             collector = _OptionCollector()
             self.module_scope.node.visit(collector)

@@ -105,6 +105,33 @@ def test_a_device_parameter_a_caller_gives_the_cpu_is_not_the_gpu_cuda_means(cal
     assert f"return model(data.to({device})).to(device)" in text
 
 
+@pytest.mark.parametrize(
+    ("option", "choice", "device"),
+    [
+        ('"--cuda", action="store_true"', '"cuda" if args.cuda else "cpu"', "torch_device"),
+        ('"--no-cuda", action="store_true"', '"cuda" if not args.no_cuda else "cpu"', "device"),
+        ('"--cpu", action="store_false", dest="gpu"', '"cuda" if args.gpu else "cpu"', "device"),
+        ('"--gpu", type=int, default=0', '"cuda" if args.gpu else "cpu"', "torch_device"),
+    ],
+)
+def test_a_device_chosen_by_a_flag_is_reused_only_where_the_flag_defaults_to_the_gpu(
+    option: str, choice: str, device: str
+) -> None:
+    text = fixed(
+        f"""\
+        import argparse
+        import torch
+        parser = argparse.ArgumentParser()
+        parser.add_argument({option})
+        args = parser.parse_args()
+        device = torch.device({choice})
+        data = torch.randn(4, 3).to(device)
+        model = torch.nn.Linear(3, 2).cuda()
+        """
+    )
+    assert f"model = torch.nn.Linear(3, 2).to({device})" in text
+
+
 def test_a_docstring_mentioning_the_environment_is_no_setting() -> None:
     text = fixed(
         '''\
