@@ -199,7 +199,7 @@ def duck_typed(ctx: FileContext, call: cst.Call, receiver: cst.BaseExpression, m
     child: cst.CSTNode = call
     for ancestor in ctx.ancestors(call):
         if isinstance(ancestor, (cst.If, cst.IfExp)) and child is not ancestor.test:
-            for node in _calls_in(ancestor.test):
+            for node in calls_in(ancestor.test):
                 name = dotted_name(node.func)
                 if name in ("hasattr", "getattr") and len(node.args) >= 2:
                     if ctx.code(node.args[0].value) == shown and string_value(node.args[1].value) == method:
@@ -210,7 +210,8 @@ def duck_typed(ctx: FileContext, call: cst.Call, receiver: cst.BaseExpression, m
     return False
 
 
-def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
+def calls_in(node: cst.CSTNode) -> list[cst.Call]:
+    """Every call in ``node``, ``node`` itself included."""
     found: list[cst.Call] = []
     stack = [node]
     while stack:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from devlint.astutil import append_arg, arg, code_in_place, imported_qualname, keyword, positional
+from devlint.astutil import append_arg, arg, calls_in, code_in_place, imported_qualname, keyword, positional
 from devlint.dataflow import FlowRule
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid
@@ -19,6 +19,7 @@ _PIN_MEMORY_POSITION = 7
 HEAD = "import torch\nfrom torch.utils.data import DataLoader\n\n"
 
 
+_COLLATE_POSITION = 6
 # How many names and calls to follow back from a dataset to a `torch.load`.
 _CHECKPOINT_DEPTH = 4
 _DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
@@ -74,8 +75,9 @@ class LoaderWithoutPinMemory(FlowRule):
         "are moved to a device in the function that builds it, or in a function of the same file "
         "it is passed to by name; a loader over a dataset already on the device is left alone "
         "(pinning device tensors fails), and the fix is unsafe where a local class that puts data on "
-        "a device may have made the dataset, or where the dataset holds what `torch.load` restored "
-        "without `map_location=\"cpu\"` (a checkpoint of CUDA tensors comes back on the GPU). A "
+        "a device may have made the dataset, where the dataset holds what `torch.load` restored "
+        "without `map_location=\"cpu\"` (a checkpoint of CUDA tensors comes back on the GPU), or "
+        "where the loader's `collate_fn` is a function of the file that puts batches on a device. A "
         "dataset from another module is taken to hold host tensors: its batches are copied to the "
         "device, which is why the rule speaks."
     )
@@ -131,6 +133,22 @@ class LoaderWithoutPinMemory(FlowRule):
             "for x in loader:\n    x = x.to(device)\n",
             unsafe=True,
         ),
+        # a collate function that puts batches on the device: they cannot be pinned
+        Invalid(
+            HEAD + "def to_gpu(batch):\n    return torch.stack(batch).cuda()\n\n"
+            "loader = DataLoader(data, batch_size=4, collate_fn=to_gpu)\nfor x in loader:\n    x = x.to(device)\n",
+            HEAD + "def to_gpu(batch):\n    return torch.stack(batch).cuda()\n\n"
+            "loader = DataLoader(data, batch_size=4, collate_fn=to_gpu, pin_memory=torch.cuda.is_available())\n"
+            "for x in loader:\n    x = x.to(device)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            HEAD + "loader = DataLoader(data, 4, False, None, None, 0, lambda b: torch.stack(b).to(device))\n"
+            "for x in loader:\n    x = x.to(device)\n",
+            HEAD + "loader = DataLoader(data, 4, False, None, None, 0, lambda b: torch.stack(b).to(device), "
+            "pin_memory=torch.cuda.is_available())\nfor x in loader:\n    x = x.to(device)\n",
+            unsafe=True,
+        ),
         # restored to the host: safe to pin
         Invalid(
             HEAD + "feats = torch.load(path, map_location=\"cpu\")\nloader = DataLoader(TensorDataset(feats), batch_size=4)\n"
@@ -180,6 +198,8 @@ class LoaderWithoutPinMemory(FlowRule):
         self._device_classes: set[str] = set()
         # loaders whose dataset is built from what torch.load restored: it may hold CUDA tensors
         self._from_checkpoint: set[int] = set()
+        # functions of this file that put data on a device: as a collate_fn, they hand out CUDA batches
+        self._device_functions: set[str] = set()
 
     def _enclosing_class(self) -> str | None:
         scope = self.ctx.model.scope
@@ -199,6 +219,9 @@ class LoaderWithoutPinMemory(FlowRule):
             owner = self._enclosing_class()
             if owner is not None:
                 self._device_classes.add(owner)
+            function = self.ctx.model.scope.function_scope()
+            if function is not None:
+                self._device_functions.add(function.name)
         if self._unpinned_dataloader(node):
             self._candidates.append(node)
             dataset = self._dataset(node)
@@ -276,6 +299,9 @@ class LoaderWithoutPinMemory(FlowRule):
         source = f"`{maker}` may put data on a device" if maker is not None else None
         if id(node) in self._from_checkpoint:
             source = "the dataset holds what `torch.load` restored, maybe on the GPU"
+        collate = self._device_collate(node)
+        if collate is not None:
+            source = f"the collate function `{collate}` puts batches on a device"
         if source is not None:
             return FixPlan(
                 f"Add `pin_memory=torch.cuda.is_available()` (unsafe: {source}, and CUDA tensors cannot be pinned)",
@@ -289,6 +315,18 @@ class LoaderWithoutPinMemory(FlowRule):
             "safe",
             needs_torch=True,
         )
+
+    def _device_collate(self, loader: cst.Call) -> str | None:
+        """The loader's `collate_fn`, when it is a function of this file (or a lambda) that puts
+        data on a device: the batches it hands out are then CUDA tensors, which cannot be pinned."""
+        given = keyword(loader, "collate_fn")
+        plain = positional(loader)
+        value = given.value if given is not None else plain[_COLLATE_POSITION].value if len(plain) > _COLLATE_POSITION else None
+        if isinstance(value, cst.Name) and value.value in self._device_functions:
+            return value.value
+        if isinstance(value, cst.Lambda) and any(_places_on_a_device(c) for c in calls_in(value)):
+            return "lambda"
+        return None
 
     @staticmethod
     def _dataset(loader: cst.Call) -> cst.BaseExpression | None:
