@@ -20,8 +20,8 @@ HEAD = "import torch\nfrom torch.utils.data import DataLoader\n\n"
 
 
 _COLLATE_POSITION = 6
-# How many names and calls to follow back from a dataset to a `torch.load`.
-_CHECKPOINT_DEPTH = 4
+# How many names and calls to follow back from a dataset to a `torch.load` or a device placement.
+_SOURCE_DEPTH = 4
 _DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
 
 
@@ -149,6 +149,15 @@ class LoaderWithoutPinMemory(FlowRule):
             "pin_memory=torch.cuda.is_available())\nfor x in loader:\n    x = x.to(device)\n",
             unsafe=True,
         ),
+        # a list of CUDA tensors as the dataset
+        Invalid(
+            HEAD + "samples = [torch.randn(3).cuda() for _ in range(8)]\nloader = DataLoader(samples, batch_size=4)\n"
+            "for x in loader:\n    x = x.cuda()\n",
+            HEAD + "samples = [torch.randn(3).cuda() for _ in range(8)]\n"
+            "loader = DataLoader(samples, batch_size=4, pin_memory=torch.cuda.is_available())\n"
+            "for x in loader:\n    x = x.cuda()\n",
+            unsafe=True,
+        ),
         # restored to the host: safe to pin
         Invalid(
             HEAD + "feats = torch.load(path, map_location=\"cpu\")\nloader = DataLoader(TensorDataset(feats), batch_size=4)\n"
@@ -196,8 +205,8 @@ class LoaderWithoutPinMemory(FlowRule):
         self._default_device_changed = False
         # local classes that put data on a device: a dataset made by one may yield CUDA tensors
         self._device_classes: set[str] = set()
-        # loaders whose dataset is built from what torch.load restored: it may hold CUDA tensors
-        self._from_checkpoint: set[int] = set()
+        # loaders whose dataset may hold CUDA tensors, and why (see _device_source)
+        self._device_data: dict[int, str] = {}
         # functions of this file that put data on a device: as a collate_fn, they hand out CUDA batches
         self._device_functions: set[str] = set()
 
@@ -225,8 +234,9 @@ class LoaderWithoutPinMemory(FlowRule):
         if self._unpinned_dataloader(node):
             self._candidates.append(node)
             dataset = self._dataset(node)
-            if dataset is not None and self._checkpoint_data(dataset, self.ctx.site(node), _CHECKPOINT_DEPTH):
-                self._from_checkpoint.add(id(node))
+            reason = self._device_source(dataset, self.ctx.site(node), _SOURCE_DEPTH) if dataset is not None else None
+            if reason is not None:
+                self._device_data[id(node)] = reason
         batch = self.flow.batch_move(node)
         if batch is not None and batch.loader is not None:
             if batch.loader.call is not None:
@@ -240,19 +250,28 @@ class LoaderWithoutPinMemory(FlowRule):
     def _restores_checkpoint(self, node: cst.Call) -> bool:
         return self.ctx.model.qualname(node.func) == "torch.load" and not _cpu_map_location(node)
 
-    def _checkpoint_data(self, expr: cst.BaseExpression, site: Site, depth: int) -> bool:
-        """Data that may be what `torch.load` restored (`TensorDataset(ckpt["x"])`): a checkpoint
-        saved from CUDA tensors comes back on the GPU, where pinning fails."""
+    def _device_source(self, expr: cst.BaseExpression, site: Site, depth: int) -> str | None:
+        """Why the data a dataset is built from may be on the GPU, where pinning fails: what
+        `torch.load` restored (a checkpoint of CUDA tensors comes back there), or a collection
+        built with `.cuda()`, `.to(...)` or `device=` (`[t.cuda() for t in xs]`)."""
         if isinstance(expr, cst.Call):
             if self._restores_checkpoint(expr):
-                return True
-            return depth > 0 and any(self._checkpoint_data(a.value, site, depth - 1) for a in expr.args)
+                return "the dataset holds what `torch.load` restored, maybe on the GPU"
+            if _places_on_a_device(expr):
+                return "the dataset is built from data put on a device"
+            found = (self._device_source(a.value, site, depth - 1) for a in expr.args) if depth > 0 else ()
+            return next((reason for reason in found if reason is not None), None)
+        if isinstance(expr, (cst.List, cst.Tuple, cst.Set, cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+            if any(_places_on_a_device(call) for call in calls_in(expr)):
+                return "the dataset is built from data put on a device"
+            return None
         if isinstance(expr, (cst.Subscript, cst.Attribute)):
-            return self._checkpoint_data(expr.value, site, depth)
+            return self._device_source(expr.value, site, depth)
         if isinstance(expr, cst.Name) and depth > 0:
             bindings = self.ctx.model.visible_bindings(expr.value, site.scope, site.order)
-            return any(b.value is not None and self._checkpoint_data(b.value, site, depth - 1) for b in bindings)
-        return False
+            found = (self._device_source(b.value, site, depth - 1) for b in bindings if b.value is not None)
+            return next((reason for reason in found if reason is not None), None)
+        return None
 
     def _unpinned_dataloader(self, node: cst.Call) -> bool:
         if imported_qualname(self.ctx.model, node.func, frozenset({"DataLoader"})) not in _DATALOADERS:
@@ -297,8 +316,7 @@ class LoaderWithoutPinMemory(FlowRule):
         new = append_arg(node, arg("torch.cuda.is_available()", "pin_memory"))
         maker = self._device_dataset(node)
         source = f"`{maker}` may put data on a device" if maker is not None else None
-        if id(node) in self._from_checkpoint:
-            source = "the dataset holds what `torch.load` restored, maybe on the GPU"
+        source = self._device_data.get(id(node), source)
         collate = self._device_collate(node)
         if collate is not None:
             source = f"the collate function `{collate}` puts batches on a device"
