@@ -446,6 +446,7 @@ def _no_ops() -> Any:
         torch.cuda.reset_peak_memory_stats(),
         torch.cuda.manual_seed(1),
         torch.cuda.manual_seed_all(1),
+        torch.cuda.set_per_process_memory_fraction(0.5),
     ]
     counters = [torch.cuda.memory_allocated(), torch.cuda.max_memory_allocated(), torch.cuda.memory_reserved()]
     return done, [type(c) for c in counters], isinstance(torch.cuda.memory_stats(), dict), torch.cuda.is_initialized()
@@ -638,7 +639,7 @@ CASES: dict[str, Case] = {
     ),
     "state_dict and whole-model checkpoints": Case(_model_checkpoint, ("cuda:0", True, "cpu", "cuda:0", True)),
     "torch.cuda queries": Case(_queries, (True, 1, 0, True, True, 2, True)),
-    "torch.cuda no-ops and statistics": Case(_no_ops, ([None] * 5, [int] * 3, True, True)),
+    "torch.cuda no-ops and statistics": Case(_no_ops, ([None] * 6, [int] * 3, True, True)),
     "streams and events": Case(_streams_and_events, ([0.0, 2.0, 4.0], True, True, True)),
     "torch.cuda.device(1) on one GPU": Case(_other_device_index, Raises(RuntimeError, "invalid device ordinal")),
     "torch.accelerator, get_device_module": Case(_accelerator, (True, "cuda", 1, 0, None, True, True, "cuda:0")),

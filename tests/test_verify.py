@@ -650,13 +650,14 @@ def test_mismatches_timeouts_and_bad_files(tmp_path: Path, capsys) -> None:
     (tmp_path / "second_gpu.py").write_text(
         "import torch\n\n\nclass Options:\n    gpu = 1\n\n\nx = torch.ones(2).cuda(Options.gpu)\nprint(x.sum().item())\n"
     )
+    (tmp_path / "picks_gpu.py").write_text("import torch\ntorch.cuda.set_device(0)\nprint(torch.ones(1).cuda().sum().item())\n")
     (tmp_path / "broken.py").write_text("def f(:\n    pass\n")
     status = main(["verify", "--timeout", "2", "--output-format", "json", str(tmp_path)])
     captured = capsys.readouterr()
     assert status == 2
     assert re.search(r"broken\.py:1:\d+: syntax error", captured.err)
     rows = _rows(json.loads(captured.out))
-    assert set(rows) == {"returns", "prints", "forever", "second_gpu"}
+    assert set(rows) == {"returns", "prints", "forever", "second_gpu", "picks_gpu"}
     # Each run is its own process: a program that returns its process id never agrees.
     returns = rows["returns"]["runs"]["cpu"]
     assert returns["cell"] == "FAIL (differs at result['n'][0])" and returns["compared_with"]
@@ -669,6 +670,8 @@ def test_mismatches_timeouts_and_bad_files(tmp_path: Path, capsys) -> None:
     # still asks for GPU 1, and says so (on a GPU machine too, where the fork server never started CUDA).
     second = rows["second_gpu"]["runs"]["cpu"]
     assert second["cell"] == "FAIL (needs CUDA at line 8)" and "DEV102" in second["detail"], second
+    # a torch.cuda call a CPU build has no binding for (DEV202 has no fix) needs CUDA, and says so
+    assert rows["picks_gpu"]["runs"]["cpu"]["cell"] == "FAIL (needs CUDA at line 2)"
 
 
 def test_usage_errors_exit_2(tmp_path: Path, monkeypatch, capsys) -> None:

@@ -51,6 +51,8 @@ _CUDA_MISSING = re.compile(
     r"|torch\.cuda\.is_available\(\) is False|CUDA (?:is )?not available|CUDA driver initialization failed"
     r"|type torch\.cuda\.\w+ not available|without CUDA support|not linked with support for cuda"
     r"|Cannot get CUDA generator|Cannot access accelerator device when none is available"
+    # a torch.cuda function whose binding a CPU build of torch lacks (`torch._C._cuda_setDevice`)
+    r"|module 'torch\._C' has no attribute '_cuda_"
     # A GPU build whose CUDA a forked child cannot start: that run needed CUDA.
     r"|Cannot re-initialize CUDA in forked subprocess",
     re.IGNORECASE,

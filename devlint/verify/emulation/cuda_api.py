@@ -206,6 +206,8 @@ def install(patches: Patches, machine: Machine, dispatcher: Dispatcher) -> None:
         replace(cuda, name, initialised(0))
     for name in _MEMORY_RESETS:
         replace(cuda, name, initialised())
+    # a cap on the caching allocator: the emulated device allocates nothing of its own
+    replace(cuda, "set_per_process_memory_fraction", lambda fraction, device=None: initialised()(device))
     for name in ("manual_seed", "manual_seed_all", "seed", "seed_all"):
         # Random numbers drawn on the emulated device come from the CPU generator; seeding the
         # CUDA generators leaves it alone, as on a GPU.
