@@ -413,22 +413,18 @@ class LegacyCudaTensorType(Rule):
             # Module.type() casts every parameter and buffer, integer ones too (BatchNorm's
             # num_batches_tracked); Module.to(dtype=) casts only the floating-point ones.
             cast = with_args(node, "type", [arg(f"torch.{dtype}")])
-            new_module = cst.Call(func=cst.Attribute(value=cast, attr=cst.Name("to")), args=[arg(device.expr)])
-            return FixPlan(
-                f"Replace `.type(...)` with `.type(torch.{dtype}).to({device.expr})`",
-                [Replace(node, code_in_place(self.ctx, node, new_module))],
-                "safe" if safe else "unsafe",
-                device=device,
-                needs_torch=True,
-            )
-        new = with_args(node, "to", [arg(device.expr, "device"), arg(f"torch.{dtype}", "dtype"), *rest])
-        if node.args[0] is given:
-            # in place of the type argument, keeping the layout of a call written over several lines
-            pair = [arg(device.expr, "device").with_changes(comma=_SPACED_COMMA), arg(f"torch.{dtype}", "dtype")]
-            pair[1] = pair[1].with_changes(comma=given.comma, whitespace_after_arg=given.whitespace_after_arg)
-            new = node.with_changes(func=node.func.with_changes(attr=cst.Name("to")), args=[*pair, *rest])
+            new = cst.Call(func=cst.Attribute(value=cast, attr=cst.Name("to")), args=[arg(device.expr)])
+            shown = f".type(torch.{dtype}).to({device.expr})"
+        else:
+            new = with_args(node, "to", [arg(device.expr, "device"), arg(f"torch.{dtype}", "dtype"), *rest])
+            if node.args[0] is given:
+                # in place of the type argument, keeping the layout of a call written over several lines
+                pair = [arg(device.expr, "device").with_changes(comma=_SPACED_COMMA), arg(f"torch.{dtype}", "dtype")]
+                pair[1] = pair[1].with_changes(comma=given.comma, whitespace_after_arg=given.whitespace_after_arg)
+                new = node.with_changes(func=node.func.with_changes(attr=cst.Name("to")), args=[*pair, *rest])
+            shown = f".to(device={device.expr}, dtype=torch.{dtype})"
         return FixPlan(
-            f"Replace `.type(...)` with `.to(device={device.expr}, dtype=torch.{dtype})`",
+            f"Replace `.type(...)` with `{shown}`",
             [Replace(node, code_in_place(self.ctx, node, new))],
             "safe" if safe else "unsafe",
             device=device,
