@@ -58,80 +58,6 @@ def test_a_setting_the_definition_would_run_before_makes_its_fixes_unsafe() -> N
     assert applicability(source.replace("def main(gpu):", "def main(gpu, device: torch.device):"))["DEV101"] == {"safe"}
 
 
-@pytest.mark.parametrize(
-    ("default", "device"),
-    [('"cpu"', "torch_device"), ('"cuda:1"', "torch_device"), ("None", "torch_device"), ('"cuda"', "device")],
-)
-def test_an_argparse_device_is_reused_only_where_its_default_is_the_gpu_cuda_means(default: str, device: str) -> None:
-    """`.cuda()` goes to the GPU whatever `--device` says: reusing `args.device` with
-    `default="cpu"` would move the program's GPU work onto the CPU."""
-    text = fixed(
-        f"""\
-        import argparse
-        import torch
-        parser = argparse.ArgumentParser()
-        parser.add_argument("--device", default={default})
-        args = parser.parse_args()
-        device = args.device
-        stats = torch.randn(4).to(device)
-        weights = torch.randn(4).cuda()
-        """
-    )
-    assert f"weights = torch.randn(4).to({device})" in text
-
-
-@pytest.mark.parametrize(
-    ("call", "device"),
-    [
-        ('predict(net, x, torch.device("cpu"))', "torch_device"),
-        ('predict(net, x, device="cpu")', "torch_device"),
-        ('runner.predict(net, x, "cpu")', "torch_device"),
-        ('predict(net, x, torch.device("cuda"))', "device"),
-    ],
-)
-def test_a_device_parameter_a_caller_gives_the_cpu_is_not_the_gpu_cuda_means(call: str, device: str) -> None:
-    text = fixed(
-        f"""\
-        import torch
-
-
-        def predict(model, data, device):
-            return model(data.cuda()).to(device)
-
-
-        {call}
-        """
-    )
-    assert f"return model(data.to({device})).to(device)" in text
-
-
-@pytest.mark.parametrize(
-    ("option", "choice", "device"),
-    [
-        ('"--cuda", action="store_true"', '"cuda" if args.cuda else "cpu"', "torch_device"),
-        ('"--no-cuda", action="store_true"', '"cuda" if not args.no_cuda else "cpu"', "device"),
-        ('"--cpu", action="store_false", dest="gpu"', '"cuda" if args.gpu else "cpu"', "device"),
-        ('"--gpu", type=int, default=0', '"cuda" if args.gpu else "cpu"', "torch_device"),
-    ],
-)
-def test_a_device_chosen_by_a_flag_is_reused_only_where_the_flag_defaults_to_the_gpu(
-    option: str, choice: str, device: str
-) -> None:
-    text = fixed(
-        f"""\
-        import argparse
-        import torch
-        parser = argparse.ArgumentParser()
-        parser.add_argument({option})
-        args = parser.parse_args()
-        device = torch.device({choice})
-        data = torch.randn(4, 3).to(device)
-        model = torch.nn.Linear(3, 2).cuda()
-        """
-    )
-    assert f"model = torch.nn.Linear(3, 2).to({device})" in text
-
-
 def test_a_docstring_mentioning_the_environment_is_no_setting() -> None:
     text = fixed(
         '''\
@@ -260,3 +186,77 @@ def test_renaming_torch_follows_any_line_ending(newline: str) -> None:
 
     code = newline.join(["torch.set_default_dtype(torch.float32)", 'torch.set_default_device("cuda")'])
     assert renamed_torch(code, "t") == code.replace("torch.", "t.")
+
+
+@pytest.mark.parametrize(
+    ("default", "device"),
+    [('"cpu"', "torch_device"), ('"cuda:1"', "torch_device"), ("None", "torch_device"), ('"cuda"', "device")],
+)
+def test_an_argparse_device_is_reused_only_where_its_default_is_the_gpu_cuda_means(default: str, device: str) -> None:
+    """`.cuda()` goes to the GPU whatever `--device` says: reusing `args.device` with
+    `default="cpu"` would move the program's GPU work onto the CPU."""
+    text = fixed(
+        f"""\
+        import argparse
+        import torch
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--device", default={default})
+        args = parser.parse_args()
+        device = args.device
+        stats = torch.randn(4).to(device)
+        weights = torch.randn(4).cuda()
+        """
+    )
+    assert f"weights = torch.randn(4).to({device})" in text
+
+
+@pytest.mark.parametrize(
+    ("call", "device"),
+    [
+        ('predict(net, x, torch.device("cpu"))', "torch_device"),
+        ('predict(net, x, device="cpu")', "torch_device"),
+        ('runner.predict(net, x, "cpu")', "torch_device"),
+        ('predict(net, x, torch.device("cuda"))', "device"),
+    ],
+)
+def test_a_device_parameter_a_caller_gives_the_cpu_is_not_the_gpu_cuda_means(call: str, device: str) -> None:
+    text = fixed(
+        f"""\
+        import torch
+
+
+        def predict(model, data, device):
+            return model(data.cuda()).to(device)
+
+
+        {call}
+        """
+    )
+    assert f"return model(data.to({device})).to(device)" in text
+
+
+@pytest.mark.parametrize(
+    ("option", "choice", "device"),
+    [
+        ('"--cuda", action="store_true"', '"cuda" if args.cuda else "cpu"', "torch_device"),
+        ('"--no-cuda", action="store_true"', '"cuda" if not args.no_cuda else "cpu"', "device"),
+        ('"--cpu", action="store_false", dest="gpu"', '"cuda" if args.gpu else "cpu"', "device"),
+        ('"--gpu", type=int, default=0', '"cuda" if args.gpu else "cpu"', "torch_device"),
+    ],
+)
+def test_a_device_chosen_by_a_flag_is_reused_only_where_the_flag_defaults_to_the_gpu(
+    option: str, choice: str, device: str
+) -> None:
+    text = fixed(
+        f"""\
+        import argparse
+        import torch
+        parser = argparse.ArgumentParser()
+        parser.add_argument({option})
+        args = parser.parse_args()
+        device = torch.device({choice})
+        data = torch.randn(4, 3).to(device)
+        model = torch.nn.Linear(3, 2).cuda()
+        """
+    )
+    assert f"model = torch.nn.Linear(3, 2).to({device})" in text
