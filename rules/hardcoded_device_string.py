@@ -88,8 +88,12 @@ class HardcodedDeviceString(Rule):
     )
     fix_availability = "safe"
     fix_note = (
-        "Safe in every form; each keeps the device a CUDA machine used and falls back to the CPU "
-        'only where CUDA is missing. `torch.device("cuda")` becomes the configured device expression '
+        "Each form keeps the device a CUDA machine used and falls back to the CPU only where CUDA is "
+        "missing. That is safe where tensors are placed with the device (directly, through the "
+        "variable it is bound to, or through the parameter it is the default of); a device that is "
+        "only returned, compared, printed or handed to other code is an unsafe fix, since that code "
+        'sees the CPU without CUDA. GradScaler\'s `device` counts as no placement: a scaler for "cuda" '
+        'is off without CUDA, one for "cpu" is on. `torch.device("cuda")` becomes the configured device expression '
         "(by default `torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")`). A plain "
         '`"cuda"` given as a device in a call becomes the device already in scope or the one '
         'module-level `device` the fix inserts: `"cuda"` and that device are both the current GPU on a '
@@ -407,7 +411,8 @@ class HardcodedDeviceString(Rule):
 
     def _value_use(self, node: cst.CSTNode) -> str:
         """How a device value is used: ``"placement"`` (tensors go there), ``"variable"`` (it is
-        bound to a name, judged by the uses of that name), or ``"value"`` (returned, kept in a
+        bound to a name, judged by the uses of that name), ``"default"`` (a parameter's default,
+        judged by the function's uses of the parameter), or ``"value"`` (returned, kept in a
         collection, given as `device=` to code that may only inspect it)."""
         current: cst.CSTNode = node
         parent = self.ctx.parent(node)
@@ -419,6 +424,8 @@ class HardcodedDeviceString(Rule):
             return "placement"
         if isinstance(parent, (cst.Assign, cst.AnnAssign)) and current is parent.value:
             return "variable"
+        if isinstance(parent, cst.Param) and current is parent.default:
+            return "default"
         if isinstance(parent, cst.Arg):
             call = self.ctx.parent(parent)
             if isinstance(call, cst.Call):
@@ -453,10 +460,13 @@ class HardcodedDeviceString(Rule):
         return len(re.findall(pattern, self.ctx.text)) > 1
 
     def _how_safe(self, node: cst.CSTNode) -> tuple[Applicability, str]:
-        """Safe where the device places tensors (also through the variable it is bound to);
-        a device value other code may only look at changes what that code sees without CUDA."""
+        """Safe where the device places tensors (also through the variable it is bound to, or
+        the parameter it is the default of); a device value other code may only look at changes
+        what that code sees without CUDA."""
         use = self._value_use(node)
         if use == "placement" or (use == "variable" and self._placed_through(node)):
+            return "safe", ""
+        if use == "default" and self._default_placed(node):
             return "safe", ""
         return "unsafe", " (unsafe: no tensor is placed with it here; code that inspects it sees the CPU without CUDA)"
 
@@ -578,11 +588,19 @@ class HardcodedDeviceString(Rule):
         function that only asks about its device (a dtype table, a capability query) would now
         answer for the CPU without CUDA."""
         plan = self._guard_fix(literal)
-        function = self.ctx.parent(self.ctx.parent(param) or param)
-        if isinstance(function, (cst.FunctionDef, cst.Lambda)) and _places_with(function, param.name.value, self.ctx.model):
+        if self._default_placed(literal.node):
             return plan
         caveat = " (unsafe: the function places no tensor with it; code that inspects it sees the CPU without CUDA)"
         return FixPlan(plan.message + caveat, plan.replacements, "unsafe", needs_torch=True)
+
+    def _default_placed(self, node: cst.CSTNode) -> bool:
+        """``node`` is (in) a parameter's default, and the function places tensors with that
+        parameter."""
+        param = next((a for a in self.ctx.ancestors(node) if isinstance(a, cst.Param)), None)
+        if param is None:
+            return False
+        function = next((a for a in self.ctx.ancestors(param) if isinstance(a, (cst.FunctionDef, cst.Lambda))), None)
+        return function is not None and _places_with(function, param.name.value, self.ctx.model)
 
     def _guard_fix(self, literal: _Literal) -> FixPlan:
         text = self._code(literal.node)
@@ -600,11 +618,12 @@ class HardcodedDeviceString(Rule):
 
 def _places_with(function: cst.FunctionDef | cst.Lambda, name: str, model) -> bool:
     """``function`` places tensors with ``name``: `.to(name)`, `.cuda(name)`, `device=name` or
-    `map_location=name`, `torch.device(name)`, `with torch.device(name)`."""
+    `map_location=name`, `torch.device(name)`, `with torch.device(name)`. GradScaler's `device`
+    is a device type: a scaler made for "cuda" without CUDA is off, one made for "cpu" is on."""
     stack: list[cst.CSTNode] = [function.body]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.Call):
+        if isinstance(node, cst.Call) and not (model.qualname(node.func) or "").endswith("GradScaler"):
             plain = positional(node)
             method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
             given = [plain[0].value] if plain and (method in ("to", "cuda") or model.qualname(node.func) in _POSITIONAL_DEVICE_FUNCTIONS + ("torch.device",)) else []

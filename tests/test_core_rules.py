@@ -149,6 +149,29 @@ def test_dev103_a_default_the_function_places_nothing_with_is_an_unsafe_fix() ->
     assert finding.fix is not None and finding.fix.applicability == "unsafe"
 
 
+def test_dev103_a_gradscaler_device_is_a_device_type_not_a_placement() -> None:
+    # Without CUDA, GradScaler("cuda") is off while GradScaler("cpu") is on: fp16 gradients
+    # then fail to unscale, and a state dict the original wrote no longer loads.
+    text = (
+        "import torch\n\nclass NativeScaler:\n    def __init__(self, device='cuda'):\n"
+        "        self._scaler = torch.amp.GradScaler(device=device)\n"
+    )
+    (finding,) = lint("DEV103", text)
+    assert finding.fix is not None and finding.fix.applicability == "unsafe"
+
+
+def test_dev103_a_device_default_is_judged_by_the_function_that_has_it() -> None:
+    text = (
+        "import torch\n\ndef validate(model, loader, device=torch.device('cuda')):\n"
+        "    for x in loader:\n        yield model(x.to(device=device))\n\n"
+        "def describe(device=torch.device('cuda')):\n    return str(device)\n"
+    )
+    assert {f.location.row: f.fix.applicability for f in lint("DEV103", text)} == {3: "safe", 7: "unsafe"}
+    assert fix("DEV103", text).splitlines()[2] == (
+        'def validate(model, loader, device=torch.device("cuda" if torch.cuda.is_available() else "cpu")):'
+    )
+
+
 def test_dev103_device_values_that_place_nothing_are_unsafe_fixes() -> None:
     text = (
         "import torch\n\ndef parallel_devices(ids):\n    return [torch.device('cuda', i) for i in ids]\n\n"
