@@ -110,7 +110,7 @@ def test_new_code_uses_the_name_the_file_imports_torch_under() -> None:
         """
     )
     assert "import torch\n" not in text and "torch." not in text.replace("import torch as th", "")
-    assert 'map_location=None if th.cuda.is_available() else "cpu"' in text
+    assert 'location.startswith("cuda") and not th.cuda.is_available() else None)' in text
     assert "device = th.device(" in text
 
 
@@ -178,6 +178,27 @@ def test_a_cpu_checkpoint_stays_on_the_cpu_after_the_fix(tmp_path) -> None:
     run = subprocess.run([sys.executable, "p.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "3.0"
+
+
+def test_map_location_moves_only_gpu_storages_and_only_without_cuda(tmp_path) -> None:
+    """DEV402's map_location on this CPU-only machine: a checkpoint written on (emulated) CUDA
+    loads onto the CPU, where the original fails; for any other location it answers None, torch's
+    default, so an MPS checkpoint stays on an Apple GPU and a CPU one on the CPU."""
+    torch = pytest.importorskip("torch")
+    from devlint.verify.emulation import Emulation
+    from devlint.rules.load_without_map_location import MAP_LOCATION
+
+    with Emulation(visible=True):
+        torch.save({"gpu": torch.ones(2, device="cuda"), "cpu": torch.zeros(2)}, tmp_path / "c.pt")
+    assert not torch.cuda.is_available()
+    with pytest.raises(RuntimeError, match="CUDA device"):
+        torch.load(tmp_path / "c.pt")
+    map_location = eval(MAP_LOCATION, {"torch": torch})
+    restored = torch.load(tmp_path / "c.pt", map_location=map_location, weights_only=True)
+    assert {k: (v.device.type, v.tolist()) for k, v in restored.items()} == {"gpu": ("cpu", [1.0, 1.0]), "cpu": ("cpu", [0.0, 0.0])}
+    storage = torch.UntypedStorage(4)
+    assert map_location(storage, "cuda:1") is storage
+    assert map_location(storage, "mps") is None and map_location(storage, "cpu") is None
 
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
