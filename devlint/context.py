@@ -330,17 +330,16 @@ class FileContext:
         return any(isinstance(node, cst.Name) and node.value in _GPU_SETTINGS for node in _nodes(stmt))
 
     def _visible_devices_set_after(self, after: int) -> cst.CSTNode | None:
-        """A top-level statement setting CUDA_VISIBLE_DEVICES that runs after top-level statement
-        ``after`` (later at top level, or inside a function): the definition would run first."""
+        """Code setting CUDA_VISIBLE_DEVICES that runs after top-level statement ``after`` (later
+        at top level, or inside a function): the definition would run first."""
         if "CUDA_VISIBLE_DEVICES" not in self.text:
             return None
         for i, stmt in enumerate(self.module.body):
             if i <= after and not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                 continue
-            nodes = _nodes(stmt)
-            names = any(isinstance(n, cst.Name) and n.value in ("environ", "putenv") for n in nodes)
-            if names and any(string_value(n) == "CUDA_VISIBLE_DEVICES" for n in nodes if isinstance(n, cst.SimpleString)):
-                return stmt
+            setting = next((node for node in _nodes(stmt) if _sets_visible_devices(node)), None)
+            if setting is not None:
+                return setting
         return None
 
     def _is_cell_break(self, stmt: cst.CSTNode) -> bool:
@@ -370,6 +369,36 @@ class FileContext:
 
 # Names whose use changes which GPUs torch sees, or the default device.
 _GPU_SETTINGS = ("environ", "putenv", "set_default_device", "set_default_tensor_type")
+_VISIBLE = "CUDA_VISIBLE_DEVICES"
+
+
+def _sets_visible_devices(node: cst.CSTNode) -> bool:
+    """``node`` writes CUDA_VISIBLE_DEVICES: `environ[...] = v` (also `+=`, `del`), or
+    `environ.update(...)`, `.setdefault(...)`, `.pop(...)`, `putenv(...)` naming it. Reading it
+    (`os.environ.get(...)`, a comparison) changes nothing."""
+    if isinstance(node, (cst.Assign, cst.AugAssign, cst.Del)):
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        return any(_is_visible_devices_slot(t) for target in targets for t in _nodes(target))
+    if not isinstance(node, cst.Call):
+        return False
+    func = node.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    if name not in ("update", "setdefault", "pop", "putenv"):
+        return False
+    named = any(a.keyword is not None and a.keyword.value == _VISIBLE for a in node.args)
+    given = any(
+        string_value(n) == _VISIBLE for a in node.args for n in _nodes(a.value) if isinstance(n, cst.SimpleString)
+    )
+    return named or given
+
+
+def _is_visible_devices_slot(node: cst.CSTNode) -> bool:
+    return (
+        isinstance(node, cst.Subscript)
+        and len(node.slice) == 1
+        and isinstance(node.slice[0].slice, cst.Index)
+        and string_value(node.slice[0].slice.value) == _VISIBLE
+    )
 
 
 def _nodes(root: cst.CSTNode) -> list[cst.CSTNode]:

@@ -58,6 +58,27 @@ def test_a_setting_the_definition_would_run_before_makes_its_fixes_unsafe() -> N
     assert applicability(source.replace("def main(gpu):", "def main(gpu, device: torch.device):"))["DEV101"] == {"safe"}
 
 
+def test_reading_visible_devices_is_no_setting() -> None:
+    source = """\
+    import os
+    import torch
+
+
+    def visible():
+        \"\"\"The GPUs that CUDA_VISIBLE_DEVICES shows.\"\"\"
+        return os.environ.get("CUDA_VISIBLE_DEVICES", "")
+
+
+    def run():
+        return torch.ones(2).cuda()
+    """
+    assert applicability(source)["DEV101"] == {"safe"}
+    setting = source.replace('return os.environ.get("CUDA_VISIBLE_DEVICES", "")', 'os.environ.pop("CUDA_VISIBLE_DEVICES")')
+    (finding,) = [f for f in lint_text(textwrap.dedent(setting), "t.py", RULES) if f.code == "DEV101"]
+    # the reason names the line that writes the variable, not the docstring above it
+    assert finding.fix.applicability == "unsafe" and "line 7 sets CUDA_VISIBLE_DEVICES" in finding.fix.message
+
+
 def test_a_docstring_mentioning_the_environment_is_no_setting() -> None:
     text = fixed(
         '''\
