@@ -8,6 +8,7 @@ from functools import lru_cache
 
 import libcst as cst
 
+from devlint.accelerator import ACCELERATOR, AVAILABLE, accelerator_form, second_gpu
 from devlint.astutil import keyword, names_in, positional, receiver_is_foreign
 from devlint.context import FixFactory, Site
 from devlint.devices import checks_cuda_available, device_expression, is_guarded_device_choice
@@ -99,7 +100,9 @@ class HardcodedDeviceString(Rule):
         'module-level `device` the fix inserts: `"cuda"` and that device are both the current GPU on a '
         'CUDA machine, as with DEV101. A GPU index is kept: `"cuda:1"` and `f"cuda:{rank}"` become '
         '`"cuda:1" if torch.cuda.is_available() else "cpu"`, `torch.device("cuda", i)` becomes '
-        '`torch.device("cuda", i) if torch.cuda.is_available() else torch.device("cpu")`. A parameter '
+        '`torch.device("cuda", i) if torch.cuda.is_available() else torch.device("cpu")`; with DEV604 '
+        'selected, a literal index takes its form (`f"{torch.accelerator.current_accelerator().type}:1" '
+        'if torch.accelerator.is_available() else "cpu"`), unsafe above 0 as DEV604\'s fix is. A parameter '
         "default or variable keeps its string type the same way, so comparisons such as "
         '`device == "cuda"` keep working. A variable is reported only when the file uses it as a device '
         '(`.to(name)`, `device=name`, `torch.device(name)`). `device = torch.device("cuda")` inside '
@@ -335,10 +338,10 @@ class HardcodedDeviceString(Rule):
         """Safe where tensors are placed with the variable; given only to code that may inspect
         it (`run(model, device=d)`), that code would see the CPU without CUDA."""
         plan = self._guard_fix(literal)
-        if name in self._placed:
+        if name in self._placed or plan.applicability == "unsafe":
             return plan
         caveat = " (unsafe: no tensor is placed with it in this file; code that inspects it sees the CPU without CUDA)"
-        return FixPlan(plan.message + caveat, plan.replacements, "unsafe", needs_torch=True)
+        return FixPlan(plan.message + caveat, plan.replacements, "unsafe", needs_torch=True, requires=plan.requires)
 
     # -- what is reported ------------------------------------------------------------------------
 
@@ -554,7 +557,8 @@ class HardcodedDeviceString(Rule):
         applicability, caveat = self._how_safe(node)
         if indexed:
             plan = self._indexed_device_call_fix(node)
-            return FixPlan(plan.message + caveat, plan.replacements, applicability, needs_torch=True)
+            worst = "unsafe" if "unsafe" in (plan.applicability, applicability) else "safe"
+            return FixPlan(plan.message + caveat, plan.replacements, worst, needs_torch=True, requires=plan.requires)
         expression = device_expression(self.ctx.settings.device_expression)
         if not _is_atom(expression) and not isinstance(self.ctx.parent(node), _LOOSE_PARENTS):
             expression = f"({expression})"
@@ -568,8 +572,7 @@ class HardcodedDeviceString(Rule):
         plain = positional(node)
         literal = cuda_literal(plain[0].value) if len(node.args) == 1 and plain else None
         if literal is not None:
-            plan = self._guard_fix(literal)
-            return FixPlan(plan.message, plan.replacements, "safe", needs_torch=True)
+            return self._guard_fix(literal)
         callee = self._code(node.func)
         guarded = f"{self._code(node)}{GUARD}{callee}({_cpu_literal(plain[0].value if plain else node)})"
         if not isinstance(self.ctx.parent(node), _LOOSE_PARENTS):
@@ -588,10 +591,10 @@ class HardcodedDeviceString(Rule):
         function that only asks about its device (a dtype table, a capability query) would now
         answer for the CPU without CUDA."""
         plan = self._guard_fix(literal)
-        if self._default_placed(literal.node):
+        if self._default_placed(literal.node) or plan.applicability == "unsafe":
             return plan
         caveat = " (unsafe: the function places no tensor with it; code that inspects it sees the CPU without CUDA)"
-        return FixPlan(plan.message + caveat, plan.replacements, "unsafe", needs_torch=True)
+        return FixPlan(plan.message + caveat, plan.replacements, "unsafe", needs_torch=True, requires=plan.requires)
 
     def _default_placed(self, node: cst.CSTNode) -> bool:
         """``node`` is (in) a parameter's default, and the function places tensors with that
@@ -604,7 +607,21 @@ class HardcodedDeviceString(Rule):
 
     def _guard_fix(self, literal: _Literal) -> FixPlan:
         text = self._code(literal.node)
-        guarded = f"{text}{GUARD}{_cpu_literal(literal.node)}"
+        cpu = _cpu_literal(literal.node)
+        value = string_value(literal.node)
+        accelerator = (
+            accelerator_form(value, True, cpu[0])
+            if self.ctx.settings.device_expression == "accelerator" and value is not None
+            else None
+        )
+        if accelerator is not None:
+            # DEV604 is selected: its form of the choice, so that the fix leaves nothing it flags
+            guarded = f"{accelerator} if {AVAILABLE} else {cpu}"
+            if second_gpu(value):
+                caveat = f" (unsafe: an accelerator with a single device has no device {value.removeprefix('cuda:')})"
+                return FixPlan(f"Replace {text} with `{guarded}`{caveat}", [Replace(literal.node, guarded)], "unsafe", needs_torch=True, requires=ACCELERATOR)
+            return FixPlan(f"Replace {text} with `{guarded}`", [Replace(literal.node, guarded)], "safe", needs_torch=True, requires=ACCELERATOR)
+        guarded = f"{text}{GUARD}{cpu}"
         return FixPlan(f"Replace {text} with `{guarded}`", [Replace(literal.node, guarded)], "safe", needs_torch=True)
 
     def _code(self, node: cst.CSTNode) -> str:

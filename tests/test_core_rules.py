@@ -107,6 +107,26 @@ def test_dev103_device_call_uses_the_configured_expression() -> None:
     assert fix("DEV103", text, settings=settings) == f"import torch\ndevice = {ACCELERATOR_EXPRESSION}\n"
 
 
+def test_dev103_with_dev604_selected_leaves_nothing_dev604_flags() -> None:
+    """With DEV604 selected, a GPU index is kept in DEV604's own form; above 0 that is unsafe, as
+    DEV604's fix is (Apple's MPS has one device)."""
+    settings = FixSettings(device_expression="accelerator", torch_version=(2, 9))
+    rules = [rule_by_code("DEV103"), rule_by_code("DEV604")]
+    text = 'import torch\ny = x.to("cuda:1")\nz = x.to("cuda:0")\nw = torch.device("cuda:1")\n'
+    found = {f.location.row: f.fix.applicability for f in lint_text(text, "t.py", rules, settings)}
+    assert found == {2: "unsafe", 3: "safe", 4: "unsafe"}
+    current = "torch.accelerator.current_accelerator().type"
+    assert fix_text(text, "t.py", rules, settings, unsafe=True).text == (
+        f'import torch\ny = x.to(f"{{{current}}}:1" if torch.accelerator.is_available() else "cpu")\n'
+        f'z = x.to(f"{{{current}}}:0" if torch.accelerator.is_available() else "cpu")\n'
+        f'w = torch.device(f"{{{current}}}:1" if torch.accelerator.is_available() else "cpu")\n'
+    )
+    for unsafe in (False, True):
+        fixed = fix_text(text, "t.py", rules, settings, unsafe=unsafe).text
+        left = [f for f in lint_text(fixed, "t.py", rules, settings) if f.code == "DEV604"]
+        assert left == [], unsafe
+
+
 def test_dev103_conditional_expression_is_parenthesised_where_needed() -> None:
     settings = FixSettings(device_expression="accelerator")
     text = 'import torch\nx = x.to(torch.device("cuda").type)\n'
