@@ -127,6 +127,20 @@ def test_dev103_with_dev604_selected_leaves_nothing_dev604_flags() -> None:
         assert left == [], unsafe
 
 
+def test_dev102_with_dev604_selected_leaves_nothing_dev604_flags() -> None:
+    settings = FixSettings(device_expression="accelerator", torch_version=(2, 9))
+    rules = [rule_by_code("DEV102"), rule_by_code("DEV604")]
+    text = "import torch\ny = x.cuda(1)\nz = x.cuda(0)\n"
+    assert {f.location.row: f.fix.applicability for f in lint_text(text, "t.py", rules, settings)} == {2: "unsafe", 3: "safe"}
+    assert fix_text(text, "t.py", rules, settings).text == (
+        'import torch\ny = x.cuda(1)\n'
+        'z = x.to(f"{torch.accelerator.current_accelerator().type}:0" if torch.accelerator.is_available() else "cpu")\n'
+    )
+    for unsafe in (False, True):
+        fixed = fix_text(text, "t.py", rules, settings, unsafe=unsafe).text
+        assert [f for f in lint_text(fixed, "t.py", rules, settings) if f.code == "DEV604"] == [], unsafe
+
+
 def test_dev103_conditional_expression_is_parenthesised_where_needed() -> None:
     settings = FixSettings(device_expression="accelerator")
     text = 'import torch\nx = x.to(torch.device("cuda").type)\n'
