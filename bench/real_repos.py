@@ -108,7 +108,7 @@ CODE_BASES: tuple[CodeBase, ...] = (
 )
 
 # What devlint reads in a tree: the code and the files that steer its walk.
-EXPORTED = ("*.py", "*.ipynb", ".gitignore", "pyproject.toml", "devlint.toml")
+EXPORTED = ("*.py", "*.ipynb", ".gitignore", "pyproject.toml", "devlint.toml", "requirements.txt")
 
 
 # --- getting the trees -------------------------------------------------------------------------
