@@ -67,8 +67,8 @@ class FileContext:
         self._regions = CudaRegions(self)
         self.reports: list[Report] = []
         self._inserted_name: str | None = None
-        # The line of a CUDA_VISIBLE_DEVICES setting that would run after the inserted definition.
-        self._definition_hazard: int | None = None
+        # Why the inserted definition may change what the program does (then its fixes are unsafe).
+        self._definition_hazard: str | None = None
         # The name new code uses for torch when the file imports it only under another name.
         self._torch_as: str | None = None
 
@@ -170,10 +170,7 @@ class FileContext:
                     edits.append(insertions["device"])
                     if self._definition_hazard is not None:
                         applicability = "unsafe"
-                        message += (
-                            f" (unsafe: the inserted `{self._inserted_name}` definition asks torch for the GPU before "
-                            f"line {self._definition_hazard} sets CUDA_VISIBLE_DEVICES)"
-                        )
+                        message += f" (unsafe: {self._definition_hazard})"
                 fix = Fix(applicability, message, tuple(sorted(edits, key=lambda e: e.start_offset)))
             findings.append(
                 Finding(
@@ -279,8 +276,23 @@ class FileContext:
             )
             offset = lines.starts[positions[body[at]].start.line - 1]
             torch_bound = False
+        self._definition_hazard = None
         later = self._visible_devices_set_after(after) if self._inserted_name is not None else None
-        self._definition_hazard = self._line_mentioning(later, "CUDA_VISIBLE_DEVICES", positions, lines) if later is not None else None
+        if later is not None:
+            row = self._line_mentioning(later, "CUDA_VISIBLE_DEVICES", positions, lines)
+            self._definition_hazard = (
+                f"the inserted `{self._inserted_name}` definition asks torch for the GPU before line {row} sets CUDA_VISIBLE_DEVICES"
+            )
+        # `try: import torch` / `except ImportError:` keeps the module importable without torch;
+        # a module-level definition would not be
+        name = self._torch_as or "torch"
+        binders = [body[i] for i in range(after + 1) if name in _torch_names(body[i])]
+        if self._inserted_name is not None and binders and all(_tolerates_missing_torch(b) for b in binders):
+            row = positions[binders[0]].start.line
+            self._definition_hazard = (
+                f"torch is imported inside `try:` at line {row}; the inserted `{self._inserted_name}` definition "
+                "fails where torch is missing"
+            )
         edits: dict[str, Edit] = {}
         if not torch_bound:
             edits["torch"] = lines.edit(offset, offset, f"{prefix}import torch{newline}")
@@ -434,6 +446,23 @@ def _imports_torch(stmt: cst.CSTNode) -> bool:
             continue
         if any(name is not None and name.split(".")[0] == "torch" for name in names):
             return True
+    return False
+
+
+def _tolerates_missing_torch(stmt: cst.CSTNode) -> bool:
+    """A `try:` import block with a handler that lets the module go on without torch (one that
+    does not end by raising or exiting)."""
+    if not isinstance(stmt, cst.Try):
+        return False
+    for handler in stmt.handlers:
+        last = handler.body.body[-1] if handler.body.body else None
+        small = last.body[-1] if isinstance(last, cst.SimpleStatementLine) and last.body else None
+        if isinstance(small, cst.Raise):
+            continue
+        call = small.value if isinstance(small, cst.Expr) else None
+        if isinstance(call, cst.Call) and dotted_name(call.func) in ("exit", "quit", "sys.exit", "os._exit"):
+            continue
+        return True
     return False
 
 

@@ -104,6 +104,26 @@ def test_torch_imported_in_a_try_block_is_not_imported_again() -> None:
     assert text.splitlines()[4].startswith("device = torch.device(")
 
 
+def test_a_module_that_works_without_torch_gets_no_safe_definition() -> None:
+    """`except ImportError: torch = None` keeps the module importable where torch is missing; a
+    module-level `device = torch.device(...)` would raise there, so its fixes are unsafe."""
+    source = """\
+    try:
+        import torch
+    except ImportError:
+        torch = None
+
+
+    def to_gpu(x):
+        return x.cuda()
+    """
+    (finding,) = lint_text(textwrap.dedent(source), "t.py", RULES)
+    assert finding.fix.applicability == "unsafe" and "imported inside `try:` at line 1" in finding.fix.message
+    # a handler that gives up (raise, sys.exit) makes torch required: the definition is safe
+    required = source.replace("torch = None", 'raise SystemExit("needs torch")')
+    assert applicability(required)["DEV101"] == {"safe"}
+
+
 def test_a_later_import_of_torch_is_where_the_definition_goes() -> None:
     text = fixed(
         """\
