@@ -603,7 +603,17 @@ class HardcodedDeviceString(Rule):
         if param is None:
             return False
         function = next((a for a in self.ctx.ancestors(param) if isinstance(a, (cst.FunctionDef, cst.Lambda))), None)
-        return function is not None and _places_with(function, param.name.value, self.ctx.model)
+        if function is None:
+            return False
+        if _places_with(function, param.name.value, self.ctx.model):
+            return True
+        # `def __init__(self, device="cuda"): self.device = device`, placed with by another method
+        owner = self.ctx.parent(self.ctx.parent(function) or function)
+        if not isinstance(function, cst.FunctionDef) or not isinstance(owner, cst.ClassDef):
+            return False
+        kept = _attributes_holding(function, param.name.value)
+        methods = [m for m in owner.body.body if isinstance(m, cst.FunctionDef)]
+        return any(_places_with(method, attribute, self.ctx.model) for method in methods for attribute in kept)
 
     def _guard_fix(self, literal: _Literal) -> FixPlan:
         text = self._code(literal.node)
@@ -645,10 +655,27 @@ def _places_with(function: cst.FunctionDef | cst.Lambda, name: str, model) -> bo
             method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
             given = [plain[0].value] if plain and (method in ("to", "cuda") or model.qualname(node.func) in _POSITIONAL_DEVICE_FUNCTIONS + ("torch.device",)) else []
             given += [a.value for a in node.args if a.keyword is not None and a.keyword.value in _DEVICE_KEYWORDS]
-            if any(isinstance(value, cst.Name) and value.value == name for value in given):
+            if any(dotted_name(value) == name for value in given):
                 return True
         stack.extend(children(node))
     return False
+
+
+def _attributes_holding(function: cst.FunctionDef, name: str) -> set[str]:
+    """``self.x`` for each `self.x = name` in ``function`` (its first parameter named `self`)."""
+    params = function.params.params
+    if not params or params[0].name.value != "self":
+        return set()
+    held: set[str] = set()
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value == name:
+            held.update(
+                target for t in node.targets if (target := dotted_name(t.target)) is not None and target.startswith("self.")
+            )
+        stack.extend(children(node))
+    return held
 
 
 def _cpu_literal(node: cst.BaseExpression) -> str:

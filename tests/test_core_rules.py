@@ -206,6 +206,17 @@ def test_dev103_a_device_default_is_judged_by_the_function_that_has_it() -> None
     )
 
 
+def test_dev103_a_default_kept_on_self_is_judged_by_the_methods_placing_with_it() -> None:
+    text = (
+        "import torch\n\nclass RandomErasing:\n    def __init__(self, p=0.5, device='cuda'):\n"
+        "        self.p = p\n        self.device = device\n\n    def __call__(self, x):\n"
+        "        return x + torch.randn(1, 3, device=self.device)\n\n"
+        "class Report:\n    def __init__(self, device='cuda'):\n        self.device = device\n\n"
+        "    def name(self):\n        return str(self.device)\n"
+    )
+    assert {f.location.row: f.fix.applicability for f in lint("DEV103", text)} == {4: "safe", 12: "unsafe"}
+
+
 def test_dev103_device_values_that_place_nothing_are_unsafe_fixes() -> None:
     text = (
         "import torch\n\ndef parallel_devices(ids):\n    return [torch.device('cuda', i) for i in ids]\n\n"
