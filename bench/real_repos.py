@@ -5,6 +5,7 @@
     .venv/bin/python bench/real_repos.py --mirrors M --only detr,timm --keep /tmp/fixed
     .venv/bin/python bench/real_repos.py --mirrors M --check-only --sample-fixes 40 --seed 1 --applicability safe
     .venv/bin/python bench/real_repos.py --mirrors M --check-only --sample-findings 40 --seed 1
+    .venv/bin/python bench/real_repos.py --mirrors M --only torchtitan,deepspeed --extend-select DEV604
 
 Each code base in ``CODE_BASES`` is a public repository at a pinned commit (and, for a large one,
 one folder of it). Nothing fetched is ever committed: ``--mirrors DIR`` reads bare git
@@ -28,6 +29,8 @@ when a check failed.
 diff hunks, each fix applied alone to the original file; ``--sample-findings N --seed S`` prints
 N findings with their source lines. Both draw from all the code bases run, notebooks excepted
 (their positions are per cell). ``--check-only`` skips the fix runs, enough for sampling.
+``--extend-select``, ``--select`` and ``--torch-version`` go to every devlint run as given (an
+opt-in rule such as DEV604, or a project's real oldest torch).
 """
 
 from __future__ import annotations
@@ -99,10 +102,13 @@ CODE_BASES: tuple[CodeBase, ...] = (
     CodeBase("pytorch-tutorial", _github("yunjey/pytorch-tutorial"), "0500d3df5a2a8080ccfccbc00aca0eacc21818db"),
     CodeBase("pytorch-classification", _github("bearpaw/pytorch-classification"), "24f1c456f48c78133088c4eefd182ca9e6199b03"),
     CodeBase("faster-rcnn", _github("jwyang/faster-rcnn.pytorch"), "f9d984d27b48a067b29792932bcb5321a39c1f09"),
+    # Two code bases moving from torch.cuda to torch.accelerator (issue 13's DEV6 measurement).
+    CodeBase("torchtitan", _github("pytorch/torchtitan"), "b5bcd76c66d0acb1a08b176d9639425bc55e0b2a"),
+    CodeBase("deepspeed", _github("deepspeedai/DeepSpeed"), "edaa7221267243c7be7fb49c5d5f5c4fb97b4641"),
 )
 
 # What devlint reads in a tree: the code and the files that steer its walk.
-EXPORTED = ("*.py", "*.ipynb", ".gitignore", "pyproject.toml", "devlint.toml")
+EXPORTED = ("*.py", "*.ipynb", ".gitignore", "pyproject.toml", "devlint.toml", "requirements.txt")
 
 
 # --- getting the trees -------------------------------------------------------------------------
@@ -318,10 +324,12 @@ def hunk_at(diff: str, line: int) -> str:
     return diff
 
 
-def fix_copy(original: dict[str, bytes], source: Path, copy: Path, findings: list[dict[str, Any]], applicability: str) -> FixOutcome:
+def fix_copy(
+    original: dict[str, bytes], source: Path, copy: Path, findings: list[dict[str, Any]], applicability: str, options: Sequence[str] = ()
+) -> FixOutcome:
     """Fixes a copy of ``source`` twice and checks compile, idempotency and untouched files."""
     shutil.copytree(source, copy, symlinks=True)
-    args = ["fix", "--unsafe-fixes"] if applicability == "unsafe" else ["fix"]
+    args = ["fix", *options, *(["--unsafe-fixes"] if applicability == "unsafe" else [])]
     outcome = FixOutcome(applicability, rules_by_file=fixable_rules(findings, applicability))
     first = run_devlint(args, copy)
     fixed = snapshot(copy)
@@ -390,14 +398,14 @@ def decode_source(data: bytes) -> str:
     return data.decode(encoding, errors="replace").removeprefix("\ufeff")
 
 
-def analyse(base: CodeBase, tree: Path, work: Path, check_only: bool) -> RepoResult:
-    """The check and fix runs on the export in ``tree``; copies go under ``work``."""
+def analyse(base: CodeBase, tree: Path, work: Path, check_only: bool, options: Sequence[str] = ()) -> RepoResult:
+    """The check and fix runs on the export in ``tree``, each with ``options``; copies go under ``work``."""
     original = snapshot(tree)
     result = RepoResult(base)
     result.py_files = sum(rel.endswith(".py") for rel in original)
     result.notebooks = sum(rel.endswith(".ipynb") for rel in original)
     result.not_python3 = sum(1 for rel, data in original.items() if rel.endswith(".py") and compile_error(rel, data))
-    check = run_devlint(["check"], tree)
+    check = run_devlint(["check", *options], tree)
     result.check_seconds = check.seconds
     result.findings = check.findings
     result.unparsed, result.other_errors = file_errors(check, tree)
@@ -405,13 +413,15 @@ def analyse(base: CodeBase, tree: Path, work: Path, check_only: bool) -> RepoRes
     result.texts = {rel: decode_source(original[rel]) for rel in {f["filename"] for f in check.findings}}
     if not check_only:
         for applicability in ("safe", "unsafe"):
-            result.fixes.append(fix_copy(original, tree, work / applicability, check.findings, applicability))
+            result.fixes.append(fix_copy(original, tree, work / applicability, check.findings, applicability, options))
     if snapshot(tree) != original:
         result.crashes.append("check changed the files it checked")
     return result
 
 
-def run_code_base(base: CodeBase, mirrors: Path | None, scratch: Path, keep: Path | None, check_only: bool) -> RepoResult:
+def run_code_base(
+    base: CodeBase, mirrors: Path | None, scratch: Path, keep: Path | None, check_only: bool, options: Sequence[str] = ()
+) -> RepoResult:
     """Exports ``base`` and analyses it; a code base that cannot be exported is reported, not fatal."""
     work = (keep if keep is not None else scratch) / base.name
     try:
@@ -420,7 +430,7 @@ def run_code_base(base: CodeBase, mirrors: Path | None, scratch: Path, keep: Pat
     except SourceError as error:
         return RepoResult(base, error=str(error))
     try:
-        return analyse(base, work / "original", work, check_only)
+        return analyse(base, work / "original", work, check_only, options)
     finally:
         shutil.rmtree(scratch / f"clone-{base.name}", ignore_errors=True)
         if keep is None:
@@ -631,12 +641,12 @@ def select(names: Sequence[str] | None) -> list[CodeBase]:
     return [known[name] for name in wanted]
 
 
-def run_all(bases: Sequence[CodeBase], mirrors: Path | None, keep: Path | None, check_only: bool) -> list[RepoResult]:
+def run_all(bases: Sequence[CodeBase], mirrors: Path | None, keep: Path | None, check_only: bool, options: Sequence[str] = ()) -> list[RepoResult]:
     results = []
     with tempfile.TemporaryDirectory(prefix="devlint-real-repos-") as scratch:
         for base in bases:
             print(f"{base.name} ...", file=sys.stderr, flush=True)
-            results.append(run_code_base(base, mirrors, Path(scratch), keep, check_only))
+            results.append(run_code_base(base, mirrors, Path(scratch), keep, check_only, options))
     return results
 
 
@@ -652,16 +662,24 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--sample-findings", type=int, default=0, metavar="N", help="print N random findings")
     parser.add_argument("--seed", type=int, default=0, help="seed of the samples")
     parser.add_argument("--context", type=int, default=3, help="lines of context in the samples")
+    for option in ("--select", "--extend-select", "--torch-version"):
+        parser.add_argument(option, metavar="VALUE", help=f"passed to every devlint run as {option} VALUE")
     args = parser.parse_args(argv)
     if args.keep is not None and args.keep.exists():
         parser.error(f"--keep {args.keep}: already exists")
     return args
 
 
+def devlint_options(args: argparse.Namespace) -> list[str]:
+    """The devlint options given on the command line, in the form devlint takes them."""
+    given = (("--select", args.select), ("--extend-select", args.extend_select), ("--torch-version", args.torch_version))
+    return [part for option, value in given if value is not None for part in (option, value)]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     start = time.perf_counter()
-    results = run_all(select(args.only), args.mirrors, args.keep, args.check_only)
+    results = run_all(select(args.only), args.mirrors, args.keep, args.check_only, devlint_options(args))
     seconds = time.perf_counter() - start
     lines = report(results, seconds)
     if args.sample_fixes:

@@ -36,6 +36,7 @@ ACCELERATOR_DEVICE_INDEX: TorchVersion = (2, 8)  # the device_index context mana
 ACCELERATOR_MEMORY: TorchVersion = (2, 9)  # empty_cache, memory_allocated, memory_stats, ...
 
 AVAILABLE = "torch.accelerator.is_available()"
+CURRENT = "torch.accelerator.current_accelerator()"
 # torch.cuda is a package: its functions also answer to their submodule's name.
 _CUDA_SUBMODULES = ("torch.cuda.", "torch.cuda.memory.", "torch.cuda.streams.")
 # Parents under which `a if b else c` needs no parentheses of its own.
@@ -303,3 +304,22 @@ def _as_keyword(argument: cst.Arg, name: str) -> cst.Arg:
         keyword=cst.Name(name),
         equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
     )
+
+
+def accelerator_form(literal: str, as_string: bool, quote: str) -> str | None:
+    """The accelerator's counterpart of the CUDA device ``literal`` (``"cuda"``, ``"cuda:1"``), as a
+    string or a torch.device; the same value on a CUDA machine. None for what is no such literal."""
+    if literal == "cuda":
+        return CURRENT + ".type" if as_string else CURRENT
+    index = literal.removeprefix("cuda:")
+    if not index.isdigit():
+        return None
+    if as_string:
+        return f"f{quote}{{{CURRENT}.type}}:{index}{quote}"
+    return f"torch.device({CURRENT}.type, {index})"
+
+
+def second_gpu(literal: str) -> bool:
+    """``"cuda:N"`` for N > 0."""
+    index = literal.removeprefix("cuda:")
+    return index != literal and index.isdigit() and int(index) > 0

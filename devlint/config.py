@@ -20,7 +20,7 @@ from devlint.discovery import DEFAULT_EXCLUDES
 from devlint.registry import UnknownCodeError, select_infos
 from devlint.settings import FixSettings
 from devlint.torch_version import DEFAULT as DEFAULT_TORCH_VERSION
-from devlint.torch_version import TorchVersion, TorchVersionError, from_pyproject, parse_version
+from devlint.torch_version import REQUIREMENT_FILES, TorchVersion, TorchVersionError, from_pyproject, from_requirements, parse_version
 from devlint.torch_version import shown as shown_version
 
 CONFIG_NAMES = ("devlint.toml", "pyproject.toml")
@@ -297,7 +297,9 @@ class Resolver:
         )
 
     def required_torch(self, path: Path) -> TorchVersion:
-        """The lower bound of `torch` in the nearest pyproject.toml's dependencies, else the default."""
+        """The lower bound of `torch` the nearest project requires, else the default. The project
+        is the nearest folder with a pyproject.toml or a requirements file that bounds torch; its
+        pyproject.toml's `[project] dependencies` count first, then its requirements file."""
         folder = Path(os.path.abspath(path)).parent
         chain: list[Path] = []
         found: TorchVersion | None = None
@@ -308,8 +310,9 @@ class Resolver:
                 break
             chain.append(current)
             candidate = current / "pyproject.toml"
-            if candidate.is_file():
-                found = from_pyproject(candidate)
+            listed = next(filter(None, (from_requirements(current / name) for name in REQUIREMENT_FILES)), None)
+            if candidate.is_file() or listed is not None:
+                found = (from_pyproject(candidate) if candidate.is_file() else None) or listed
                 break
             current = current.parent if current.parent != current else None
         for visited in chain:

@@ -67,8 +67,8 @@ class FileContext:
         self._regions = CudaRegions(self)
         self.reports: list[Report] = []
         self._inserted_name: str | None = None
-        # The line of a CUDA_VISIBLE_DEVICES setting that would run after the inserted definition.
-        self._definition_hazard: int | None = None
+        # Why the inserted definition may change what the program does (then its fixes are unsafe).
+        self._definition_hazard: str | None = None
         # The name new code uses for torch when the file imports it only under another name.
         self._torch_as: str | None = None
 
@@ -170,10 +170,7 @@ class FileContext:
                     edits.append(insertions["device"])
                     if self._definition_hazard is not None:
                         applicability = "unsafe"
-                        message += (
-                            f" (unsafe: the inserted `{self._inserted_name}` definition asks torch for the GPU before "
-                            f"line {self._definition_hazard} sets CUDA_VISIBLE_DEVICES)"
-                        )
+                        message += f" (unsafe: {self._definition_hazard})"
                 fix = Fix(applicability, message, tuple(sorted(edits, key=lambda e: e.start_offset)))
             findings.append(
                 Finding(
@@ -279,8 +276,23 @@ class FileContext:
             )
             offset = lines.starts[positions[body[at]].start.line - 1]
             torch_bound = False
+        self._definition_hazard = None
         later = self._visible_devices_set_after(after) if self._inserted_name is not None else None
-        self._definition_hazard = self._line_mentioning(later, "CUDA_VISIBLE_DEVICES", positions, lines) if later is not None else None
+        if later is not None:
+            row = self._line_mentioning(later, "CUDA_VISIBLE_DEVICES", positions, lines)
+            self._definition_hazard = (
+                f"the inserted `{self._inserted_name}` definition asks torch for the GPU before line {row} sets CUDA_VISIBLE_DEVICES"
+            )
+        # `try: import torch` / `except ImportError:` keeps the module importable without torch;
+        # a module-level definition would not be
+        name = self._torch_as or "torch"
+        binders = [body[i] for i in range(after + 1) if name in _torch_names(body[i])]
+        if self._inserted_name is not None and binders and all(_tolerates_missing_torch(b) for b in binders):
+            row = positions[binders[0]].start.line
+            self._definition_hazard = (
+                f"torch is imported inside `try:` at line {row}; the inserted `{self._inserted_name}` definition "
+                "fails where torch is missing"
+            )
         edits: dict[str, Edit] = {}
         if not torch_bound:
             edits["torch"] = lines.edit(offset, offset, f"{prefix}import torch{newline}")
@@ -330,17 +342,16 @@ class FileContext:
         return any(isinstance(node, cst.Name) and node.value in _GPU_SETTINGS for node in _nodes(stmt))
 
     def _visible_devices_set_after(self, after: int) -> cst.CSTNode | None:
-        """A top-level statement setting CUDA_VISIBLE_DEVICES that runs after top-level statement
-        ``after`` (later at top level, or inside a function): the definition would run first."""
+        """Code setting CUDA_VISIBLE_DEVICES that runs after top-level statement ``after`` (later
+        at top level, or inside a function): the definition would run first."""
         if "CUDA_VISIBLE_DEVICES" not in self.text:
             return None
         for i, stmt in enumerate(self.module.body):
             if i <= after and not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                 continue
-            nodes = _nodes(stmt)
-            names = any(isinstance(n, cst.Name) and n.value in ("environ", "putenv") for n in nodes)
-            if names and any(string_value(n) == "CUDA_VISIBLE_DEVICES" for n in nodes if isinstance(n, cst.SimpleString)):
-                return stmt
+            setting = next((node for node in _nodes(stmt) if _sets_visible_devices(node)), None)
+            if setting is not None:
+                return setting
         return None
 
     def _is_cell_break(self, stmt: cst.CSTNode) -> bool:
@@ -370,6 +381,36 @@ class FileContext:
 
 # Names whose use changes which GPUs torch sees, or the default device.
 _GPU_SETTINGS = ("environ", "putenv", "set_default_device", "set_default_tensor_type")
+_VISIBLE = "CUDA_VISIBLE_DEVICES"
+
+
+def _sets_visible_devices(node: cst.CSTNode) -> bool:
+    """``node`` writes CUDA_VISIBLE_DEVICES: `environ[...] = v` (also `+=`, `del`), or
+    `environ.update(...)`, `.setdefault(...)`, `.pop(...)`, `putenv(...)` naming it. Reading it
+    (`os.environ.get(...)`, a comparison) changes nothing."""
+    if isinstance(node, (cst.Assign, cst.AugAssign, cst.Del)):
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        return any(_is_visible_devices_slot(t) for target in targets for t in _nodes(target))
+    if not isinstance(node, cst.Call):
+        return False
+    func = node.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    if name not in ("update", "setdefault", "pop", "putenv"):
+        return False
+    named = any(a.keyword is not None and a.keyword.value == _VISIBLE for a in node.args)
+    given = any(
+        string_value(n) == _VISIBLE for a in node.args for n in _nodes(a.value) if isinstance(n, cst.SimpleString)
+    )
+    return named or given
+
+
+def _is_visible_devices_slot(node: cst.CSTNode) -> bool:
+    return (
+        isinstance(node, cst.Subscript)
+        and len(node.slice) == 1
+        and isinstance(node.slice[0].slice, cst.Index)
+        and string_value(node.slice[0].slice.value) == _VISIBLE
+    )
 
 
 def _nodes(root: cst.CSTNode) -> list[cst.CSTNode]:
@@ -405,6 +446,23 @@ def _imports_torch(stmt: cst.CSTNode) -> bool:
             continue
         if any(name is not None and name.split(".")[0] == "torch" for name in names):
             return True
+    return False
+
+
+def _tolerates_missing_torch(stmt: cst.CSTNode) -> bool:
+    """A `try:` import block with a handler that lets the module go on without torch (one that
+    does not end by raising or exiting)."""
+    if not isinstance(stmt, cst.Try):
+        return False
+    for handler in stmt.handlers:
+        last = handler.body.body[-1] if handler.body.body else None
+        small = last.body[-1] if isinstance(last, cst.SimpleStatementLine) and last.body else None
+        if isinstance(small, cst.Raise):
+            continue
+        call = small.value if isinstance(small, cst.Expr) else None
+        if isinstance(call, cst.Call) and dotted_name(call.func) in ("exit", "quit", "sys.exit", "os._exit"):
+            continue
+        return True
     return False
 
 

@@ -1,5 +1,6 @@
 """The oldest PyTorch a project supports: `torch-version`, `--torch-version X.Y`, or the lower bound
-of `torch` in the `[project] dependencies` of the nearest pyproject.toml.
+of `torch` the project itself requires: in the `[project] dependencies` of its pyproject.toml, else in
+its requirements file (`requirements.txt`, `requirements/requirements.txt`).
 
 A fix never uses an API newer than this version. Versions are (major, minor) pairs: no torch API
 this project relies on appeared in a patch release.
@@ -71,4 +72,27 @@ def from_pyproject(path: Path) -> TorchVersion | None:
     if not isinstance(dependencies, list):
         return None
     bounds = [bound for item in dependencies if isinstance(item, str) and (bound := lower_bound(item)) is not None]
+    return max(bounds) if bounds else None
+
+
+# Where a project without a `[project]` torch requirement lists its dependencies, by convention.
+REQUIREMENT_FILES = ("requirements.txt", "requirements/requirements.txt")
+
+
+def from_requirements(path: Path) -> TorchVersion | None:
+    """The torch lower bound in the pip requirements file ``path`` (None where there is no such
+    file): one requirement per line, `#` comments and pip options (`-r other.txt`,
+    `--index-url ...`) skipped."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    bounds = []
+    for line in text.splitlines():
+        requirement = line.split(" #", 1)[0].strip()
+        if not requirement or requirement.startswith(("#", "-")):
+            continue
+        bound = lower_bound(requirement)
+        if bound is not None:
+            bounds.append(bound)
     return max(bounds) if bounds else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.accelerator import ACCELERATOR, AVAILABLE, conditional_in_place, guards_cuda_code
+from devlint.accelerator import ACCELERATOR, AVAILABLE, accelerator_form, conditional_in_place, guards_cuda_code, second_gpu
 from devlint.devices import ACCELERATOR_EXPRESSION, is_cuda_string
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule
@@ -13,7 +13,6 @@ from devlint.semantic import string_value
 
 HEAD = "import torch\n"
 _CHECK = "torch.cuda.is_available"
-_CURRENT = "torch.accelerator.current_accelerator()"
 
 
 class CudaAvailabilityCheck(Rule):
@@ -195,7 +194,7 @@ class CudaAvailabilityCheck(Rule):
             and len(device_call.args) == 1
         )
         as_string = isinstance(cuda_side, cst.SimpleString) and not whole
-        current = _accelerator_form(literal or "", as_string, cuda_side.quote if as_string else '"')
+        current = accelerator_form(literal or "", as_string, cuda_side.quote if as_string else '"')
         if current is None:
             return None
 
@@ -209,7 +208,7 @@ class CudaAvailabilityCheck(Rule):
                 replacements = [Replace(device_call, conditional_in_place(self.ctx, device_call, f"{body} if {test} else {orelse}"))]
             else:
                 replacements = [Replace(node, AVAILABLE), Replace(cuda_side, current)]
-            if _second_gpu(literal or ""):
+            if second_gpu(literal or ""):
                 # "cuda:1" is GPU 1 of a CUDA machine; another machine's accelerator may have no
                 # device 1 (Apple's MPS has one device), where the original chose the CPU.
                 return FixPlan(
@@ -236,25 +235,6 @@ class CudaAvailabilityCheck(Rule):
 
 def _mentions_cuda(code: str) -> bool:
     return "cuda" in code.lower()
-
-
-def _accelerator_form(literal: str, as_string: bool, quote: str) -> str | None:
-    """The accelerator's counterpart of the CUDA device ``literal`` (``"cuda"``, ``"cuda:1"``), as a
-    string or a torch.device; the same value on a CUDA machine. None for what is no such literal."""
-    if literal == "cuda":
-        return _CURRENT + ".type" if as_string else _CURRENT
-    index = literal.removeprefix("cuda:")
-    if not index.isdigit():
-        return None
-    if as_string:
-        return f"f{quote}{{{_CURRENT}.type}}:{index}{quote}"
-    return f"torch.device({_CURRENT}.type, {index})"
-
-
-def _second_gpu(literal: str) -> bool:
-    """``"cuda:N"`` for N > 0."""
-    index = literal.removeprefix("cuda:")
-    return index != literal and index.isdigit() and int(index) > 0
 
 
 def _conjunct(test: cst.BaseExpression, node: cst.CSTNode) -> bool:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from devlint.accelerator import AVAILABLE, accelerator_form, second_gpu
 from devlint.astutil import (
     arg,
     code_in_place,
@@ -31,6 +32,7 @@ from devlint.semantic import dotted_name
 
 HEADER = "import torch\n"
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+QUOTE = '"'
 # `device_id=` is the keyword of torch < 0.4; it still appears in old code.
 _DEVICE_KEYWORDS = ("device", "device_id")
 # Tensor.cuda(device, non_blocking, memory_format): what the later positionals mean in `.to(...)`.
@@ -82,7 +84,9 @@ class CudaCallWithIndex(Rule):
         "argument of unknown type gets the index form, which raises a TypeError if it is neither an "
         "index nor None; an argument named like a device (`device`, `dev`, `*_device`) becomes "
         "`.to(arg)`, which differs when it is None (`.cuda(None)` is the current GPU, `.to(None)` a "
-        "no-op). `non_blocking` and `memory_format` are kept."
+        "no-op). With DEV604 selected a literal index takes its accelerator form "
+        "(`f\"{torch.accelerator.current_accelerator().type}:1\" if torch.accelerator.is_available() else \"cpu\"`), "
+        "unsafe above 0 as DEV604's own fix is. `non_blocking` and `memory_format` are kept."
     )
     triggers = ("cuda",)
     quiet_where_cuda_is_known = True
@@ -292,6 +296,15 @@ class CudaCallWithIndex(Rule):
         kind = index_kind(self.ctx, value, site)
         if kind == "device":
             return _Target(value, shown, "unsafe", " (`.cuda(None)` is the current GPU, `.to(None)` a no-op)")
+        if isinstance(value, cst.Integer) and self.ctx.settings.device_expression == "accelerator":
+            # DEV604 is selected: its form of the choice, so that the fix leaves nothing it flags;
+            # above index 0 unsafe as its fix is (an accelerator with one device has no device 1)
+            literal = f"cuda:{shown}"
+            guarded = f'{accelerator_form(literal, True, QUOTE)} if {AVAILABLE} else "cpu"'
+            if second_gpu(literal):
+                caveat = f" (unsafe: an accelerator with a single device has no device {shown})"
+                return _Target(arg(guarded).value, guarded, "unsafe", caveat, needs_torch=True)
+            return _Target(arg(guarded).value, guarded, "safe", needs_torch=True)
         guarded = guarded_index(shown, literal=isinstance(value, cst.Integer))
         if kind == "int":
             return _Target(arg(guarded).value, guarded, "safe", needs_torch=True)

@@ -8,6 +8,7 @@ from functools import lru_cache
 
 import libcst as cst
 
+from devlint.accelerator import ACCELERATOR, AVAILABLE, accelerator_form, second_gpu
 from devlint.astutil import keyword, names_in, positional, receiver_is_foreign
 from devlint.context import FixFactory, Site
 from devlint.devices import checks_cuda_available, device_expression, is_guarded_device_choice
@@ -88,14 +89,20 @@ class HardcodedDeviceString(Rule):
     )
     fix_availability = "safe"
     fix_note = (
-        "Safe in every form; each keeps the device a CUDA machine used and falls back to the CPU "
-        'only where CUDA is missing. `torch.device("cuda")` becomes the configured device expression '
+        "Each form keeps the device a CUDA machine used and falls back to the CPU only where CUDA is "
+        "missing. That is safe where tensors are placed with the device (directly, through the "
+        "variable it is bound to, or through the parameter it is the default of); a device that is "
+        "only returned, compared, printed or handed to other code is an unsafe fix, since that code "
+        'sees the CPU without CUDA. GradScaler\'s `device` counts as no placement: a scaler for "cuda" '
+        'is off without CUDA, one for "cpu" is on. `torch.device("cuda")` becomes the configured device expression '
         "(by default `torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")`). A plain "
         '`"cuda"` given as a device in a call becomes the device already in scope or the one '
         'module-level `device` the fix inserts: `"cuda"` and that device are both the current GPU on a '
         'CUDA machine, as with DEV101. A GPU index is kept: `"cuda:1"` and `f"cuda:{rank}"` become '
         '`"cuda:1" if torch.cuda.is_available() else "cpu"`, `torch.device("cuda", i)` becomes '
-        '`torch.device("cuda", i) if torch.cuda.is_available() else torch.device("cpu")`. A parameter '
+        '`torch.device("cuda", i) if torch.cuda.is_available() else torch.device("cpu")`; with DEV604 '
+        'selected, a literal index takes its form (`f"{torch.accelerator.current_accelerator().type}:1" '
+        'if torch.accelerator.is_available() else "cpu"`), unsafe above 0 as DEV604\'s fix is. A parameter '
         "default or variable keeps its string type the same way, so comparisons such as "
         '`device == "cuda"` keep working. A variable is reported only when the file uses it as a device '
         '(`.to(name)`, `device=name`, `torch.device(name)`). `device = torch.device("cuda")` inside '
@@ -331,10 +338,10 @@ class HardcodedDeviceString(Rule):
         """Safe where tensors are placed with the variable; given only to code that may inspect
         it (`run(model, device=d)`), that code would see the CPU without CUDA."""
         plan = self._guard_fix(literal)
-        if name in self._placed:
+        if name in self._placed or plan.applicability == "unsafe":
             return plan
         caveat = " (unsafe: no tensor is placed with it in this file; code that inspects it sees the CPU without CUDA)"
-        return FixPlan(plan.message + caveat, plan.replacements, "unsafe", needs_torch=True)
+        return FixPlan(plan.message + caveat, plan.replacements, "unsafe", needs_torch=True, requires=plan.requires)
 
     # -- what is reported ------------------------------------------------------------------------
 
@@ -407,7 +414,8 @@ class HardcodedDeviceString(Rule):
 
     def _value_use(self, node: cst.CSTNode) -> str:
         """How a device value is used: ``"placement"`` (tensors go there), ``"variable"`` (it is
-        bound to a name, judged by the uses of that name), or ``"value"`` (returned, kept in a
+        bound to a name, judged by the uses of that name), ``"default"`` (a parameter's default,
+        judged by the function's uses of the parameter), or ``"value"`` (returned, kept in a
         collection, given as `device=` to code that may only inspect it)."""
         current: cst.CSTNode = node
         parent = self.ctx.parent(node)
@@ -419,6 +427,8 @@ class HardcodedDeviceString(Rule):
             return "placement"
         if isinstance(parent, (cst.Assign, cst.AnnAssign)) and current is parent.value:
             return "variable"
+        if isinstance(parent, cst.Param) and current is parent.default:
+            return "default"
         if isinstance(parent, cst.Arg):
             call = self.ctx.parent(parent)
             if isinstance(call, cst.Call):
@@ -453,10 +463,13 @@ class HardcodedDeviceString(Rule):
         return len(re.findall(pattern, self.ctx.text)) > 1
 
     def _how_safe(self, node: cst.CSTNode) -> tuple[Applicability, str]:
-        """Safe where the device places tensors (also through the variable it is bound to);
-        a device value other code may only look at changes what that code sees without CUDA."""
+        """Safe where the device places tensors (also through the variable it is bound to, or
+        the parameter it is the default of); a device value other code may only look at changes
+        what that code sees without CUDA."""
         use = self._value_use(node)
         if use == "placement" or (use == "variable" and self._placed_through(node)):
+            return "safe", ""
+        if use == "default" and self._default_placed(node):
             return "safe", ""
         return "unsafe", " (unsafe: no tensor is placed with it here; code that inspects it sees the CPU without CUDA)"
 
@@ -544,7 +557,8 @@ class HardcodedDeviceString(Rule):
         applicability, caveat = self._how_safe(node)
         if indexed:
             plan = self._indexed_device_call_fix(node)
-            return FixPlan(plan.message + caveat, plan.replacements, applicability, needs_torch=True)
+            worst = "unsafe" if "unsafe" in (plan.applicability, applicability) else "safe"
+            return FixPlan(plan.message + caveat, plan.replacements, worst, needs_torch=True, requires=plan.requires)
         expression = device_expression(self.ctx.settings.device_expression)
         if not _is_atom(expression) and not isinstance(self.ctx.parent(node), _LOOSE_PARENTS):
             expression = f"({expression})"
@@ -558,8 +572,7 @@ class HardcodedDeviceString(Rule):
         plain = positional(node)
         literal = cuda_literal(plain[0].value) if len(node.args) == 1 and plain else None
         if literal is not None:
-            plan = self._guard_fix(literal)
-            return FixPlan(plan.message, plan.replacements, "safe", needs_torch=True)
+            return self._guard_fix(literal)
         callee = self._code(node.func)
         guarded = f"{self._code(node)}{GUARD}{callee}({_cpu_literal(plain[0].value if plain else node)})"
         if not isinstance(self.ctx.parent(node), _LOOSE_PARENTS):
@@ -578,15 +591,47 @@ class HardcodedDeviceString(Rule):
         function that only asks about its device (a dtype table, a capability query) would now
         answer for the CPU without CUDA."""
         plan = self._guard_fix(literal)
-        function = self.ctx.parent(self.ctx.parent(param) or param)
-        if isinstance(function, (cst.FunctionDef, cst.Lambda)) and _places_with(function, param.name.value, self.ctx.model):
+        if self._default_placed(literal.node) or plan.applicability == "unsafe":
             return plan
         caveat = " (unsafe: the function places no tensor with it; code that inspects it sees the CPU without CUDA)"
-        return FixPlan(plan.message + caveat, plan.replacements, "unsafe", needs_torch=True)
+        return FixPlan(plan.message + caveat, plan.replacements, "unsafe", needs_torch=True, requires=plan.requires)
+
+    def _default_placed(self, node: cst.CSTNode) -> bool:
+        """``node`` is (in) a parameter's default, and the function places tensors with that
+        parameter."""
+        param = next((a for a in self.ctx.ancestors(node) if isinstance(a, cst.Param)), None)
+        if param is None:
+            return False
+        function = next((a for a in self.ctx.ancestors(param) if isinstance(a, (cst.FunctionDef, cst.Lambda))), None)
+        if function is None:
+            return False
+        if _places_with(function, param.name.value, self.ctx.model):
+            return True
+        # `def __init__(self, device="cuda"): self.device = device`, placed with by another method
+        owner = self.ctx.parent(self.ctx.parent(function) or function)
+        if not isinstance(function, cst.FunctionDef) or not isinstance(owner, cst.ClassDef):
+            return False
+        kept = _attributes_holding(function, param.name.value)
+        methods = [m for m in owner.body.body if isinstance(m, cst.FunctionDef)]
+        return any(_places_with(method, attribute, self.ctx.model) for method in methods for attribute in kept)
 
     def _guard_fix(self, literal: _Literal) -> FixPlan:
         text = self._code(literal.node)
-        guarded = f"{text}{GUARD}{_cpu_literal(literal.node)}"
+        cpu = _cpu_literal(literal.node)
+        value = string_value(literal.node)
+        accelerator = (
+            accelerator_form(value, True, cpu[0])
+            if self.ctx.settings.device_expression == "accelerator" and value is not None
+            else None
+        )
+        if accelerator is not None:
+            # DEV604 is selected: its form of the choice, so that the fix leaves nothing it flags
+            guarded = f"{accelerator} if {AVAILABLE} else {cpu}"
+            if second_gpu(value):
+                caveat = f" (unsafe: an accelerator with a single device has no device {value.removeprefix('cuda:')})"
+                return FixPlan(f"Replace {text} with `{guarded}`{caveat}", [Replace(literal.node, guarded)], "unsafe", needs_torch=True, requires=ACCELERATOR)
+            return FixPlan(f"Replace {text} with `{guarded}`", [Replace(literal.node, guarded)], "safe", needs_torch=True, requires=ACCELERATOR)
+        guarded = f"{text}{GUARD}{cpu}"
         return FixPlan(f"Replace {text} with `{guarded}`", [Replace(literal.node, guarded)], "safe", needs_torch=True)
 
     def _code(self, node: cst.CSTNode) -> str:
@@ -600,19 +645,37 @@ class HardcodedDeviceString(Rule):
 
 def _places_with(function: cst.FunctionDef | cst.Lambda, name: str, model) -> bool:
     """``function`` places tensors with ``name``: `.to(name)`, `.cuda(name)`, `device=name` or
-    `map_location=name`, `torch.device(name)`, `with torch.device(name)`."""
+    `map_location=name`, `torch.device(name)`, `with torch.device(name)`. GradScaler's `device`
+    is a device type: a scaler made for "cuda" without CUDA is off, one made for "cpu" is on."""
     stack: list[cst.CSTNode] = [function.body]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.Call):
+        if isinstance(node, cst.Call) and not (model.qualname(node.func) or "").endswith("GradScaler"):
             plain = positional(node)
             method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
             given = [plain[0].value] if plain and (method in ("to", "cuda") or model.qualname(node.func) in _POSITIONAL_DEVICE_FUNCTIONS + ("torch.device",)) else []
             given += [a.value for a in node.args if a.keyword is not None and a.keyword.value in _DEVICE_KEYWORDS]
-            if any(isinstance(value, cst.Name) and value.value == name for value in given):
+            if any(dotted_name(value) == name for value in given):
                 return True
         stack.extend(children(node))
     return False
+
+
+def _attributes_holding(function: cst.FunctionDef, name: str) -> set[str]:
+    """``self.x`` for each `self.x = name` in ``function`` (its first parameter named `self`)."""
+    params = function.params.params
+    if not params or params[0].name.value != "self":
+        return set()
+    held: set[str] = set()
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value == name:
+            held.update(
+                target for t in node.targets if (target := dotted_name(t.target)) is not None and target.startswith("self.")
+            )
+        stack.extend(children(node))
+    return held
 
 
 def _cpu_literal(node: cst.BaseExpression) -> str:

@@ -10,8 +10,9 @@ from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule, Word
 
 HEAD = "import torch\n"
-# torch's own default where CUDA can restore GPU storages; the CPU where it cannot.
-MAP_LOCATION = 'None if torch.cuda.is_available() else "cpu"'
+# torch's own default for every storage (`None`), except a GPU storage where CUDA is missing:
+# that one stays on the CPU, where torch deserialised it.
+MAP_LOCATION = 'lambda storage, location: storage if location.startswith("cuda") and not torch.cuda.is_available() else None'
 
 
 class LoadWithoutMapLocation(Rule):
@@ -25,18 +26,26 @@ class LoadWithoutMapLocation(Rule):
         "machine every process loads onto `cuda:0`."
     )
     example = 'state = torch.load("checkpoint.pt")'
-    use_instead = 'state = torch.load("checkpoint.pt", map_location=None if torch.cuda.is_available() else "cpu")'
+    use_instead = (
+        'state = torch.load("checkpoint.pt", map_location=lambda storage, location: '
+        'storage if location.startswith("cuda") and not torch.cuda.is_available() else None)'
+    )
     fix_availability = "safe"
     fix_note = (
-        "Safe: adds `map_location=None if torch.cuda.is_available() else \"cpu\"`. Where CUDA is "
-        "available, `map_location=None` is torch's default: every storage comes back where it was "
-        "saved, CPU tensors on the CPU and GPU tensors on their GPU, exactly as before. Without CUDA, "
-        "`\"cpu\"` loads the GPU tensors onto the CPU instead of failing (CPU tensors stay where they "
-        "are). The device in scope is deliberately not used: `map_location=device` would also move a "
-        "checkpoint saved from CPU tensors (a dataset, metrics, a model saved before `.to(device)`) "
-        "onto the GPU, where `.numpy()`, `pin_memory` or a CPU model then fail. For the same reason "
-        "a checkpoint saved from `cuda:0` still loads onto `cuda:0` in every process of a multi-GPU "
-        "run, as before: give `map_location` yourself where that matters."
+        "Safe: adds `map_location=lambda storage, location: storage if location.startswith(\"cuda\") "
+        "and not torch.cuda.is_available() else None`. torch calls the function with each storage, "
+        "already read onto the CPU, and its saved location (`\"cpu\"`, `\"cuda:1\"`, `\"mps\"`...); "
+        "`None` means torch's default: the storage goes back where it was saved. So on a CUDA "
+        "machine every storage is restored exactly as before, CPU tensors on the CPU and GPU tensors "
+        "on their GPU; so is a checkpoint saved on Apple's MPS or another accelerator on a machine "
+        "that has it. Only a GPU storage on a machine without CUDA, where the original fails "
+        "(`Attempting to deserialize object on a CUDA device`), stays on the CPU instead. The device "
+        "in scope is deliberately not used: `map_location=device` would also move a checkpoint "
+        "saved from CPU tensors (a dataset, metrics, a model saved before `.to(device)`) onto the "
+        "GPU, where `.numpy()`, `pin_memory` or a CPU model then fail; nor is `\"cpu\"` without "
+        "CUDA, which would also move MPS storages off an Apple GPU. For the same reason a checkpoint "
+        "saved from `cuda:0` still loads onto `cuda:0` in every process of a multi-GPU run, as "
+        "before: give `map_location` yourself where that matters."
     )
     # `torch.load` and `from torch import load [as x]` spell `load` as a whole identifier.
     triggers = (Word("load"),)
@@ -57,22 +66,22 @@ class LoadWithoutMapLocation(Rule):
     INVALID = (
         Invalid(
             HEAD + 'state = torch.load("checkpoint.pt")\n',
-            HEAD + 'state = torch.load("checkpoint.pt", map_location=None if torch.cuda.is_available() else "cpu")\n',
+            HEAD + 'state = torch.load("checkpoint.pt", map_location=lambda storage, location: storage if location.startswith("cuda") and not torch.cuda.is_available() else None)\n',
         ),
         # a device in scope is not used: a checkpoint of CPU tensors must stay on the CPU
         Invalid(
             HEAD + "def restore(model, path, device):\n"
             "    model.load_state_dict(torch.load(path, weights_only=True))\n",
             HEAD + "def restore(model, path, device):\n"
-            '    model.load_state_dict(torch.load(path, weights_only=True, map_location=None if torch.cuda.is_available() else "cpu"))\n',
+            '    model.load_state_dict(torch.load(path, weights_only=True, map_location=lambda storage, location: storage if location.startswith("cuda") and not torch.cuda.is_available() else None))\n',
         ),
         # through aliases; the availability check says `th.` as the file does
         Invalid(
             "import torch as th\nfrom torch import load as load_checkpoint\n"
             "a = th.load(path)\nb = load_checkpoint(path)\n",
             "import torch as th\nfrom torch import load as load_checkpoint\n"
-            'a = th.load(path, map_location=None if th.cuda.is_available() else "cpu")\n'
-            'b = load_checkpoint(path, map_location=None if th.cuda.is_available() else "cpu")\n',
+            'a = th.load(path, map_location=lambda storage, location: storage if location.startswith("cuda") and not th.cuda.is_available() else None)\n'
+            'b = load_checkpoint(path, map_location=lambda storage, location: storage if location.startswith("cuda") and not th.cuda.is_available() else None)\n',
             count=2,
         ),
     )

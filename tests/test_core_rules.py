@@ -107,6 +107,40 @@ def test_dev103_device_call_uses_the_configured_expression() -> None:
     assert fix("DEV103", text, settings=settings) == f"import torch\ndevice = {ACCELERATOR_EXPRESSION}\n"
 
 
+def test_dev103_with_dev604_selected_leaves_nothing_dev604_flags() -> None:
+    """With DEV604 selected, a GPU index is kept in DEV604's own form; above 0 that is unsafe, as
+    DEV604's fix is (Apple's MPS has one device)."""
+    settings = FixSettings(device_expression="accelerator", torch_version=(2, 9))
+    rules = [rule_by_code("DEV103"), rule_by_code("DEV604")]
+    text = 'import torch\ny = x.to("cuda:1")\nz = x.to("cuda:0")\nw = torch.device("cuda:1")\n'
+    found = {f.location.row: f.fix.applicability for f in lint_text(text, "t.py", rules, settings)}
+    assert found == {2: "unsafe", 3: "safe", 4: "unsafe"}
+    current = "torch.accelerator.current_accelerator().type"
+    assert fix_text(text, "t.py", rules, settings, unsafe=True).text == (
+        f'import torch\ny = x.to(f"{{{current}}}:1" if torch.accelerator.is_available() else "cpu")\n'
+        f'z = x.to(f"{{{current}}}:0" if torch.accelerator.is_available() else "cpu")\n'
+        f'w = torch.device(f"{{{current}}}:1" if torch.accelerator.is_available() else "cpu")\n'
+    )
+    for unsafe in (False, True):
+        fixed = fix_text(text, "t.py", rules, settings, unsafe=unsafe).text
+        left = [f for f in lint_text(fixed, "t.py", rules, settings) if f.code == "DEV604"]
+        assert left == [], unsafe
+
+
+def test_dev102_with_dev604_selected_leaves_nothing_dev604_flags() -> None:
+    settings = FixSettings(device_expression="accelerator", torch_version=(2, 9))
+    rules = [rule_by_code("DEV102"), rule_by_code("DEV604")]
+    text = "import torch\ny = x.cuda(1)\nz = x.cuda(0)\n"
+    assert {f.location.row: f.fix.applicability for f in lint_text(text, "t.py", rules, settings)} == {2: "unsafe", 3: "safe"}
+    assert fix_text(text, "t.py", rules, settings).text == (
+        'import torch\ny = x.cuda(1)\n'
+        'z = x.to(f"{torch.accelerator.current_accelerator().type}:0" if torch.accelerator.is_available() else "cpu")\n'
+    )
+    for unsafe in (False, True):
+        fixed = fix_text(text, "t.py", rules, settings, unsafe=unsafe).text
+        assert [f for f in lint_text(fixed, "t.py", rules, settings) if f.code == "DEV604"] == [], unsafe
+
+
 def test_dev103_conditional_expression_is_parenthesised_where_needed() -> None:
     settings = FixSettings(device_expression="accelerator")
     text = 'import torch\nx = x.to(torch.device("cuda").type)\n'
@@ -147,6 +181,40 @@ def test_dev103_a_default_the_function_places_nothing_with_is_an_unsafe_fix() ->
     text = "def autocast_dtype(device: str = 'cuda'):\n    return 'float16' if device == 'cuda' else 'bfloat16'\n"
     (finding,) = lint("DEV103", text)
     assert finding.fix is not None and finding.fix.applicability == "unsafe"
+
+
+def test_dev103_a_gradscaler_device_is_a_device_type_not_a_placement() -> None:
+    # Without CUDA, GradScaler("cuda") is off while GradScaler("cpu") is on: fp16 gradients
+    # then fail to unscale, and a state dict the original wrote no longer loads.
+    text = (
+        "import torch\n\nclass NativeScaler:\n    def __init__(self, device='cuda'):\n"
+        "        self._scaler = torch.amp.GradScaler(device=device)\n"
+    )
+    (finding,) = lint("DEV103", text)
+    assert finding.fix is not None and finding.fix.applicability == "unsafe"
+
+
+def test_dev103_a_device_default_is_judged_by_the_function_that_has_it() -> None:
+    text = (
+        "import torch\n\ndef validate(model, loader, device=torch.device('cuda')):\n"
+        "    for x in loader:\n        yield model(x.to(device=device))\n\n"
+        "def describe(device=torch.device('cuda')):\n    return str(device)\n"
+    )
+    assert {f.location.row: f.fix.applicability for f in lint("DEV103", text)} == {3: "safe", 7: "unsafe"}
+    assert fix("DEV103", text).splitlines()[2] == (
+        'def validate(model, loader, device=torch.device("cuda" if torch.cuda.is_available() else "cpu")):'
+    )
+
+
+def test_dev103_a_default_kept_on_self_is_judged_by_the_methods_placing_with_it() -> None:
+    text = (
+        "import torch\n\nclass RandomErasing:\n    def __init__(self, p=0.5, device='cuda'):\n"
+        "        self.p = p\n        self.device = device\n\n    def __call__(self, x):\n"
+        "        return x + torch.randn(1, 3, device=self.device)\n\n"
+        "class Report:\n    def __init__(self, device='cuda'):\n        self.device = device\n\n"
+        "    def name(self):\n        return str(self.device)\n"
+    )
+    assert {f.location.row: f.fix.applicability for f in lint("DEV103", text)} == {4: "safe", 12: "unsafe"}
 
 
 def test_dev103_device_values_that_place_nothing_are_unsafe_fixes() -> None:

@@ -58,6 +58,27 @@ def test_a_setting_the_definition_would_run_before_makes_its_fixes_unsafe() -> N
     assert applicability(source.replace("def main(gpu):", "def main(gpu, device: torch.device):"))["DEV101"] == {"safe"}
 
 
+def test_reading_visible_devices_is_no_setting() -> None:
+    source = """\
+    import os
+    import torch
+
+
+    def visible():
+        \"\"\"The GPUs that CUDA_VISIBLE_DEVICES shows.\"\"\"
+        return os.environ.get("CUDA_VISIBLE_DEVICES", "")
+
+
+    def run():
+        return torch.ones(2).cuda()
+    """
+    assert applicability(source)["DEV101"] == {"safe"}
+    setting = source.replace('return os.environ.get("CUDA_VISIBLE_DEVICES", "")', 'os.environ.pop("CUDA_VISIBLE_DEVICES")')
+    (finding,) = [f for f in lint_text(textwrap.dedent(setting), "t.py", RULES) if f.code == "DEV101"]
+    # the reason names the line that writes the variable, not the docstring above it
+    assert finding.fix.applicability == "unsafe" and "line 7 sets CUDA_VISIBLE_DEVICES" in finding.fix.message
+
+
 def test_a_docstring_mentioning_the_environment_is_no_setting() -> None:
     text = fixed(
         '''\
@@ -81,6 +102,26 @@ def test_torch_imported_in_a_try_block_is_not_imported_again() -> None:
     )
     assert text.count("import torch") == 1
     assert text.splitlines()[4].startswith("device = torch.device(")
+
+
+def test_a_module_that_works_without_torch_gets_no_safe_definition() -> None:
+    """`except ImportError: torch = None` keeps the module importable where torch is missing; a
+    module-level `device = torch.device(...)` would raise there, so its fixes are unsafe."""
+    source = """\
+    try:
+        import torch
+    except ImportError:
+        torch = None
+
+
+    def to_gpu(x):
+        return x.cuda()
+    """
+    (finding,) = lint_text(textwrap.dedent(source), "t.py", RULES)
+    assert finding.fix.applicability == "unsafe" and "imported inside `try:` at line 1" in finding.fix.message
+    # a handler that gives up (raise, sys.exit) makes torch required: the definition is safe
+    required = source.replace("torch = None", 'raise SystemExit("needs torch")')
+    assert applicability(required)["DEV101"] == {"safe"}
 
 
 def test_a_later_import_of_torch_is_where_the_definition_goes() -> None:
@@ -110,7 +151,7 @@ def test_new_code_uses_the_name_the_file_imports_torch_under() -> None:
         """
     )
     assert "import torch\n" not in text and "torch." not in text.replace("import torch as th", "")
-    assert 'map_location=None if th.cuda.is_available() else "cpu"' in text
+    assert 'location.startswith("cuda") and not th.cuda.is_available() else None)' in text
     assert "device = th.device(" in text
 
 
@@ -178,6 +219,27 @@ def test_a_cpu_checkpoint_stays_on_the_cpu_after_the_fix(tmp_path) -> None:
     run = subprocess.run([sys.executable, "p.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "3.0"
+
+
+def test_map_location_moves_only_gpu_storages_and_only_without_cuda(tmp_path) -> None:
+    """DEV402's map_location on this CPU-only machine: a checkpoint written on (emulated) CUDA
+    loads onto the CPU, where the original fails; for any other location it answers None, torch's
+    default, so an MPS checkpoint stays on an Apple GPU and a CPU one on the CPU."""
+    torch = pytest.importorskip("torch")
+    from devlint.verify.emulation import Emulation
+    from devlint.rules.load_without_map_location import MAP_LOCATION
+
+    with Emulation(visible=True):
+        torch.save({"gpu": torch.ones(2, device="cuda"), "cpu": torch.zeros(2)}, tmp_path / "c.pt")
+    assert not torch.cuda.is_available()
+    with pytest.raises(RuntimeError, match="CUDA device"):
+        torch.load(tmp_path / "c.pt")
+    map_location = eval(MAP_LOCATION, {"torch": torch})
+    restored = torch.load(tmp_path / "c.pt", map_location=map_location, weights_only=True)
+    assert {k: (v.device.type, v.tolist()) for k, v in restored.items()} == {"gpu": ("cpu", [1.0, 1.0]), "cpu": ("cpu", [0.0, 0.0])}
+    storage = torch.UntypedStorage(4)
+    assert map_location(storage, "cuda:1") is storage
+    assert map_location(storage, "mps") is None and map_location(storage, "cpu") is None
 
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])

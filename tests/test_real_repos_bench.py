@@ -147,6 +147,19 @@ def test_finding_sample_marks_the_lines(result) -> None:
     assert "     6      for x in batches:" in text
 
 
+def test_devlint_options_reach_every_run(upstream: tuple[Path, str], mirrors: Path, tmp_path: Path) -> None:
+    args = bench.parse_args(["--only", "tiny", "--select", "DEV102", "--torch-version", "2.9"])
+    options = bench.devlint_options(args)
+    assert options == ["--select", "DEV102", "--torch-version", "2.9"]
+    base = bench.CodeBase("tiny", "https://github.com/acme/tiny.git", upstream[1])
+    narrowed = bench.run_code_base(base, mirrors, tmp_path, None, check_only=False, options=options)
+    assert Counter(f["code"] for f in narrowed.findings) == {"DEV102": 1}
+    safe, unsafe = narrowed.fixes
+    # DEV101's safe fixes are not selected, so the safe fix changes nothing.
+    assert (safe.changed, unsafe.changed) == ([], ["pkg/pinned.py"])
+    assert narrowed.problems() == 0
+
+
 def test_clone_without_mirror(upstream: tuple[Path, str], tmp_path: Path) -> None:
     base = bench.CodeBase("tiny", upstream[0].as_uri(), upstream[1])
     cloned = bench.run_code_base(base, None, tmp_path, tmp_path / "kept", check_only=True)

@@ -230,6 +230,26 @@ def test_torch_version_comes_from_the_nearest_pyproject(tmp_path: Path) -> None:
     assert resolver.settings_for(tmp_path / "pkg" / "sub" / "b.py").fix.torch_version == (2, 4)
 
 
+def test_torch_version_comes_from_a_requirements_file_where_pyproject_names_none(tmp_path: Path) -> None:
+    # DeepSpeed's layout: no [project] torch requirement, torch>=2.0 in requirements/requirements.txt
+    (tmp_path / "requirements").mkdir()
+    (tmp_path / "requirements" / "requirements.txt").write_text(
+        "# runtime\n-r base.txt\n--index-url https://example.org/simple\nnumpy\ntorch>=2.0.0  # pinned by CI\n"
+    )
+    assert Resolver().settings_for(tmp_path / "deepspeed" / "a.py").fix.torch_version == (2, 0)
+    # a pyproject.toml with a torch bound counts first
+    _project(tmp_path, ["torch>=2.3"])
+    assert Resolver().settings_for(tmp_path / "a.py").fix.torch_version == (2, 3)
+    # one without falls back to the project's requirements file
+    _project(tmp_path, ["einops"])
+    (tmp_path / "requirements.txt").write_text("torch==2.1.2\n")
+    assert Resolver().settings_for(tmp_path / "a.py").fix.torch_version == (2, 1)
+    # an example's own requirements.txt that names torch without a bound is passed over
+    (tmp_path / "example").mkdir()
+    (tmp_path / "example" / "requirements.txt").write_text("torch\ntorchvision\n")
+    assert Resolver().settings_for(tmp_path / "example" / "main.py").fix.torch_version == (2, 1)
+
+
 def test_torch_version_key_and_flag_win_over_the_requirement(tmp_path: Path) -> None:
     from devlint.config import Overrides
 
