@@ -346,7 +346,7 @@ def test_output_the_fixed_program_prints_differently_on_each_device_is_its_desig
         cuda=_run("cuda", stdout="loss 0.5\namp True\n"),
     )
     cell = _cells_of(runs)["cpu"]
-    assert cell.text() == "pass (= original except device-dependent output)"
+    assert cell.text() == "pass (= original on cuda; cpu output differs)"
     assert "'amp False' vs 'amp True'" in cell.detail and "own CUDA run agrees" in cell.detail
     # When the fixed program's CUDA run does not agree with the original either, it is a failure.
     runs["cuda"] = _run("cuda", stdout="loss 0.7\namp True\n")
@@ -546,7 +546,7 @@ def test_fixture_pairs_verify_on_any_machine(bundled_and_pairs) -> None:
             assert runs[mode]["status"] == PASS, (stem, mode, runs[mode])
     # What a program prints about its own device differs on the CPU by design, and says so.
     assert rows["dev103_score_batches"]["runs"]["cpu"]["cell"] == "pass (= original; stdout; prints its device)"
-    assert rows["dev501_mixed_precision"]["runs"]["cpu"]["cell"] == "pass (= original except device-dependent output)"
+    assert rows["dev501_mixed_precision"]["runs"]["cpu"]["cell"] == "pass (= original on cuda; cpu output differs)"
     assert "'scale enabled False' vs 'scale enabled True'" in rows["dev501_mixed_precision"]["runs"]["cpu"]["detail"]
 
 

@@ -208,10 +208,13 @@ class Judge:
             return Cell(PASS, "; ".join([reason, *notes]), found.detail, ref, emulated)
         if mode == "cpu" and ref == self.roles.emulated_original and self.depends_on_device():
             detail = (
-                f"{found.detail}\nthe fixed program's own CUDA run agrees with the original: this output depends "
-                "on the device by the program's design, and the fix does not change it on CUDA"
+                f"{found.detail}\nthe fixed program's own CUDA run agrees with the original, so the fix keeps what "
+                "CUDA does; on the CPU the fixed program prints otherwise. That is by design where the output "
+                "depends on the device (`use_amp = device.type == \"cuda\"`, a line printed only on a GPU); it "
+                "is a difference to look at where code relies on `.cuda()` copying: on the CPU `.to(device)` "
+                "and `.cpu()` return the same tensor, so an in-place change reaches the original"
             )
-            return Cell(PASS, "= original except device-dependent output", detail.strip(), ref, emulated)
+            return Cell(PASS, "= original on cuda; cpu output differs", detail.strip(), ref, emulated)
         return Cell(FAIL, found.reason, found.detail, ref, emulated)
 
     def agreement(self) -> Cell:
