@@ -143,6 +143,9 @@ class HardcodedDeviceString(Rule):
         'import pytest\nimport torch\nmany = pytest.mark.parametrize("devices", [[torch.device("cuda", i) for i in range(8)]])\n',
         # a device given to a test double is what the test expects, not where data goes
         'from unittest import mock\nimport torch\nmodule = mock.MagicMock()\nmodule.to(torch.device("cuda", 2))\n',
+        # an instance attribute no tensor is placed with, another object's attribute
+        'import torch\n\nclass Build:\n    def __init__(self, config):\n        self.backend = "cuda"\n'
+        '        config.device = "cuda"\n        print(self.backend)\n',
         # other command-line options
         'import argparse\np = argparse.ArgumentParser()\np.add_argument("--backend", default="cuda")\n'
         'p.add_argument("--device", default="cpu")\n',
@@ -163,6 +166,13 @@ class HardcodedDeviceString(Rule):
         Invalid(
             'import torch\ndevice = torch.device("cuda")\n',
             "import torch\ndevice = " + EXPRESSION + "\n",
+        ),
+        # a device kept on the instance, placed with by the class
+        Invalid(
+            'import torch\n\nclass Trainer:\n    def __init__(self, net):\n        self.device = "cuda"\n'
+            "        self.net = net.to(self.device)\n",
+            'import torch\n\nclass Trainer:\n    def __init__(self, net):\n'
+            '        self.device = "cuda" if torch.cuda.is_available() else "cpu"\n        self.net = net.to(self.device)\n',
         ),
         # a GPU index is kept where CUDA is available
         Invalid(
@@ -391,16 +401,19 @@ class HardcodedDeviceString(Rule):
         )
 
     def _variable(self, target: cst.BaseExpression, value: cst.BaseExpression, statement: cst.CSTNode) -> None:
-        if not isinstance(target, cst.Name):
+        """`device = "cuda"`, or `self.device = "cuda"` in a method."""
+        name = dotted_name(target)
+        if name is None or not (isinstance(target, cst.Name) or name.count(".") == 1 and name.startswith("self.")):
             return
         literal = cuda_literal(value)
         if literal is None or self._in_availability_branch(statement):
             return
-        self._variables.append((target.value, literal, self.ctx.site(value)))
+        self._variables.append((name, literal, self.ctx.site(value)))
 
     def _note_use(self, value: cst.BaseExpression) -> None:
-        if isinstance(value, cst.Name):
-            self._used_as_device.add(value.value)
+        name = dotted_name(value)
+        if name is not None:
+            self._used_as_device.add(name)
 
     def _note_placement(self, value: cst.BaseExpression) -> None:
         """A name (or ``obj.attr``) that tensors are placed with: `.to(d)`, `device=d` of a torch

@@ -171,8 +171,9 @@ def hardcoded_device_string(facts: Facts) -> bool:
     # - as `device=` / `map_location=` of a call that is a torch call or a device method;
     # - as the default of a parameter named like a device or annotated `torch.device`
     #   (`visit_Param`);
-    # - as the value of an assignment to a name the file uses as a device (`finish`): the first
-    #   positional of a call, or the value of `device=`, `map_location=` or `type=` (`_note_use`).
+    # - as the value of an assignment to a name (or `self.x`) the file uses as a device (`finish`):
+    #   the first positional of a call, or the value of `device=`, `map_location=` or `type=`
+    #   (`_note_use`).
     if not any(value == "cuda" or value.startswith("cuda:") for value in facts.strings):
         return False
     for arg, default in facts.defaults:
@@ -206,11 +207,20 @@ def hardcoded_device_string(facts: Facts) -> bool:
         if default is not None and is_cuda_literal(default):
             return True
     variables = {
-        targets[0].id
+        _variable_name(targets[0])
         for targets, value in facts.assignments
-        if len(targets) == 1 and type(targets[0]) is ast.Name and is_cuda_literal(value)
+        if len(targets) == 1 and _variable_name(targets[0]) is not None and is_cuda_literal(value)
     }
     return bool(variables) and any(name in variables for name in _device_uses(calls))
+
+
+def _variable_name(node: ast.expr) -> str | None:
+    """``device`` or ``self.device``: what `_variable` reports."""
+    if type(node) is ast.Name:
+        return node.id
+    if type(node) is ast.Attribute and type(node.value) is ast.Name and node.value.id == "self":
+        return f"self.{node.attr}"
+    return None
 
 
 def _device_uses(calls: list[ast.Call]) -> Iterator[str]:
@@ -218,7 +228,7 @@ def _device_uses(calls: list[ast.Call]) -> Iterator[str]:
         plain = positional(call)
         used = [plain[0]] if plain else []
         used += [k.value for k in call.keywords if k.arg in ("device", "map_location", "type")]
-        yield from (node.id for node in used if type(node) is ast.Name)
+        yield from filter(None, map(_variable_name, used))
 
 
 def legacy_cuda_tensor_type(facts: Facts) -> bool:
