@@ -10,9 +10,13 @@ from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule, Word
 
 HEAD = "import torch\n"
-# torch's own default for every storage (`None`), except a GPU storage where CUDA is missing:
-# that one stays on the CPU, where torch deserialised it.
-MAP_LOCATION = 'lambda storage, location: storage if location.startswith("cuda") and not torch.cuda.is_available() else None'
+# Where CUDA is available, `None`: torch's own default, exactly. Without CUDA, a GPU storage stays
+# on the CPU, where torch deserialised it, and every other storage goes where it was saved.
+MAP_LOCATION = 'None if torch.cuda.is_available() else lambda storage, location: storage if location.startswith("cuda") else None'
+# torch takes no function as map_location for tensor subclasses (DTensor) and XLA tensors: in a
+# file that uses them, the CPU as a string instead.
+MAP_LOCATION_PLAIN = 'None if torch.cuda.is_available() else "cpu"'
+_NO_FUNCTION = ("torch_xla", "DTensor", "distributed.tensor", "distributed._tensor")
 
 
 class LoadWithoutMapLocation(Rule):
@@ -27,25 +31,26 @@ class LoadWithoutMapLocation(Rule):
     )
     example = 'state = torch.load("checkpoint.pt")'
     use_instead = (
-        'state = torch.load("checkpoint.pt", map_location=lambda storage, location: '
-        'storage if location.startswith("cuda") and not torch.cuda.is_available() else None)'
+        'state = torch.load("checkpoint.pt", map_location=None if torch.cuda.is_available() else '
+        'lambda storage, location: storage if location.startswith("cuda") else None)'
     )
     fix_availability = "safe"
     fix_note = (
-        "Safe: adds `map_location=lambda storage, location: storage if location.startswith(\"cuda\") "
-        "and not torch.cuda.is_available() else None`. torch calls the function with each storage, "
-        "already read onto the CPU, and its saved location (`\"cpu\"`, `\"cuda:1\"`, `\"mps\"`...); "
-        "`None` means torch's default: the storage goes back where it was saved. So on a CUDA "
-        "machine every storage is restored exactly as before, CPU tensors on the CPU and GPU tensors "
-        "on their GPU; so is a checkpoint saved on Apple's MPS or another accelerator on a machine "
-        "that has it. Only a GPU storage on a machine without CUDA, where the original fails "
-        "(`Attempting to deserialize object on a CUDA device`), stays on the CPU instead. The device "
-        "in scope is deliberately not used: `map_location=device` would also move a checkpoint "
-        "saved from CPU tensors (a dataset, metrics, a model saved before `.to(device)`) onto the "
-        "GPU, where `.numpy()`, `pin_memory` or a CPU model then fail; nor is `\"cpu\"` without "
-        "CUDA, which would also move MPS storages off an Apple GPU. For the same reason a checkpoint "
-        "saved from `cuda:0` still loads onto `cuda:0` in every process of a multi-GPU run, as "
-        "before: give `map_location` yourself where that matters."
+        "Safe: adds `map_location=None if torch.cuda.is_available() else lambda storage, location: "
+        "storage if location.startswith(\"cuda\") else None`. Where CUDA is available that is `None`, "
+        "torch's default: every storage comes back where it was saved, CPU tensors on the CPU and GPU "
+        "tensors on their GPU, exactly as before. Without CUDA, torch calls the function with each "
+        "storage (already read onto the CPU) and its saved location: a GPU storage, where the original "
+        "fails (`Attempting to deserialize object on a CUDA device`), stays on the CPU; for any other "
+        "location `None` again means torch's default, so a checkpoint saved on Apple's MPS or another "
+        "accelerator still loads there. torch accepts no function as `map_location` for tensor "
+        "subclasses (DTensor) and XLA tensors, so in a file that uses them (`torch_xla`, `DTensor`, "
+        "`torch.distributed.tensor`) the fix is `None if torch.cuda.is_available() else \"cpu\"`. "
+        "The device in scope is deliberately not used: `map_location=device` would also move a "
+        "checkpoint saved from CPU tensors (a dataset, metrics, a model saved before `.to(device)`) "
+        "onto the GPU, where `.numpy()`, `pin_memory` or a CPU model then fail. For the same reason a "
+        "checkpoint saved from `cuda:0` still loads onto `cuda:0` in every process of a multi-GPU run, "
+        "as before: give `map_location` yourself where that matters."
     )
     # `torch.load` and `from torch import load [as x]` spell `load` as a whole identifier.
     triggers = (Word("load"),)
@@ -66,23 +71,29 @@ class LoadWithoutMapLocation(Rule):
     INVALID = (
         Invalid(
             HEAD + 'state = torch.load("checkpoint.pt")\n',
-            HEAD + 'state = torch.load("checkpoint.pt", map_location=lambda storage, location: storage if location.startswith("cuda") and not torch.cuda.is_available() else None)\n',
+            HEAD + 'state = torch.load("checkpoint.pt", map_location=None if torch.cuda.is_available() else lambda storage, location: storage if location.startswith("cuda") else None)\n',
         ),
         # a device in scope is not used: a checkpoint of CPU tensors must stay on the CPU
         Invalid(
             HEAD + "def restore(model, path, device):\n"
             "    model.load_state_dict(torch.load(path, weights_only=True))\n",
             HEAD + "def restore(model, path, device):\n"
-            '    model.load_state_dict(torch.load(path, weights_only=True, map_location=lambda storage, location: storage if location.startswith("cuda") and not torch.cuda.is_available() else None))\n',
+            '    model.load_state_dict(torch.load(path, weights_only=True, map_location=None if torch.cuda.is_available() else lambda storage, location: storage if location.startswith("cuda") else None))\n',
         ),
         # through aliases; the availability check says `th.` as the file does
         Invalid(
             "import torch as th\nfrom torch import load as load_checkpoint\n"
             "a = th.load(path)\nb = load_checkpoint(path)\n",
             "import torch as th\nfrom torch import load as load_checkpoint\n"
-            'a = th.load(path, map_location=lambda storage, location: storage if location.startswith("cuda") and not th.cuda.is_available() else None)\n'
-            'b = load_checkpoint(path, map_location=lambda storage, location: storage if location.startswith("cuda") and not th.cuda.is_available() else None)\n',
+            'a = th.load(path, map_location=None if th.cuda.is_available() else lambda storage, location: storage if location.startswith("cuda") else None)\n'
+            'b = load_checkpoint(path, map_location=None if th.cuda.is_available() else lambda storage, location: storage if location.startswith("cuda") else None)\n',
             count=2,
+        ),
+        # torch takes no function as map_location for XLA tensors or DTensors: the CPU as a string
+        Invalid(
+            HEAD + "import torch_xla.core.xla_model as xm\nobj = torch.load(buffer)\n",
+            HEAD + "import torch_xla.core.xla_model as xm\n"
+            'obj = torch.load(buffer, map_location=None if torch.cuda.is_available() else "cpu")\n',
         ),
     )
 
@@ -100,9 +111,10 @@ class LoadWithoutMapLocation(Rule):
         )
 
     def _fix(self, node: cst.Call, site: Site) -> FixPlan:
-        new = append_arg(node, arg(MAP_LOCATION, "map_location"))
+        location = MAP_LOCATION_PLAIN if any(word in self.ctx.text for word in _NO_FUNCTION) else MAP_LOCATION
+        new = append_arg(node, arg(location, "map_location"))
         return FixPlan(
-            f"Add `map_location={MAP_LOCATION}`",
+            f"Add `map_location={location}`",
             [Replace(node, code_in_place(self.ctx, node, new))],
             "safe",
             needs_torch=True,

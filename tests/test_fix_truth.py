@@ -151,7 +151,7 @@ def test_new_code_uses_the_name_the_file_imports_torch_under() -> None:
         """
     )
     assert "import torch\n" not in text and "torch." not in text.replace("import torch as th", "")
-    assert 'location.startswith("cuda") and not th.cuda.is_available() else None)' in text
+    assert 'map_location=None if th.cuda.is_available() else lambda storage, location:' in text
     assert "device = th.device(" in text
 
 
@@ -224,7 +224,8 @@ def test_a_cpu_checkpoint_stays_on_the_cpu_after_the_fix(tmp_path) -> None:
 def test_map_location_moves_only_gpu_storages_and_only_without_cuda(tmp_path) -> None:
     """DEV402's map_location on this CPU-only machine: a checkpoint written on (emulated) CUDA
     loads onto the CPU, where the original fails; for any other location it answers None, torch's
-    default, so an MPS checkpoint stays on an Apple GPU and a CPU one on the CPU."""
+    default, so an MPS checkpoint stays on an Apple GPU and a CPU one on the CPU. Under emulated
+    CUDA the expression is None: torch's default itself."""
     torch = pytest.importorskip("torch")
     from devlint.verify.emulation import Emulation
     from devlint.rules.load_without_map_location import MAP_LOCATION
@@ -235,11 +236,14 @@ def test_map_location_moves_only_gpu_storages_and_only_without_cuda(tmp_path) ->
     with pytest.raises(RuntimeError, match="CUDA device"):
         torch.load(tmp_path / "c.pt")
     map_location = eval(MAP_LOCATION, {"torch": torch})
+    assert callable(map_location)  # no CUDA here: the function; with CUDA the expression is None
     restored = torch.load(tmp_path / "c.pt", map_location=map_location, weights_only=True)
     assert {k: (v.device.type, v.tolist()) for k, v in restored.items()} == {"gpu": ("cpu", [1.0, 1.0]), "cpu": ("cpu", [0.0, 0.0])}
     storage = torch.UntypedStorage(4)
     assert map_location(storage, "cuda:1") is storage
     assert map_location(storage, "mps") is None and map_location(storage, "cpu") is None
+    with Emulation(visible=True):
+        assert eval(MAP_LOCATION, {"torch": torch}) is None
 
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
