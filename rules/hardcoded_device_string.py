@@ -94,7 +94,8 @@ class HardcodedDeviceString(Rule):
         "variable it is bound to, or through the parameter it is the default of); a device that is "
         "only returned, compared, printed or handed to other code is an unsafe fix, since that code "
         'sees the CPU without CUDA. GradScaler\'s `device` counts as no placement: a scaler for "cuda" '
-        'is off without CUDA, one for "cpu" is on. `torch.device("cuda")` becomes the configured device expression '
+        'is off without CUDA, one for "cpu" is on, so a default given to GradScaler gets no fix. '
+        '`torch.device("cuda")` becomes the configured device expression '
         "(by default `torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")`). A plain "
         '`"cuda"` given as a device in a call becomes the device already in scope or the one '
         'module-level `device` the fix inserts: `"cuda"` and that device are both the current GPU on a '
@@ -599,13 +600,18 @@ class HardcodedDeviceString(Rule):
         message = f"Replace {self._code(literal.node)} with `{device.expr}`"
         return FixPlan(message, [Replace(literal.node, device.expr)], "safe", device=device)
 
-    def _default_fix(self, param: cst.Param, literal: _Literal) -> FixPlan:
+    def _default_fix(self, param: cst.Param, literal: _Literal) -> FixPlan | None:
         """A parameter default: safe where the function places tensors with the parameter; a
         function that only asks about its device (a dtype table, a capability query) would now
         answer for the CPU without CUDA."""
         plan = self._guard_fix(literal)
         if self._default_placed(literal.node) or plan.applicability == "unsafe":
             return plan
+        function = self.ctx.parent(self.ctx.parent(param) or param)
+        if isinstance(function, (cst.FunctionDef, cst.Lambda)) and _scaler_device(function, param.name.value, self.ctx.model):
+            # a GradScaler made for "cuda" is off without CUDA; one made for "cpu" is on (the loss
+            # scaled, steps skipped, another state dict): no rewrite of the default keeps that
+            return None
         caveat = " (unsafe: the function places no tensor with it; code that inspects it sees the CPU without CUDA)"
         return FixPlan(plan.message + caveat, plan.replacements, "unsafe", needs_torch=True, requires=plan.requires)
 
@@ -668,6 +674,21 @@ def _places_with(function: cst.FunctionDef | cst.Lambda, name: str, model) -> bo
             method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
             given = [plain[0].value] if plain and (method in ("to", "cuda") or model.qualname(node.func) in _POSITIONAL_DEVICE_FUNCTIONS + ("torch.device",)) else []
             given += [a.value for a in node.args if a.keyword is not None and a.keyword.value in _DEVICE_KEYWORDS]
+            if any(dotted_name(value) == name for value in given):
+                return True
+        stack.extend(children(node))
+    return False
+
+
+def _scaler_device(function: cst.FunctionDef | cst.Lambda, name: str, model) -> bool:
+    """``function`` makes a GradScaler for the device type ``name``."""
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call) and (model.qualname(node.func) or "").endswith("GradScaler"):
+            plain = positional(node)
+            given = [plain[0].value] if plain else []
+            given += [a.value for a in node.args if a.keyword is not None and a.keyword.value == "device"]
             if any(dotted_name(value) == name for value in given):
                 return True
         stack.extend(children(node))
