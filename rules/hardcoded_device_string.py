@@ -14,7 +14,6 @@ from devlint.context import FixFactory, Site
 from devlint.devices import checks_cuda_available, device_expression, is_guarded_device_choice
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule
-from devlint.findings import Applicability
 from devlint.semantic import dotted_name, string_value
 from devlint.walker import children
 
@@ -91,10 +90,11 @@ class HardcodedDeviceString(Rule):
     fix_note = (
         "Each form keeps the device a CUDA machine used and falls back to the CPU only where CUDA is "
         "missing. That is safe where tensors are placed with the device (directly, through the "
-        "variable it is bound to, or through the parameter it is the default of); a device that is "
-        "only returned, compared, printed or handed to other code is an unsafe fix, since that code "
-        'sees the CPU without CUDA. GradScaler\'s `device` counts as no placement: a scaler for "cuda" '
-        'is off without CUDA, one for "cpu" is on, so a default given to GradScaler gets no fix. '
+        "variable it is bound to, or through the parameter it is the default of, also kept on "
+        "`self`). A device that is only returned, compared, printed or handed to other code gets no "
+        "fix: that code (a mock's expectation, a device-to-backend table, a CUDA-only accelerator "
+        "class) would see the CPU without CUDA where it ran before. GradScaler's `device` counts as "
+        'no placement: a scaler for "cuda" is off without CUDA, one for "cpu" is on. '
         '`torch.device("cuda")` becomes the configured device expression '
         "(by default `torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")`). A plain "
         '`"cuda"` given as a device in a call becomes the device already in scope or the one '
@@ -186,12 +186,10 @@ class HardcodedDeviceString(Rule):
             't.device("cuda", i) if t.cuda.is_available() else t.device("cpu")]\n',
             count=2,
         ),
-        # a device value that places nothing (an attribute read here): unsafe
-        Invalid(
-            'import torch\nshards = [torch.device("cuda", i).index + 1 for i in ids]\n',
-            'import torch\nshards = [(torch.device("cuda", i) if torch.cuda.is_available() else torch.device("cpu")).index + 1 for i in ids]\n',
-            unsafe=True,
-        ),
+        # a device value that places nothing (an attribute read here, a value returned): reported,
+        # no fix, since the code reading it would see the CPU without CUDA where it ran before
+        Invalid('import torch\nshards = [torch.device("cuda", i).index + 1 for i in ids]\n', unsafe=True),
+        Invalid('import torch\n\ndef parallel_devices(ids):\n    return [torch.device("cuda", i) for i in ids]\n', unsafe=True),
         # under `if args.cuda:` (not an availability check) it is still reported
         Invalid(
             'import torch\nif args.cuda:\n    device = torch.device("cuda")\n',
@@ -317,7 +315,7 @@ class HardcodedDeviceString(Rule):
         literal = cuda_literal(node.default)
         if literal is None:
             return
-        self._report_default(literal, f"{node.name.value}={self._code(literal.node)}", lambda site: self._default_fix(node, literal))
+        self._report_default(literal, f"{node.name.value}={self._code(literal.node)}", lambda site: self._default_fix(literal))
 
     def _report_default(self, literal: _Literal, shown: str, fix: FixFactory) -> None:
         self.report(
@@ -345,14 +343,10 @@ class HardcodedDeviceString(Rule):
                 fix=lambda _site, name=name, literal=literal: self._variable_fix(name, literal),
             )
 
-    def _variable_fix(self, name: str, literal: _Literal) -> FixPlan:
-        """Safe where tensors are placed with the variable; given only to code that may inspect
-        it (`run(model, device=d)`), that code would see the CPU without CUDA."""
-        plan = self._guard_fix(literal)
-        if name in self._placed or plan.applicability == "unsafe":
-            return plan
-        caveat = " (unsafe: no tensor is placed with it in this file; code that inspects it sees the CPU without CUDA)"
-        return FixPlan(plan.message + caveat, plan.replacements, "unsafe", needs_torch=True, requires=plan.requires)
+    def _variable_fix(self, name: str, literal: _Literal) -> FixPlan | None:
+        """Safe where tensors are placed with the variable. Given only to code that may inspect
+        it (`run(model, device=d)`), that code would see the CPU without CUDA: no fix."""
+        return self._guard_fix(literal) if name in self._placed else None
 
     # -- what is reported ------------------------------------------------------------------------
 
@@ -476,16 +470,15 @@ class HardcodedDeviceString(Rule):
         pattern = rf"\.{re.escape(last)}\b" if "." in name else rf"(?<![\w.]){re.escape(last)}\b"
         return len(re.findall(pattern, self.ctx.text)) > 1
 
-    def _how_safe(self, node: cst.CSTNode) -> tuple[Applicability, str]:
-        """Safe where the device places tensors (also through the variable it is bound to, or
-        the parameter it is the default of); a device value other code may only look at changes
-        what that code sees without CUDA."""
+    def _places(self, node: cst.CSTNode) -> bool:
+        """Tensors are placed with the device (also through the variable it is bound to, or the
+        parameter it is the default of). A device value other code only looks at (returned,
+        compared, a mock's expectation, a CUDA-only accelerator's answer) would tell that code
+        the CPU without CUDA, where it ran before: such values get no fix."""
         use = self._value_use(node)
         if use == "placement" or (use == "variable" and self._placed_through(node)):
-            return "safe", ""
-        if use == "default" and self._default_placed(node):
-            return "safe", ""
-        return "unsafe", " (unsafe: no tensor is placed with it here; code that inspects it sees the CPU without CUDA)"
+            return True
+        return use == "default" and self._default_placed(node)
 
     # -- exemptions ------------------------------------------------------------------------------
 
@@ -567,17 +560,16 @@ class HardcodedDeviceString(Rule):
 
     # -- fixes -----------------------------------------------------------------------------------
 
-    def _device_call_fix(self, node: cst.Call, indexed: bool) -> FixPlan:
-        applicability, caveat = self._how_safe(node)
+    def _device_call_fix(self, node: cst.Call, indexed: bool) -> FixPlan | None:
+        if not self._places(node):
+            return None
         if indexed:
-            plan = self._indexed_device_call_fix(node)
-            worst = "unsafe" if "unsafe" in (plan.applicability, applicability) else "safe"
-            return FixPlan(plan.message + caveat, plan.replacements, worst, needs_torch=True, requires=plan.requires)
+            return self._indexed_device_call_fix(node)
         expression = device_expression(self.ctx.settings.device_expression)
         if not _is_atom(expression) and not isinstance(self.ctx.parent(node), _LOOSE_PARENTS):
             expression = f"({expression})"
-        message = f"Replace `{self._shown(node)}` with `{expression}`{caveat}"
-        return FixPlan(message, [Replace(node, expression)], applicability, needs_torch=True)
+        message = f"Replace `{self._shown(node)}` with `{expression}`"
+        return FixPlan(message, [Replace(node, expression)], "safe", needs_torch=True)
 
     def _indexed_device_call_fix(self, node: cst.Call) -> FixPlan:
         """Keep the GPU where CUDA is available: `torch.device("cuda:1")` becomes
@@ -600,20 +592,11 @@ class HardcodedDeviceString(Rule):
         message = f"Replace {self._code(literal.node)} with `{device.expr}`"
         return FixPlan(message, [Replace(literal.node, device.expr)], "safe", device=device)
 
-    def _default_fix(self, param: cst.Param, literal: _Literal) -> FixPlan | None:
-        """A parameter default: safe where the function places tensors with the parameter; a
-        function that only asks about its device (a dtype table, a capability query) would now
-        answer for the CPU without CUDA."""
-        plan = self._guard_fix(literal)
-        if self._default_placed(literal.node) or plan.applicability == "unsafe":
-            return plan
-        function = self.ctx.parent(self.ctx.parent(param) or param)
-        if isinstance(function, (cst.FunctionDef, cst.Lambda)) and _scaler_device(function, param.name.value, self.ctx.model):
-            # a GradScaler made for "cuda" is off without CUDA; one made for "cpu" is on (the loss
-            # scaled, steps skipped, another state dict): no rewrite of the default keeps that
-            return None
-        caveat = " (unsafe: the function places no tensor with it; code that inspects it sees the CPU without CUDA)"
-        return FixPlan(plan.message + caveat, plan.replacements, "unsafe", needs_torch=True, requires=plan.requires)
+    def _default_fix(self, literal: _Literal) -> FixPlan | None:
+        """A parameter default: safe where the function places tensors with the parameter. A
+        function that only asks about its device (a dtype table, a capability query, a GradScaler,
+        which is off for "cuda" without CUDA and on for "cpu") would answer otherwise: no fix."""
+        return self._guard_fix(literal) if self._default_placed(literal.node) else None
 
     def _default_placed(self, node: cst.CSTNode) -> bool:
         """``node`` is (in) a parameter's default, and the function places tensors with that
@@ -674,21 +657,6 @@ def _places_with(function: cst.FunctionDef | cst.Lambda, name: str, model) -> bo
             method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
             given = [plain[0].value] if plain and (method in ("to", "cuda") or model.qualname(node.func) in _POSITIONAL_DEVICE_FUNCTIONS + ("torch.device",)) else []
             given += [a.value for a in node.args if a.keyword is not None and a.keyword.value in _DEVICE_KEYWORDS]
-            if any(dotted_name(value) == name for value in given):
-                return True
-        stack.extend(children(node))
-    return False
-
-
-def _scaler_device(function: cst.FunctionDef | cst.Lambda, name: str, model) -> bool:
-    """``function`` makes a GradScaler for the device type ``name``."""
-    stack: list[cst.CSTNode] = [function.body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Call) and (model.qualname(node.func) or "").endswith("GradScaler"):
-            plain = positional(node)
-            given = [plain[0].value] if plain else []
-            given += [a.value for a in node.args if a.keyword is not None and a.keyword.value == "device"]
             if any(dotted_name(value) == name for value in given):
                 return True
         stack.extend(children(node))
