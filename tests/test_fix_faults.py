@@ -260,7 +260,23 @@ def devlint_process(args: list[str], cache: Path | None = None) -> subprocess.Po
     return subprocess.Popen(
         [sys.executable, "-m", "devlint", *args, *flags, "--output-format", "concise"],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True, env=env,
+        preexec_fn=_hear_sigint,
     )
+
+
+def _hear_sigint() -> None:
+    """A shell runs background jobs with SIGINT ignored, and children inherit that: the run
+    under test must hear Ctrl-C as a user's terminal delivers it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.fixture(autouse=True)
+def _sigint_raises():
+    """The in-process tests send SIGINT to this process: it must raise KeyboardInterrupt here
+    even when the suite was started with SIGINT ignored (in the background)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 def assert_each_file_old_or_new(folder: Path, originals: dict[Path, str], fixed: dict[Path, str]) -> int:
