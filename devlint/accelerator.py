@@ -323,3 +323,16 @@ def second_gpu(literal: str) -> bool:
     """``"cuda:N"`` for N > 0."""
     index = literal.removeprefix("cuda:")
     return index != literal and index.isdigit() and int(index) > 0
+
+
+def accelerator_choice(literal: str, quote: str) -> tuple[str, str] | None:
+    """``"cuda:1"`` chosen as DEV604 writes it: that index of the accelerator where one is
+    available, else the CPU; with the caveat that makes it unsafe (an index above 0, which an
+    accelerator with a single device, Apple's MPS, lacks), else "". None for what is no such
+    literal."""
+    current = accelerator_form(literal, True, quote)
+    if current is None:
+        return None
+    index = literal.removeprefix("cuda:")
+    caveat = f" (unsafe: an accelerator with a single device has no device {index})" if second_gpu(literal) else ""
+    return f"{current} if {AVAILABLE} else {quote}cpu{quote}", caveat

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from devlint.accelerator import AVAILABLE, accelerator_form, second_gpu
+from devlint.accelerator import accelerator_choice
 from devlint.astutil import (
     arg,
     code_in_place,
@@ -114,6 +114,11 @@ class CudaCallWithIndex(Rule):
         "import torch\ny = x.cuda(*spec)\n",
     )
     INVALID = (
+        # an int literal in any spelling names a GPU by its value
+        Invalid(
+            "import torch\ny = x.cuda(0x1)\n",
+            'import torch\ny = x.to("cuda:1" if torch.cuda.is_available() else "cpu")\n',
+        ),
         # a literal index is kept where CUDA is available: safe
         Invalid(
             "import torch\nmodel = Net().cuda(0)\n",
@@ -296,16 +301,18 @@ class CudaCallWithIndex(Rule):
         kind = index_kind(self.ctx, value, site)
         if kind == "device":
             return _Target(value, shown, "unsafe", " (`.cuda(None)` is the current GPU, `.to(None)` a no-op)")
-        if isinstance(value, cst.Integer) and self.ctx.settings.device_expression == "accelerator":
-            # DEV604 is selected: its form of the choice, so that the fix leaves nothing it flags;
-            # above index 0 unsafe as its fix is (an accelerator with one device has no device 1)
-            literal = f"cuda:{shown}"
-            guarded = f'{accelerator_form(literal, True, QUOTE)} if {AVAILABLE} else "cpu"'
-            if second_gpu(literal):
-                caveat = f" (unsafe: an accelerator with a single device has no device {shown})"
-                return _Target(arg(guarded).value, guarded, "unsafe", caveat, needs_torch=True)
+        if isinstance(value, cst.Integer):
+            # `0x1` and `1_0` are ints too, but no part of a device string
+            index = str(value.evaluated_value)
+            if self.ctx.settings.device_expression == "accelerator":
+                # DEV604 is selected: its form of the choice, so that the fix leaves nothing it flags
+                choice = accelerator_choice(f"cuda:{index}", QUOTE)
+                assert choice is not None  # a decimal index always has that form
+                guarded, caveat = choice
+                return _Target(arg(guarded).value, guarded, "unsafe" if caveat else "safe", caveat, needs_torch=True)
+            guarded = guarded_index(index, literal=True)
             return _Target(arg(guarded).value, guarded, "safe", needs_torch=True)
-        guarded = guarded_index(shown, literal=isinstance(value, cst.Integer))
+        guarded = guarded_index(shown)
         if kind == "int":
             return _Target(arg(guarded).value, guarded, "safe", needs_torch=True)
         return _Target(arg(guarded).value, guarded, "unsafe", f" (unless `{shown}` is not a GPU index or None)", needs_torch=True)

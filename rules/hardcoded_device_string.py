@@ -8,7 +8,7 @@ from functools import lru_cache
 
 import libcst as cst
 
-from devlint.accelerator import ACCELERATOR, AVAILABLE, accelerator_form, second_gpu
+from devlint.accelerator import ACCELERATOR, accelerator_choice
 from devlint.astutil import keyword, names_in, positional, receiver_is_foreign
 from devlint.context import FixFactory, Site
 from devlint.devices import checks_cuda_available, device_expression, is_guarded_device_choice
@@ -398,7 +398,7 @@ class HardcodedDeviceString(Rule):
     def _variable(self, target: cst.BaseExpression, value: cst.BaseExpression, statement: cst.CSTNode) -> None:
         """`device = "cuda"`, or `self.device = "cuda"` in a method."""
         name = dotted_name(target)
-        if name is None or not (isinstance(target, cst.Name) or name.count(".") == 1 and name.startswith("self.")):
+        if name is None or not (isinstance(target, cst.Name) or (name.count(".") == 1 and name.startswith("self."))):
             return
         literal = cuda_literal(value)
         if literal is None or self._in_availability_branch(statement):
@@ -621,18 +621,18 @@ class HardcodedDeviceString(Rule):
         text = self._code(literal.node)
         cpu = _cpu_literal(literal.node)
         value = string_value(literal.node)
-        accelerator = (
-            accelerator_form(value, True, cpu[0])
+        choice = (
+            accelerator_choice(value, cpu[0])
             if self.ctx.settings.device_expression == "accelerator" and value is not None
             else None
         )
-        if accelerator is not None:
+        if choice is not None:
             # DEV604 is selected: its form of the choice, so that the fix leaves nothing it flags
-            guarded = f"{accelerator} if {AVAILABLE} else {cpu}"
-            if second_gpu(value):
-                caveat = f" (unsafe: an accelerator with a single device has no device {value.removeprefix('cuda:')})"
-                return FixPlan(f"Replace {text} with `{guarded}`{caveat}", [Replace(literal.node, guarded)], "unsafe", needs_torch=True, requires=ACCELERATOR)
-            return FixPlan(f"Replace {text} with `{guarded}`", [Replace(literal.node, guarded)], "safe", needs_torch=True, requires=ACCELERATOR)
+            guarded, caveat = choice
+            return FixPlan(
+                f"Replace {text} with `{guarded}`{caveat}", [Replace(literal.node, guarded)],
+                "unsafe" if caveat else "safe", needs_torch=True, requires=ACCELERATOR,
+            )
         guarded = f"{text}{GUARD}{cpu}"
         return FixPlan(f"Replace {text} with `{guarded}`", [Replace(literal.node, guarded)], "safe", needs_torch=True)
 
