@@ -683,7 +683,7 @@ CASES: dict[str, Case] = {
     ),
     "CUDA graphs": Case(
         _cuda_graph,
-        Raises(EmulationUnsupportedError, r"does not support CUDA graphs"),
+        Raises(EmulationUnsupportedError, r"^not emulated: CUDA graphs \(torch\.cuda\.CUDAGraph\) \(at .*test_emulation\.py:\d+\)$"),
         on_gpu="CUDAGraph",
         reason="not emulated: verify reports such a program as n/a (not emulated)",
     ),

@@ -219,7 +219,7 @@ def test_what_emulation_does_not_model_is_classified_as_such() -> None:
 
     failure = harness._failure(EmulationUnsupportedError("CUDA graphs"), "p.py", _Emulation(True), 1)
     assert failure["outcome"] == "not_emulated"
-    assert "does not support CUDA graphs" in failure["message"]
+    assert "not emulated: CUDA graphs" in failure["message"]
 
 
 def test_children_get_a_clean_environment() -> None:
@@ -411,7 +411,7 @@ def test_fixed_code_that_leaves_the_gpu_unused_fails_on_cuda() -> None:
 
 
 def test_what_emulation_cannot_run_is_said_plainly() -> None:
-    message = "EmulationUnsupportedError: devlint's CUDA emulation does not support CUDA graphs"
+    message = "EmulationUnsupportedError: not emulated: CUDA graphs (at p.py:5)"
     runs = _runs(
         original=_run("original", "not_emulated", message=message, line=5),
         cpu=_run("cpu", stdout="1\n"),

@@ -9,6 +9,7 @@ first time it is asked, and keeps the answer.
 from __future__ import annotations
 
 import os
+import sys
 
 import torch
 
@@ -20,12 +21,31 @@ TOTAL_MEMORY = 80 * 1024**3
 MULTIPROCESSORS = 132
 
 
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
+_EMULATION_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
 class EmulationUnsupportedError(RuntimeError):
-    """The program used a CUDA feature that emulation does not model; verify reports it as such."""
+    """The program used a CUDA feature that emulation does not model: the run stops here rather
+    than go on with a difference from a GPU. The message starts ``not emulated:`` and names the
+    feature and the program's line that reached it (the innermost frame outside torch and
+    emulation), so a user reading a test's failure knows where to look."""
 
     def __init__(self, feature: str) -> None:
-        super().__init__(f"devlint's CUDA emulation does not support {feature}")
         self.feature = feature
+        self.where = _caller()
+        where = f" (at {self.where})" if self.where else ""
+        super().__init__(f"not emulated: {feature}{where}")
+
+
+def _caller() -> str | None:
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not (path.startswith(_TORCH_DIR + os.sep) or path.startswith(_EMULATION_DIR + os.sep)):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
 
 
 def invalid_ordinal() -> RuntimeError:
