@@ -17,9 +17,9 @@ from devlint.findings import FileError
 from devlint.verify.environment import base_environment, run_environment, torch_root
 from devlint.verify.report import Report, write_full, write_json
 from devlint.verify.runners import SubprocessRunner, hidden_gpu_runner
-from devlint.verify.session import Probe, ProbeError, Session, plan
+from devlint.verify.session import HOST_TWINS, Probe, ProbeError, RunRecord, Session, plan
 from devlint.verify.targets import DEFAULT_TARGET, Program, discover, prepare
-from devlint.verify.verdict import Judge, Row, Tolerance, pairs
+from devlint.verify.verdict import RANDOM_NOTE, Judge, Row, Tolerance, pairs
 
 EXIT_OK, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 
@@ -90,6 +90,21 @@ def _programs(paths: list[str], unsafe: bool, resolver: Resolver) -> tuple[list[
     return programs, errors, twins
 
 
+def _add_host_random_twins(session: Session, programs: list[Program], runs: list[dict[str, RunRecord]], jobs: int) -> None:
+    """Each emulated run that drew random numbers on the device, again drawing them from the CPU
+    generator: the cpu run's counterpart in a comparison (see verdict.twin)."""
+    wanted: dict[str, list[int]] = {}
+    for index, found in enumerate(runs):
+        for name, record in found.items():
+            drew = record.emulated and any(note.startswith(RANDOM_NOTE) for note in record.notes)
+            if drew and name in HOST_TWINS:
+                wanted.setdefault(name, []).append(index)
+    for name, indices in wanted.items():
+        extra = session.run_programs([programs[i] for i in indices], [HOST_TWINS[name]], jobs)
+        for index, found in zip(indices, extra):
+            runs[index].update(found)
+
+
 def verify_programs(
     programs: list[Program], torch_at: Path, tolerance: Tolerance, timeout: float, jobs: int
 ) -> tuple[Probe, list[Row]]:
@@ -104,6 +119,7 @@ def verify_programs(
             session = Session(root, hidden, SubprocessRunner(), env, timeout)
             probe = session.probe()
             runs = session.run_programs(programs, plan(probe.cuda), jobs)
+            _add_host_random_twins(session, programs, runs, jobs)
             wanted = [pair for index, found in enumerate(runs) for pair in pairs(index, found, probe.cuda)]
             answers = session.compare(wanted, tolerance.rtol, tolerance.atol)
         finally:

@@ -17,7 +17,8 @@ A job is a JSON file. Every job names ``status`` (where the answer goes, as JSON
 ``stdout``, ``stderr`` and ``env`` (the whole environment of the run). Kinds:
 
 - ``run``: ``program`` (the file to run), ``mode`` (the run's name in the report), ``emulate``
-  (run it under emulated CUDA, see ``emulation/``), ``protocol`` (``main``: import the program as
+  (run it under emulated CUDA, see ``emulation/``; ``visible``: false for no CUDA at all, and
+  ``random_stream``: ``host`` to draw device numbers from the CPU generator), ``protocol`` (``main``: import the program as
   module ``module`` and call ``main()``; ``script``: run it as ``__main__``) and ``result`` (where
   ``main()``'s value is saved with ``torch.save``, moved to the CPU);
 - ``probe``: what torch this is and whether it sees a GPU;
@@ -173,13 +174,16 @@ def run_program(job: dict[str, Any]) -> dict[str, Any]:
 
     compare = _sibling("compare")
     program, mode = job["program"], job["mode"]
-    _make_deterministic(torch)
     sys.argv = [program]
     sys.path.insert(0, os.path.dirname(program))
     status: dict[str, Any] = {"outcome": "ok", "result": False}
     emulation, value = None, None
     try:
-        emulation = _sibling("emulation").install() if job["emulate"] else None
+        if job["emulate"]:
+            options = {"visible": job.get("visible"), "random_stream": job.get("random_stream", "device")}
+            emulation = _sibling("emulation").Emulation(**options).install()
+        # After installing: torch.manual_seed seeds the emulated device's generator too, as on a GPU.
+        _make_deterministic(torch)
         value = _execute(program, job["protocol"], job["module"])
     except BaseException as error:  # noqa: BLE001 - whatever the program raises is the answer
         exit_code = _exit_status(error)
@@ -188,7 +192,7 @@ def run_program(job: dict[str, Any]) -> dict[str, Any]:
     _flush()
     if emulation is not None:
         status["cuda_used"] = emulation.machine.initialized
-        status["notes"] = sorted(emulation.machine.notes)
+        status["notes"] = emulation.notes
     else:
         status["cuda_used"] = bool(torch.cuda.is_initialized())
     if status["outcome"] != "ok":

@@ -93,14 +93,30 @@ class Run:
     emulated: bool
     # Every GPU hidden (CUDA_VISIBLE_DEVICES=""), the emulated one included.
     hidden: bool = False
+    # Emulation's device: None, as CUDA_VISIBLE_DEVICES says; False, no CUDA at all.
+    visible: bool | None = None
+    # Where the emulated device draws random numbers: its own generator, or the CPU's ("host").
+    random_stream: str = "device"
+
+
+# An emulated run again with the device drawing from the CPU generator: what the cpu run is
+# compared with for a program that draws random numbers on the device (the fixed program draws
+# them on the CPU there). Run only for the runs that drew on the device.
+HOST_TWINS = {
+    "original": Run("host_random_original", fixed=False, emulated=True, random_stream="host"),
+    "emulated_original": Run("host_random_original", fixed=False, emulated=True, random_stream="host"),
+    "cuda": Run("host_random_cuda", fixed=True, emulated=True, random_stream="host"),
+    "emulated_cuda": Run("host_random_cuda", fixed=True, emulated=True, random_stream="host"),
+}
 
 
 def plan(gpu: bool) -> list[Run]:
     """The runs of each program (README, "The runs"). Without a GPU, the original and the CUDA run
-    are emulated; with one they run on it, and the emulated pair runs too: the CPU run is compared
-    with the emulated original (both draw random numbers from the CPU generator), and the report
-    says whether emulation agreed with the GPU."""
-    cpu = Run("cpu", fixed=True, emulated=True, hidden=True)
+    are emulated; with one they run on it, and the emulated pair runs too, and the report says
+    whether emulation agreed with the GPU. Without a GPU the CPU run has no CUDA at all, as on a
+    machine without one (a program that sets CUDA_VISIBLE_DEVICES itself finds nothing to unhide);
+    with one, every GPU is hidden from it."""
+    cpu = Run("cpu", fixed=True, emulated=True, hidden=True, visible=None if gpu else False)
     if not gpu:
         return [Run("original", fixed=False, emulated=True), cpu, Run("cuda", fixed=True, emulated=True)]
     return [
@@ -181,6 +197,8 @@ class Session:
             "program": str(target),
             "mode": run.name,
             "emulate": run.emulated,
+            "visible": run.visible,
+            "random_stream": run.random_stream,
             "protocol": program.protocol,
             "module": program.module,
         }

@@ -28,6 +28,17 @@ from devlint.verify.targets import Program
 from devlint.verify.textcompare import compare_text
 
 MODES = ("original", "cpu", "cuda")
+# What a run's notes say when the program drew random numbers on the emulated device (the child
+# side's emulation/rng.py writes it; this side matches its start).
+RANDOM_NOTE = "random numbers drawn on the device"
+# An emulated run's twin whose device draws come from the CPU generator (session.HOST_TWINS): it
+# stands in for that run in a comparison with the cpu run, which draws those numbers on the CPU.
+HOST_TWINS = {
+    "original": "host_random_original",
+    "emulated_original": "host_random_original",
+    "cuda": "host_random_cuda",
+    "emulated_cuda": "host_random_cuda",
+}
 AGREEMENT = "emulation"
 PASS, FAIL, SKIPPED, NA, DIFFERS = "pass", "FAIL", "skipped", "n/a", "differs"
 
@@ -38,6 +49,8 @@ _SHORT = {
     "cuda": "cuda",
     "emulated_original": "original",
     "emulated_cuda": "cuda",
+    "host_random_original": "original",
+    "host_random_cuda": "cuda",
 }
 _LABELS = {
     "original": "original",
@@ -45,6 +58,8 @@ _LABELS = {
     "cuda": "fixed on cuda",
     "emulated_original": "original under emulation",
     "emulated_cuda": "fixed under emulation",
+    "host_random_original": "original under emulation (device numbers from the CPU generator)",
+    "host_random_cuda": "fixed under emulation (device numbers from the CPU generator)",
 }
 
 
@@ -108,10 +123,17 @@ class Roles:
         return _LABELS[name]
 
 
+def twin(name: str, runs: dict[str, RunRecord]) -> str:
+    """The run that stands for ``name`` in a comparison with the cpu run."""
+    found = HOST_TWINS.get(name)
+    return found if found in runs and runs[found].ok else name
+
+
 def pairs(index: int, runs: dict[str, RunRecord], gpu: bool) -> list[Pair]:
     """The saved results a verdict may compare (what main() returned, on both sides)."""
     roles = Roles(gpu)
     wanted = {(mode, ref) for mode in ("cpu", "cuda") for ref in roles.references(mode)}
+    wanted |= {(twin(a, runs), twin(b, runs)) for a, b in list(wanted) if "cpu" in (a, b)}
     wanted.add((roles.emulated_cuda, roles.emulated_original))
     if gpu:
         wanted.add((roles.emulated_original, "original"))
@@ -197,7 +219,9 @@ class Judge:
         if ref is None:
             return Cell(PASS, "no reference", self.why_no_reference(), emulated=emulated)
         across = mode == "cpu" or ref == "cpu"
-        found = self.compare(mode, ref, across)
+        if across:
+            ref = "cpu" if ref == "cpu" else twin(ref, self.runs)
+        found = self.compare(twin(mode, self.runs) if across and mode != "cpu" else mode, ref, across)
         notes = [*run.notes]
         if found.agree:
             if found.empty:
@@ -206,7 +230,7 @@ class Judge:
             reason += "; stdout" if not (run.has_result or self.runs[ref].has_result) else ""
             reason += "; prints its device" if found.device_names else ""
             return Cell(PASS, "; ".join([reason, *notes]), found.detail, ref, emulated)
-        if mode == "cpu" and ref == self.roles.emulated_original and self.depends_on_device():
+        if mode == "cpu" and ref in (self.roles.emulated_original, twin(self.roles.emulated_original, self.runs)) and self.depends_on_device():
             detail = (
                 f"{found.detail}\nthe fixed program's own CUDA run agrees with the original, so the fix keeps what "
                 "CUDA does; on the CPU the fixed program prints otherwise. That is by design where the output "
@@ -309,14 +333,14 @@ class Judge:
         line = (run.status or {}).get("line")
         if not line:
             return ""
-        original = self.program.original_line(run.mode in ("original", "emulated_original"), line)
+        original = self.program.original_line(run.mode in ("original", "emulated_original", "host_random_original"), line)
         return f" at line {original}" if original is not None else f" at line {line} of the fixed code"
 
     def message(self, run: RunRecord) -> str:
         status = run.status or {}
         message = str(status.get("message", ""))
         if status.get("source"):
-            ran = "as written" if run.mode in ("original", "emulated_original") else "as run"
+            ran = "as written" if run.mode in ("original", "emulated_original", "host_random_original") else "as run"
             message += f"\n  {self.program.display}{self.at(run)} ({ran}): {status['source']}"
         return message
 

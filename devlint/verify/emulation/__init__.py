@@ -33,27 +33,41 @@ from typing import Any
 
 import torch
 
-from . import cuda_api, legacy, storage
+from . import build, cuda_api, legacy, rng, storage
 from .machine import EmulationUnsupportedError, Machine
+from .memory import Memory
 from .patches import Patches
 from .tensor import Dispatcher, EmulationMode
 
 __all__ = ["Emulation", "EmulationUnsupportedError", "install"]
 
-AUTOCAST_NOTE = "autocast in float32"
 COMPILE_NOTE = "torch.compile not applied"
 
 
 class Emulation:
     """One installation: ``machine`` says what the program did with the device."""
 
-    def __init__(self, visible: bool | None = None) -> None:
-        """``visible``: whether the device is there, regardless of ``CUDA_VISIBLE_DEVICES``."""
+    def __init__(self, visible: bool | None = None, random_stream: str = "device") -> None:
+        """``visible``: whether the device is there regardless of ``CUDA_VISIBLE_DEVICES`` (False:
+        no CUDA at all, torch's own behaviour on this machine). ``random_stream``: ``device``, the
+        emulated GPU draws from a generator of its own as a GPU does; ``host``, from the CPU's
+        (see rng.py)."""
         self.machine = Machine(visible)
         self._patches = Patches()
         self._default = legacy.LegacyDefault()
-        self.dispatcher = Dispatcher(self.machine, self._default)
+        generators = rng.generator_class(self.machine)
+        random = rng.DeviceRandom(random_stream, generators.device_default())
+        self.dispatcher = Dispatcher(self.machine, self._default, random, Memory())
+        self.dispatcher.generator_class = generators
         self._mode = EmulationMode(self.dispatcher)
+
+    @property
+    def notes(self) -> list[str]:
+        """What the report should say about the run: where emulation is not a GPU's equal."""
+        found = set(self.machine.notes)
+        if self.dispatcher.random.drawn and self.dispatcher.random.own_stream:
+            found.add(rng.NOTE)
+        return sorted(found)
 
     @property
     def tensor_class(self) -> type:
@@ -63,11 +77,12 @@ class Emulation:
         cuda_api.install(self._patches, self.machine, self.dispatcher)
         legacy.install(self._patches, self.machine, self.dispatcher, self._default)
         storage.install(self._patches, self.machine)
-        self._install_autocast_note()
+        build.install(self._patches, self.machine)
         self._install_compile()
         self._install_threads()
         self._install_module_moves()
         self._install_variable()
+        self._install_parameter()
         self._mode.__enter__()
         return self
 
@@ -80,17 +95,6 @@ class Emulation:
 
     def __exit__(self, *exc_info: object) -> None:
         self.uninstall()
-
-    def _install_autocast_note(self) -> None:
-        original = torch.set_autocast_enabled
-        machine = self.machine
-
-        def set_autocast_enabled(*args: Any) -> None:
-            if args[:2] == ("cuda", True) and machine.visible:
-                machine.notes.add(AUTOCAST_NOTE)
-            original(*args)
-
-        self._patches.set(torch, "set_autocast_enabled", set_autocast_enabled)
 
     def _install_module_moves(self) -> None:
         """``Module.to()``/``.cuda()`` keep each parameter object (the optimizer holds them) and
@@ -129,6 +133,24 @@ class Emulation:
             return dispatcher.wrap(made) if dispatcher.is_emulated(data) else made
 
         self._patches.set(variable, "__new__", staticmethod(__new__))
+
+    def _install_parameter(self) -> None:
+        """``nn.Parameter(t)`` of an emulated ``t`` is an emulated parameter: a ``Parameter`` by
+        class and by its printing, as on a GPU (torch would hand back a flagged plain tensor)."""
+        parameter = torch.nn.Parameter
+        original_new = parameter.__new__
+        dispatcher = self.dispatcher
+
+        def __new__(cls: type, data: Any = None, requires_grad: bool = True) -> Any:
+            if cls is not parameter or not dispatcher.is_emulated(data):
+                return original_new(cls, data, requires_grad)
+            made = data.detach().requires_grad_(requires_grad)
+            dispatcher.relabel(made, emulated=False)
+            made.__class__ = parameter
+            dispatcher.relabel(made, emulated=True)
+            return made
+
+        self._patches.set(parameter, "__new__", staticmethod(__new__))
 
     def _install_compile(self) -> None:
         """``torch.compile`` returns what it is given: the compiler would trace the emulated device

@@ -30,26 +30,19 @@ from typing import Any
 import torch
 
 from .machine import CAPABILITY, CUDA0, MULTIPROCESSORS, NAME, TOTAL_MEMORY, EmulationUnsupportedError, Machine
-from .machine import cuda_index, invalid_ordinal
+from .machine import cuda_index, invalid_device_id, invalid_ordinal
+from .memory import Memory
 from .patches import Patches
 from .tensor import Dispatcher
 
-_MEMORY_COUNTERS = (
-    "memory_allocated",
-    "max_memory_allocated",
-    "memory_reserved",
-    "max_memory_reserved",
-    "memory_cached",
-    "max_memory_cached",
-)
-_MEMORY_RESETS = (
-    "empty_cache",
-    "ipc_collect",
-    "reset_peak_memory_stats",
-    "reset_max_memory_allocated",
-    "reset_max_memory_cached",
-    "reset_accumulated_memory_stats",
-)
+_MEMORY_COUNTERS = {
+    "memory_allocated": "allocated_bytes.all.current",
+    "max_memory_allocated": "allocated_bytes.all.peak",
+    "memory_reserved": "reserved_bytes.all.current",
+    "max_memory_reserved": "reserved_bytes.all.peak",
+    "memory_cached": "reserved_bytes.all.current",
+    "max_memory_cached": "reserved_bytes.all.peak",
+}
 _UNSUPPORTED = {
     "CUDAGraph": "CUDA graphs (torch.cuda.CUDAGraph)",
     "graph": "CUDA graphs (torch.cuda.graph)",
@@ -158,20 +151,24 @@ def install(patches: Patches, machine: Machine, dispatcher: Dispatcher) -> None:
     cuda = torch.cuda
     current = {"stream": Stream()}
     default_stream = current["stream"]
+    memory, random = dispatcher.memory, dispatcher.random
 
-    def replace(owner: Any, name: str, emulated: Callable[..., Any], query: bool = True) -> None:
-        """``owner.name`` becomes ``emulated`` while the device is visible, torch's own otherwise.
-        A class stays a class (``isinstance`` works): its ``__new__`` hands over to torch's.
-        ``query``: calling it looks for the device, as CUDA does (reading CUDA_VISIBLE_DEVICES the
-        first time); otherwise it is emulated only once the device was found."""
+    def replace(owner: Any, name: str, emulated: Callable[..., Any], hidden: Callable[..., Any] | None = None) -> None:
+        """``owner.name`` becomes ``emulated`` while the device is visible (calling it looks for
+        the device, as CUDA does, reading CUDA_VISIBLE_DEVICES the first time); ``hidden`` (else
+        ``emulated``, whose ``machine.use`` raises CUDA's "No CUDA GPUs are available") where
+        CUDA_VISIBLE_DEVICES hides it; torch's own where there is no CUDA at all. A class stays a
+        class (``isinstance`` works): its ``__new__`` hands over to torch's."""
         original = getattr(owner, name, None)
         if isinstance(emulated, type):
             patches.set(owner, name, _delegating_class(emulated, original, machine))
             return
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            if original is None or (machine.visible if query else machine.known_visible):
+            if original is None or machine.visible:
                 return emulated(*args, **kwargs)
+            if machine.hidden:
+                return (hidden or emulated)(*args, **kwargs)
             return original(*args, **kwargs)
 
         call.__name__ = name
@@ -185,38 +182,42 @@ def install(patches: Patches, machine: Machine, dispatcher: Dispatcher) -> None:
 
         return call
 
-    replace(cuda, "is_available", lambda: True)
-    replace(cuda, "device_count", lambda: 1)
-    replace(cuda, "is_initialized", lambda: machine.initialized, query=False)
+    def properties(device: Any = None) -> type:
+        """torch.cuda.get_device_properties (and so get_device_name and get_device_capability)
+        checks the index against the device count itself: an AssertionError, not a CUDA error."""
+        index = _index(device)
+        machine.use()
+        if index is not None and index != 0:
+            raise invalid_device_id()
+        return Properties
+
+    never = lambda *args, **kwargs: False  # noqa: E731 - the hidden answer of several queries
+    replace(cuda, "is_available", lambda: True, hidden=never)
+    replace(cuda, "device_count", lambda: 1, hidden=lambda: 0)
+    patches.set(cuda, "is_initialized", lambda: machine.initialized)
     replace(cuda, "init", initialised())
     replace(cuda, "_lazy_init", initialised())
     replace(cuda, "current_device", initialised(0))
     replace(cuda, "set_device", initialised())
     replace(cuda, "synchronize", initialised())
-    replace(cuda, "get_device_name", initialised(NAME))
-    replace(cuda, "get_device_capability", initialised(CAPABILITY))
-    replace(cuda, "get_device_properties", initialised(Properties))
-    replace(cuda, "get_arch_list", lambda: [f"sm_{CAPABILITY[0]}{CAPABILITY[1]}"])
-    replace(cuda, "is_bf16_supported", lambda including_emulation=True: True)
-    replace(cuda, "is_current_stream_capturing", lambda: False)
-    replace(cuda, "mem_get_info", initialised(lambda: (TOTAL_MEMORY, TOTAL_MEMORY)))
-    replace(cuda, "memory_stats", initialised(OrderedDict))
-    replace(cuda, "memory_summary", initialised("|  emulated CUDA device: no memory statistics  |"))
-    for name in _MEMORY_COUNTERS:
-        replace(cuda, name, initialised(0))
-    for name in _MEMORY_RESETS:
-        replace(cuda, name, initialised())
-    # a cap on the caching allocator: the emulated device allocates nothing of its own
-    replace(cuda, "set_per_process_memory_fraction", lambda fraction, device=None: initialised()(device))
-    for name in ("manual_seed", "manual_seed_all", "seed", "seed_all"):
-        # Random numbers drawn on the emulated device come from the CPU generator; seeding the
-        # CUDA generators leaves it alone, as on a GPU.
-        replace(cuda, name, lambda *args, **kwargs: None, query=False)
-    replace(cuda, "initial_seed", lambda: torch.initial_seed())
-    replace(cuda, "get_rng_state", lambda device="cuda": torch.get_rng_state())
-    replace(cuda, "get_rng_state_all", lambda: [torch.get_rng_state()])
-    replace(cuda, "set_rng_state", lambda state, device="cuda": torch.set_rng_state(state))
-    replace(cuda, "set_rng_state_all", lambda states: torch.set_rng_state(states[0]))
+    replace(cuda, "get_device_properties", properties)
+    replace(cuda, "get_device_name", lambda device=None: properties(device).name)
+    replace(cuda, "get_device_capability", lambda device=None: (properties(device).major, properties(device).minor))
+    replace(cuda, "get_arch_list", lambda: [f"sm_{CAPABILITY[0]}{CAPABILITY[1]}"], hidden=lambda: [])
+    replace(cuda, "is_bf16_supported", lambda including_emulation=True: True, hidden=never)
+    replace(cuda, "is_current_stream_capturing", never)
+    _install_memory(replace, machine, memory)
+    # Seeds reach the device's generator before CUDA starts, as torch queues them on a GPU.
+    patches.set(cuda, "manual_seed", lambda seed: random.manual_seed(seed))
+    patches.set(cuda, "manual_seed_all", lambda seed: random.manual_seed(seed))
+    patches.set(cuda, "seed", lambda: random.seed())
+    patches.set(cuda, "seed_all", lambda: random.seed())
+    patches.set(cuda, "default_generators", (random.generator,))
+    replace(cuda, "initial_seed", lambda: _then(machine.use(), random.initial_seed()))
+    replace(cuda, "get_rng_state", lambda device="cuda": _then(machine.use(_index(device)), random.get_state()))
+    replace(cuda, "get_rng_state_all", lambda: _then(machine.use(), [random.get_state()]))
+    replace(cuda, "set_rng_state", lambda state, device="cuda": _then(machine.use(_index(device)), random.set_state(state)))
+    replace(cuda, "set_rng_state_all", lambda states: _then(machine.use(), random.set_state(states[0])))
 
     def current_stream(device: Any = None) -> Stream:
         machine.use(_index(device))
@@ -272,7 +273,69 @@ def install(patches: Patches, machine: Machine, dispatcher: Dispatcher) -> None:
         replace(cuda.nvtx, name, _nvtx(name))
     _install_accelerator(replace, machine, current_stream, set_stream)
     _install_parallel(replace)
-    _install_generator(patches, machine)
+    if dispatcher.generator_class is not None:
+        patches.set(torch, "Generator", dispatcher.generator_class)
+
+
+def _then(_: Any, value: Any) -> Any:
+    """``value``, once the call before it (``machine.use()``, which may raise) has run."""
+    return value
+
+
+def _install_memory(replace: Callable[..., None], machine: Machine, memory: Memory) -> None:
+    """The caching allocator's statistics (memory.py). Reading them does not start CUDA: before
+    the first allocation they are empty, as torch reports for an uninitialised device."""
+
+    def counter(key: str) -> Callable[..., int]:
+        def call(device: Any = None) -> int:
+            _index(device)
+            return memory.get(key) if machine.initialized else 0
+
+        return call
+
+    def stats(device: Any = None) -> OrderedDict:
+        _index(device)
+        return OrderedDict(memory.flat() if machine.initialized else {})
+
+    def reset(action: Callable[[], None]) -> Callable[..., None]:
+        def call(device: Any = None) -> None:
+            machine.use(_index(device))
+            action()
+
+        return call
+
+    def empty_cache() -> None:
+        if machine.initialized:
+            memory.empty_cache()
+
+    def free_and_total(device: Any = None) -> tuple[int, int]:
+        machine.use(_index(device))
+        return TOTAL_MEMORY - memory.get("reserved_bytes.all.current"), TOTAL_MEMORY
+
+    def summary(device: Any = None, abbreviated: bool = False) -> str:
+        machine.use(_index(device))
+        allocated, reserved = memory.get("allocated_bytes.all.current"), memory.get("reserved_bytes.all.current")
+        return f"|  emulated CUDA device: {allocated} bytes allocated, {reserved} bytes reserved  |"
+
+    zero = lambda device=None: 0  # noqa: E731 - an uninitialised device's counters
+    for name, key in _MEMORY_COUNTERS.items():
+        replace(torch.cuda, name, counter(key), hidden=zero)
+    replace(torch.cuda, "memory_stats", stats, hidden=lambda device=None: OrderedDict())
+    replace(torch.cuda, "memory_summary", summary)
+    replace(torch.cuda, "mem_get_info", free_and_total)
+    replace(torch.cuda, "empty_cache", empty_cache, hidden=lambda: None)
+    replace(torch.cuda, "ipc_collect", lambda: machine.use())
+    for name in ("reset_peak_memory_stats", "reset_max_memory_allocated", "reset_max_memory_cached"):
+        replace(torch.cuda, name, reset(memory.reset_peak))
+    replace(torch.cuda, "reset_accumulated_memory_stats", reset(memory.reset_accumulated))
+    # a cap on the caching allocator: the emulated device has no limit to enforce
+    replace(torch.cuda, "set_per_process_memory_fraction", lambda fraction, device=None: machine.use(_index(device)))
+    c = torch._C
+    replace(c, "_accelerator_emptyCache", empty_cache, hidden=lambda: None)
+    replace(c, "_accelerator_getDeviceStats", lambda index=None: memory.nested() if machine.initialized else {})
+    replace(c, "_accelerator_resetAccumulatedStats", lambda index=None: memory.reset_accumulated())
+    replace(c, "_accelerator_resetPeakStats", lambda index=None: memory.reset_peak())
+    replace(c, "_accelerator_getMemoryInfo", free_and_total)
 
 
 def _install_accelerator(
@@ -294,42 +357,12 @@ def _install_accelerator(
     replace(c, "_accelerator_getStream", current_stream)
     replace(c, "_accelerator_setStream", set_stream)
     replace(c, "_accelerator_isAllocatorInitialized", lambda: machine.initialized)
-    replace(c, "_accelerator_emptyCache", lambda: None)
     replace(c, "_accelerator_emptyHostCache", lambda: None)
-    replace(c, "_accelerator_getDeviceStats", lambda index=None: {})
-    replace(c, "_accelerator_resetAccumulatedStats", lambda index=None: None)
-    replace(c, "_accelerator_resetPeakStats", lambda index=None: None)
-    replace(c, "_accelerator_getMemoryInfo", lambda index=None: (TOTAL_MEMORY, TOTAL_MEMORY))
     replace(
         c,
         "_accelerator_getDeviceCapability",
         lambda index=None: {"supported_dtypes": [torch.float32, torch.float64, torch.float16, torch.bfloat16]},
     )
-
-
-def _install_generator(patches: Patches, machine: Machine) -> None:
-    """``torch.Generator(device="cuda")``: a CPU generator that says ``cuda:0``, since emulated
-    CUDA draws its random numbers on the CPU. ``isinstance(g, torch.Generator)`` still holds for
-    every generator."""
-    original = torch.Generator
-
-    class GeneratorType(type(original)):  # type: ignore[misc]
-        def __instancecheck__(cls, value: Any) -> bool:
-            return isinstance(value, original)
-
-    class Generator(original, metaclass=GeneratorType):  # type: ignore[misc, valid-type]
-        def __new__(cls, device: Any = "cpu") -> Any:
-            index = cuda_index(device)
-            if index is False or not machine.visible:
-                return original(device)
-            machine.use(index if isinstance(index, int) else None)
-            return super().__new__(cls, "cpu")
-
-        @property
-        def device(self) -> torch.device:  # type: ignore[override]
-            return CUDA0
-
-    patches.set(torch, "Generator", Generator)
 
 
 def _install_parallel(replace: Callable[..., None]) -> None:
@@ -354,8 +387,9 @@ def _install_parallel(replace: Callable[..., None]) -> None:
 
 def _delegating_class(emulated: type, original: Any, machine: Machine) -> type:
     def __new__(cls: type, *args: Any, **kwargs: Any) -> Any:
-        if not machine.visible and original is not None:
+        if not machine.emulates_build and original is not None:
             return original(*args, **kwargs)
+        machine.use()
         return object.__new__(cls)
 
     return type(emulated.__name__, (emulated,), {"__new__": __new__, "__module__": "torch.cuda"})

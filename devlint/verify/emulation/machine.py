@@ -48,8 +48,28 @@ def _caller() -> str | None:
     return None
 
 
+# A CUDA error is a torch.AcceleratorError (a RuntimeError) where torch has that class (2.8+).
+_CUDA_ERROR = getattr(torch, "AcceleratorError", RuntimeError)
+# torch is built with CUDA: a hidden GPU then behaves as torch's own code says, exactly.
+CUDA_BUILD = bool(getattr(torch._C, "_has_cuda", False))
+
+
 def invalid_ordinal() -> RuntimeError:
-    return RuntimeError("CUDA error: invalid device ordinal")
+    return _CUDA_ERROR(
+        "CUDA error: invalid device ordinal\nCUDA kernel errors might be asynchronously reported at some other API "
+        "call, so the stacktrace below might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1"
+    )
+
+
+def invalid_device_id() -> AssertionError:
+    """What torch.cuda.get_device_properties (and so get_device_name, get_device_capability)
+    raises for an index past the last GPU."""
+    return AssertionError("Invalid device id")
+
+
+def no_gpus() -> RuntimeError:
+    """What a CUDA build raises on first use when CUDA_VISIBLE_DEVICES hides every GPU."""
+    return RuntimeError("No CUDA GPUs are available")
 
 
 def not_a_cuda_device() -> RuntimeError:
@@ -69,9 +89,14 @@ def zero_is_visible(value: str | None) -> bool:
 
 
 class Machine:
+    """``visible``: None, decided by ``CUDA_VISIBLE_DEVICES`` when first asked (a hidden GPU then
+    behaves as on a CUDA build whose GPUs are all hidden); True, there regardless; False, no CUDA
+    at all: torch's own behaviour on this machine (verify's CPU run on a machine without a GPU,
+    where there is nothing for a program to unhide)."""
+
     def __init__(self, visible: bool | None = None) -> None:
-        # None: decided by CUDA_VISIBLE_DEVICES when first asked.
         self._visible = visible
+        self._absent = visible is False
         # CUDA was initialised (a tensor, a stream, a device query past is_available/device_count).
         self.initialized = False
         # What emulation did differently from a GPU, for the report.
@@ -93,8 +118,26 @@ class Machine:
         """The device was looked for and is hidden (asking does not read the variable)."""
         return self._visible is False
 
+    @property
+    def absent(self) -> bool:
+        """No CUDA at all: torch's own behaviour on this machine (known without asking)."""
+        return self._absent
+
+    @property
+    def hidden(self) -> bool:
+        """CUDA_VISIBLE_DEVICES hides the GPU, and emulation plays the CUDA build that sees none
+        (on a real CUDA build torch's own code does that)."""
+        return not self.visible and not self._absent and not CUDA_BUILD
+
+    @property
+    def emulates_build(self) -> bool:
+        """Emulation plays a CUDA build of torch (with or without a visible GPU)."""
+        return self.visible or self.hidden
+
     def use(self, index: int | None = None) -> None:
         """Initialise the device for ``index`` (None: the current one); raise as CUDA does."""
+        if self.hidden:
+            raise no_gpus()
         if index is not None and index != 0:
             raise invalid_ordinal()
         self.initialized = True

@@ -36,13 +36,13 @@ def install(patches: Patches, machine: Machine) -> None:
         marked = getattr(self, STORAGE_MARK, False)
         if index is False:
             return _copy(self, mark=False) if marked else original_to(self, device=device, non_blocking=non_blocking)
-        if not machine.visible:
+        if not machine.emulates_build:
             return original_to(self, device=device, non_blocking=non_blocking)
         machine.use(index if isinstance(index, int) else None)
         return self if marked else _copy(self, mark=True)
 
     def cuda(self: torch.UntypedStorage, device: Any = None, non_blocking: bool = False) -> torch.UntypedStorage:
-        if not machine.visible:
+        if not machine.emulates_build:
             return original_cuda(self, device, non_blocking)
         return to(self, device=torch.device("cuda", device) if device else torch.device("cuda"))
 

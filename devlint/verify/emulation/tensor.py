@@ -30,7 +30,9 @@ import torch
 from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 from torch.utils._device import DeviceContext, _device_constructors
 
-from .machine import CUDA0, Machine, cuda_index, not_a_cuda_device
+from .machine import CUDA0, EmulationUnsupportedError, Machine, cuda_index, not_a_cuda_device
+from .memory import Memory
+from .rng import DeviceRandom
 
 STORAGE_MARK = "_devlint_emulated_cuda"
 _PINNED = "_devlint_pinned"
@@ -50,6 +52,15 @@ _HOST_ARGUMENTS = frozenset({"_pack_padded_sequence", "_pad_packed_sequence", "c
 _RECURRENT = frozenset({"lstm", "gru", "rnn_tanh", "rnn_relu"})
 # Of these, the ones whose second result stays on the CPU on CUDA too (batch sizes, lengths).
 _HOST_SECOND_RESULT = frozenset({"_pack_padded_sequence", "_pad_packed_sequence"})
+# Convolutions: ATen checks their input and parameters for one tensor type (device and dtype).
+_CONVOLUTIONS = frozenset(
+    {"conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "convolution"}
+    | {"_convolution", "conv_tbc"}
+)
+# What torch makes, before emulation gives it its class.
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+# Conversions that share the memory of their input where they can: never across devices.
+_CONVERSIONS = frozenset({"as_tensor", "asarray"})
 # Indexing a CUDA tensor with CPU indices (or assigning CPU values) is fine on CUDA.
 _INDEXING = frozenset({"__getitem__", "__setitem__", "index_put_", "index_put", "_index_put_impl_"})
 
@@ -79,6 +90,42 @@ def numpy_error() -> TypeError:
     )
 
 
+def _autocast(name: str, func: Any, args: tuple, kwargs: dict) -> Any:
+    """Run ``func`` as CUDA autocast would: the CPU kernels under CPU autocast in CUDA's autocast
+    dtype (their lists of ops cast to lower precision and to float32 are CUDA's, less a few ops
+    such as ``addmv``), so results come out in float16 or bfloat16 as on a GPU. Where the CPU has
+    no kernel in that dtype the run stops as not emulated rather than compute in float32."""
+    dtype = torch.get_autocast_dtype("cuda")
+    enabled, previous = torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")
+    torch.set_autocast_enabled("cpu", True)
+    torch.set_autocast_dtype("cpu", dtype)
+    try:
+        return func(*args, **kwargs)
+    except (RuntimeError, NotImplementedError) as error:
+        if "not implemented for" in str(error) and str(dtype).split(".")[-1].lower() in str(error).lower():
+            raise EmulationUnsupportedError(f"autocast: {name} in {dtype} (the CPU has no kernel for it)") from error
+        raise
+    finally:
+        torch.set_autocast_dtype("cpu", previous)
+        torch.set_autocast_enabled("cpu", enabled)
+
+
+def _is_index(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _shares_memory(result: torch.Tensor, source: Any) -> bool:
+    """Whether ``result`` uses the memory of ``source`` (a tensor, or a NumPy array or other
+    buffer that ``as_tensor`` may wrap without copying)."""
+    if isinstance(source, torch.Tensor):
+        return result.untyped_storage().data_ptr() == source.untyped_storage().data_ptr()
+    interface = getattr(source, "__array_interface__", None)
+    if interface is None or result.numel() == 0:
+        return False
+    start = interface["data"][0]
+    return start <= result.data_ptr() < start + max(1, getattr(source, "nbytes", 0))
+
+
 def _tensors(value: Any) -> Iterator[torch.Tensor]:
     if isinstance(value, torch.Tensor):
         yield value
@@ -93,12 +140,18 @@ def _tensors(value: Any) -> Iterator[torch.Tensor]:
 class Dispatcher:
     """Everything emulated tensors do; ``cls`` is their class (one per installation)."""
 
-    def __init__(self, machine: Machine, legacy_default: Callable[[], bool]) -> None:
+    def __init__(
+        self, machine: Machine, legacy_default: Callable[[], bool], random: DeviceRandom, memory: Memory
+    ) -> None:
         self.machine = machine
         # Whether torch.set_default_tensor_type made a CUDA type the default (see legacy.py).
         self._legacy_default = legacy_default
+        self.random = random
+        self.memory = memory
+        # The class of torch.Generator(device="cuda") under emulation (set by cuda_api.py).
+        self.generator_class: type | None = None
         self._local = threading.local()
-        self.cls = _tensor_class(self)
+        self.cls, self.parameter_cls, self._printing_cls = _tensor_classes(self)
         self._special: dict[Any, Callable[..., Any]] = {
             torch.Tensor.cuda: self._cuda,
             torch.Tensor.to: self._to,
@@ -115,6 +168,7 @@ class Dispatcher:
             torch.Tensor.__reduce_ex__: self._reduce_ex,
             torch.Tensor.__deepcopy__: self._deepcopy,
             torch.Tensor.__repr__: self._repr,
+            torch.Tensor.__format__: self._format,
             torch.Tensor.untyped_storage: self._storage_call(torch.Tensor.untyped_storage),
             torch.Tensor.storage: self._storage_call(torch.Tensor.storage),
             torch.Tensor._typed_storage: self._storage_call(torch.Tensor._typed_storage),
@@ -161,10 +215,12 @@ class Dispatcher:
         if isinstance(value, torch.Tensor):
             if isinstance(value, self.cls):
                 return value
-            if type(value) is torch.Tensor and not any(value is given for given in inputs):
-                value.__class__ = self.cls
-                return value
             with self.raw():
+                self.memory.track(value)
+                if type(value) in _PLAIN and not any(value is given for given in inputs):
+                    parameter = type(value) is torch.nn.Parameter
+                    value.__class__ = self.parameter_cls if parameter else self.cls
+                    return value
                 return value.as_subclass(self.cls)
         if isinstance(value, (tuple, list)):
             return type(value)(self.wrap(item, inputs) for item in value)
@@ -178,7 +234,7 @@ class Dispatcher:
             return
         parameter = isinstance(tensor, torch.nn.Parameter)
         if emulated:
-            tensor.__class__ = self.cls
+            tensor.__class__ = self.parameter_cls if parameter else self.cls
             if parameter:
                 tensor._is_param = True
         else:
@@ -208,10 +264,20 @@ class Dispatcher:
         emulated = any(isinstance(t, self.cls) for t in tensors)
         if emulated:
             self._check_devices(name, args, tensors)
+        on_device = target == "cuda" or (target is None and emulated)
+        generator = kwargs.get("generator")
+        if generator is not None:
+            self._check_generator(generator, on_device)
+        if name in _CONVERSIONS and args and target is not None:
+            return self._convert(func, args, kwargs, target)
         if target is None and not emulated:
             return func(*args, **kwargs)
-        with self.raw():
-            result = func(*args, **kwargs)
+        drawing = on_device and generator is None and self.random.draws(name)
+        with self.raw(), self.random.drawing() if drawing else contextlib.nullcontext():
+            if on_device and torch.is_autocast_enabled("cuda"):
+                result = _autocast(name, func, args, kwargs)
+            else:
+                result = func(*args, **kwargs)
         if args and result is args[0]:
             return result  # in place, or the tensor itself: already what it was
         if target not in (None, "cuda"):
@@ -225,7 +291,7 @@ class Dispatcher:
         the CPU), ``other`` when it names another device, None when it names none."""
         if "device" in kwargs and kwargs["device"] is not None:
             index = cuda_index(kwargs["device"])
-            if index is False or not self.machine.visible:
+            if index is False or not self.machine.emulates_build:
                 return "other"
             self.machine.use(index)
             kwargs["device"] = "cpu"
@@ -236,6 +302,27 @@ class Dispatcher:
             return "cuda"
         return None
 
+    def _check_generator(self, generator: Any, on_device: bool) -> None:
+        """A generator must be of the device the call draws on (ATen's check_generator)."""
+        cuda = self.generator_class is not None and issubclass(type(generator), self.generator_class)
+        if cuda != on_device:
+            wanted, found = ("cuda", "cpu") if on_device else ("cpu", "cuda")
+            raise RuntimeError(f"Expected a '{wanted}' device type for generator but found '{found}'")
+
+    def _convert(self, func: Any, args: tuple, kwargs: dict, target: str) -> Any:
+        """``as_tensor``/``asarray`` with a device: data from another device is copied (host
+        memory is never shared with a GPU), data already there is returned as it is."""
+        source = args[0]
+        source_emulated = isinstance(source, self.cls)
+        with self.raw():
+            result = func(*args, **kwargs)
+            moved = (target == "cuda") != source_emulated
+            if moved and isinstance(result, torch.Tensor) and _shares_memory(result, source):
+                result = result.clone()
+        if target == "cuda":
+            return source if result is source else self.wrap(result)
+        return self.plain(result) if isinstance(result, self.cls) else result
+
     def _default_is_cuda(self) -> bool:
         """A CUDA default device (or tensor type) that is there. A CPU factory call must not read
         CUDA_VISIBLE_DEVICES: the program may still be about to set it. The default device is the
@@ -245,13 +332,16 @@ class Dispatcher:
             (mode.device for mode in _get_current_function_mode_stack() if isinstance(mode, DeviceContext)), None
         )
         wanted = cuda_index(current) is not False if current is not None else self._legacy_default()
-        return wanted and self.machine.visible
+        return wanted and self.machine.emulates_build
 
     def _check_devices(self, name: str, args: tuple, tensors: list[torch.Tensor]) -> None:
         if name in _CROSS_DEVICE or name in _HOST_ARGUMENTS:
             return
         if name in _RECURRENT and args:
             self._check_recurrent(args)
+            return
+        if name in _CONVOLUTIONS and len(args) > 1:
+            self._check_convolution(args)
             return
         if name in _INDEXING and args:
             indexed = args[0]
@@ -263,6 +353,22 @@ class Dispatcher:
         counted = [t for t in tensors if isinstance(t, self.cls) or (t.device.type == "cpu" and t.dim() > 0)]
         if any(not isinstance(t, self.cls) for t in counted):
             raise mixed_devices_error(isinstance(counted[0], self.cls))
+
+    def _check_convolution(self, args: tuple) -> None:
+        """ATen's convolution compares the input's type with the weight's, then the bias's."""
+        given = args[0]
+        for kind, parameter in (("weight", args[1]), ("bias", args[2] if len(args) > 2 else None)):
+            if isinstance(parameter, torch.Tensor) and isinstance(parameter, self.cls) != isinstance(given, self.cls):
+                raise RuntimeError(
+                    f"Input type ({self.type_name(given)}) and {kind} type ({self.type_name(parameter)}) "
+                    "should be the same"
+                )
+
+    def type_name(self, tensor: torch.Tensor) -> str:
+        if isinstance(tensor, self.cls):
+            return self.legacy_name(tensor)
+        with self.raw():
+            return tensor.type()
 
     def _check_recurrent(self, args: tuple) -> None:
         """``lstm(input, hx, weights, ...)``, or for a packed sequence ``lstm(data, batch_sizes,
@@ -284,7 +390,7 @@ class Dispatcher:
     # -- calls that change or reveal the device --------------------------------------------
 
     def _cuda(self, tensor: torch.Tensor, device: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
-        if not self.machine.visible:
+        if not self.machine.emulates_build:
             return torch.Tensor.cuda(tensor, device, non_blocking, **kwargs)
         index = cuda_index(device if device is not None else "cuda")
         if index is False:
@@ -306,13 +412,13 @@ class Dispatcher:
             rest = args[2:] if args and not isinstance(args[0], torch.dtype) else args[1:]
             parsed = {key: value for key, value in kwargs.items() if key != "copy"}
             given = args[: len(args) - len(rest)]
-            device, dtype, non_blocking, memory_format = torch._C._nn._parse_to(*given, **parsed)
+            device, dtype, non_blocking, memory_format = self._parse_to(*given, **parsed)
         copies = bool(kwargs.get("copy", False) or (len(rest) > 1 and rest[1]))
         options: dict[str, Any] = {"non_blocking": non_blocking, "copy": copies}
         if memory_format is not None:
             options["memory_format"] = memory_format
         to_cuda = device is not None and cuda_index(device) is not False
-        if to_cuda and not self.machine.visible:
+        if to_cuda and not self.machine.emulates_build:
             with self.raw():
                 return torch.Tensor.to(tensor, *args, **kwargs)
         if to_cuda or (device is None and isinstance(tensor, self.cls)):
@@ -331,8 +437,16 @@ class Dispatcher:
             return torch.Tensor.to(tensor, *args, **kwargs)
 
     def _parse_to(self, *args: Any, **kwargs: Any) -> Any:
+        """An int device is an index of the current accelerator: CUDA, here."""
+        if args and _is_index(args[0]):
+            args = (self._index_device(args[0]), *args[1:])
+        if _is_index(kwargs.get("device")):
+            kwargs["device"] = self._index_device(kwargs["device"])
         with self.raw():
             return torch._C._nn._parse_to(*args, **kwargs)
+
+    def _index_device(self, index: int) -> Any:
+        return torch.device("cuda", index) if self.machine.emulates_build else index
 
     def _cpu(self, tensor: torch.Tensor, **kwargs: Any) -> Any:
         if not isinstance(tensor, self.cls):
@@ -351,7 +465,7 @@ class Dispatcher:
             with self.raw():
                 return tensor.type(dtype, non_blocking, **kwargs)
         if cuda_type:
-            if not self.machine.visible:
+            if not self.machine.emulates_build:
                 with self.raw():
                     return tensor.type(dtype, non_blocking, **kwargs)
             if emulated and tensor.dtype == scalar_type:
@@ -394,7 +508,7 @@ class Dispatcher:
     def _pin_memory(self, tensor: torch.Tensor, *args: Any) -> Any:
         if isinstance(tensor, self.cls):
             raise RuntimeError(f"cannot pin '{self.legacy_name(tensor)}' only dense CPU tensors can be pinned")
-        if not self.machine.visible:
+        if not self.machine.emulates_build:
             with self.raw():
                 return tensor.pin_memory(*args)
         self.machine.use()
@@ -474,6 +588,8 @@ class Dispatcher:
             duplicate = tensor.detach().clone().requires_grad_(tensor.requires_grad)
             grad = tensor.grad
         duplicate = self.wrap(duplicate)
+        if isinstance(tensor, self.parameter_cls):
+            duplicate.__class__ = self.parameter_cls
         memo[id(tensor)] = duplicate
         if grad is not None:
             duplicate.grad = self._deepcopy(self.wrap(grad), memo)
@@ -482,14 +598,37 @@ class Dispatcher:
         return duplicate
 
     def _repr(self, tensor: torch.Tensor, *, tensor_contents: Any = None) -> str:
-        with torch._C.DisableTorchFunctionSubclass():
-            text = torch._tensor_str._str(tensor, tensor_contents=tensor_contents)
-        if getattr(tensor, "_is_param", False):
-            return "Parameter containing:\n" + text
-        return text
+        """As torch prints a CUDA tensor (``Parameter.__repr__`` adds its own first line). torch
+        names a subclass in front of the values: for the time of printing, the tensor is of a
+        class named as torch's own prefix."""
+        kind, marked = type(tensor), vars(tensor).pop("_is_param", None)
+        if isinstance(tensor, self.cls):
+            tensor.__class__ = self._printing_cls
+        try:
+            with torch._C.DisableTorchFunctionSubclass():
+                return torch._tensor_str._str(tensor, tensor_contents=tensor_contents)
+        finally:
+            tensor.__class__ = kind
+            if marked is not None:
+                tensor._is_param = marked
+
+    def _format(self, tensor: torch.Tensor, format_spec: str) -> str:
+        """``f"{t}"``: a one-element tensor formats as its number, any other as it prints."""
+        if not isinstance(tensor, self.cls):
+            with self.raw():
+                return tensor.__format__(format_spec)
+        with self.raw():
+            scalar = tensor.dim() == 0 and type(tensor) is self.cls
+            if scalar:
+                return tensor.detach().item().__format__(format_spec)
+        if format_spec:
+            raise TypeError(f"unsupported format string passed to {type(tensor).__name__}.__format__")
+        return self._repr(tensor)
 
 
-def _tensor_class(dispatcher: Dispatcher) -> type:
+def _tensor_classes(dispatcher: Dispatcher) -> tuple[type, type, type]:
+    """The class of emulated tensors, of emulated parameters, and the one they print as."""
+
     class EmulatedCudaTensor(torch.Tensor):
         """A tensor on the emulated ``cuda:0``: CPU data, CUDA to Python (see tensor.py)."""
 
@@ -509,9 +648,18 @@ def _tensor_class(dispatcher: Dispatcher) -> type:
         def __torch_function__(cls, func, types, args=(), kwargs=None):  # type: ignore[override]
             return dispatcher.handle(func, args, kwargs)
 
-    # torch prints a tensor of a subclass as `<class name>(...)`: this one prints as a tensor.
-    EmulatedCudaTensor.__name__ = "tensor"
-    return EmulatedCudaTensor
+    # A program that prints or compares a type's name sees torch's: `type(t) is torch.Tensor`
+    # itself is False (see the README's list of what emulation does not model).
+    _name(EmulatedCudaTensor, "Tensor", "torch")
+    parameter = type("Parameter", (EmulatedCudaTensor, torch.nn.Parameter), {"__module__": "torch.nn.parameter"})
+    # torch prints a subclass as `<its name>(...)`: the printing class is named as a tensor prints.
+    printing = type("tensor", (EmulatedCudaTensor,), {})
+    return EmulatedCudaTensor, parameter, printing
+
+
+def _name(cls: type, name: str, module: str) -> None:
+    cls.__name__ = cls.__qualname__ = name
+    cls.__module__ = module
 
 
 class EmulationMode(TorchFunctionMode):
