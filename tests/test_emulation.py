@@ -31,6 +31,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from devlint.verify.emulation import Emulation, EmulationUnsupportedError
 
 HAS_GPU = torch.cuda.is_available()
+ORIGINAL_CUDA_VERSION = torch.version.cuda
 BACKENDS = [
     "emulated",
     pytest.param("gpu", marks=pytest.mark.skipif(not HAS_GPU, reason="needs a GPU that torch can see")),
@@ -706,6 +707,21 @@ def _int_devices() -> Any:
     return str(torch.device(0)), str(moved.device), str(module.weight.device), isinstance(torch.device(0), torch.device)
 
 
+def _hidden_gpu_on_first_use() -> Any:
+    answers = [torch.cuda.is_available(), torch.cuda.device_count(), torch.cuda.memory_allocated()]
+    raised = []
+    for use in (torch.cuda.current_device, lambda: torch.zeros(1, device="cuda"), torch.cuda.synchronize):
+        try:
+            use()
+        except RuntimeError as error:
+            raised.append(str(error))
+    return answers, raised
+
+
+def _exact_types() -> Any:
+    return type(torch.ones(1, device="cuda")) is torch.Tensor, type(nn.Linear(1, 1).cuda().weight) is nn.Parameter
+
+
 CASES: dict[str, Case] = {
     "cuda() and to()": Case(
         _cuda_methods, (["cuda:0"] * 6, torch.float64, [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]], True, 0, -1)
@@ -846,6 +862,18 @@ CASES: dict[str, Case] = {
         Raises(RuntimeError, r"Input type \(torch\.cuda\.FloatTensor\) and weight type \(torch\.FloatTensor\) should be the same"),
     ),
     "an int device is the current accelerator": Case(_int_devices, ("cuda:0", "cuda:0", "cuda:0", True)),
+    "CUDA_VISIBLE_DEVICES='': a CUDA build with no GPU": Case(
+        _hidden_gpu_on_first_use,
+        ([False, 0, 0], ["No CUDA GPUs are available"] * 3),
+        visible_devices="",
+        set_visible=True,
+    ),
+    "exact types": Case(
+        _exact_types,
+        (False, False),
+        on_gpu=(True, True),
+        reason="not modelled: an emulated tensor is an instance of a subclass (README, what emulation does not model)",
+    ),
     "CUDA graphs": Case(
         _cuda_graph,
         Raises(EmulationUnsupportedError, r"^not emulated: CUDA graphs \(torch\.cuda\.CUDAGraph\) \(at .*test_emulation\.py:\d+\)$"),
@@ -957,3 +985,27 @@ def test_training_under_emulation_matches_the_cpu_bit_for_bit() -> None:
     with Emulation(visible=True):
         own_stream_losses, _ = train("cuda")
     assert own_stream_losses != host_losses
+
+
+def test_without_cuda_at_all_a_program_finds_no_gpu_to_unhide(monkeypatch) -> None:
+    """verify's cpu run on a machine without a GPU: setting CUDA_VISIBLE_DEVICES shows nothing."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    with Emulation(visible=False) as emulation:
+        assert not torch.cuda.is_available()
+        assert torch.version.cuda == ORIGINAL_CUDA_VERSION
+        with pytest.raises((AssertionError, RuntimeError)):
+            torch.ones(1).cuda()
+        assert not emulation.machine.initialized
+
+
+def test_memory_is_returned_when_tensors_die_and_empty_cache_releases_segments() -> None:
+    with Emulation(visible=True):
+        blocks = [torch.ones(300_000, device="cuda") for _ in range(3)]  # 1.2 MB each: large pool
+        held, reserved = torch.cuda.memory_allocated(), torch.cuda.memory_reserved()
+        del blocks
+        assert held == 3 * 1_200_128 and reserved >= held
+        assert torch.cuda.memory_allocated() == 0
+        assert torch.cuda.memory_reserved() == reserved  # cached until empty_cache
+        torch.cuda.empty_cache()
+        assert torch.cuda.memory_reserved() == 0
+        assert torch.cuda.max_memory_allocated() == held

@@ -17,13 +17,14 @@ by path from harness.py, never through devlint). Under emulation:
 - ``CUDA_VISIBLE_DEVICES`` is read once, at the first CUDA query or tensor: when it hides device 0,
   there is no GPU, and every CUDA call is torch's own, as on a machine without one (machine.py).
 
-What differs from a GPU, by design: random numbers drawn "on CUDA" come from the CPU generator
-(so the CPU run of a fixed program and the emulated original draw the same numbers); autocast
-and ``GradScaler`` on CUDA are active but compute in float32 (a GPU computes in float16 or
-bfloat16: results there differ by that precision, and verify says when a program used it);
-memory statistics are 0; kernels run synchronously; ``torch.compile`` returns the model as it
-is. What emulation does not model at all (CUDA graphs, NVML queries, more than one GPU) raises
-``EmulationUnsupportedError``; the harness reports a run that meets it as not emulated.
+What differs from a GPU, by design: the device's random numbers come from a generator of its own
+(rng.py) that runs the CPU's algorithm, so they are other values than a GPU's; kernels run
+synchronously; ``torch.compile`` returns the model as it is. Autocast on the device computes in its
+dtype on the CPU's autocast kernels; memory statistics follow the caching allocator (memory.py);
+a CPU build plays a CUDA build (build.py). What emulation does not model at all (CUDA graphs, NVML
+queries, more than one GPU, autocast of an op with no CPU kernel in that dtype) raises
+``EmulationUnsupportedError`` (``not emulated: ...``); the harness reports a run that meets it as
+not emulated.
 """
 
 from __future__ import annotations

@@ -2,19 +2,17 @@
 with one GPU.
 
 Every replaced function first asks whether the emulated device is visible (reading
-``CUDA_VISIBLE_DEVICES`` once, see machine.py). When it is not, it calls torch's own function: the
-program then sees the machine's real torch without a GPU, exactly as the same program would on a
-machine without one. When it is:
+``CUDA_VISIBLE_DEVICES`` once, see machine.py). When the variable hides it, the function answers as
+a CUDA build with no visible GPU does (no device; first use raises "No CUDA GPUs are available");
+without CUDA at all it is torch's own. When it is visible:
 
 - queries answer for one device (``is_available``, ``device_count``, ``current_device``,
   ``get_device_name``/``_properties``/``_capability``, ``is_bf16_supported``);
 - ``set_device``, ``torch.cuda.device(i)``, ``synchronize``, ``empty_cache``, seeds, streams and
   events are accepted for device 0 (another index raises CUDA's "invalid device ordinal");
   streams and events are no-ops, since every kernel runs synchronously on the CPU;
-- memory statistics are 0 (emulation does not account device memory) and the RNG state is the
-  CPU generator's, since random numbers drawn "on CUDA" come from the CPU generator;
-- ``torch.cuda.amp`` and ``torch.autocast("cuda")`` are entered (``is_autocast_enabled("cuda")``
-  says so) but compute in float32, the CPU kernels' precision: see the package docstring;
+- memory statistics are the caching allocator's (memory.py); seeds and RNG state are the emulated
+  device's own generator's (rng.py);
 - features with no CPU meaning (CUDA graphs, NVML queries, external streams, the CUDA runtime
   API, raw allocations, scattering to more than one GPU) raise ``EmulationUnsupportedError``,
   which verify reports as "not emulated".
