@@ -71,7 +71,8 @@ class Memory:
     """The emulated device's allocations; thread-safe (DataLoader threads move batches)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        # Reentrant: a finalizer (freeing a storage) may run inside track() when it triggers a collection.
+        self._lock = threading.RLock()
         self._live: dict[int, tuple[str, int, int]] = {}
         self._stats = {(stat, kind): _Counter() for stat in STATS for kind in KINDS}
         # Bytes of reserved segments no allocation uses, per pool.
