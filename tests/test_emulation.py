@@ -707,6 +707,36 @@ def _int_devices() -> Any:
     return str(torch.device(0)), str(moved.device), str(module.weight.device), isinstance(torch.device(0), torch.device)
 
 
+class _Twice(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        _Twice.seen = str(grad.device)
+        return grad * 2
+
+
+def _gradients_in_custom_backward_and_hooks() -> Any:
+    x = torch.ones(2, 3, device="cuda", requires_grad=True)
+    _Twice.apply(x).sum().backward()
+    layer, seen = nn.Linear(3, 1).cuda(), []
+    layer.register_full_backward_hook(lambda module, grad_in, grad_out: seen.append(_where(*grad_in, *grad_out)))
+    layer(x).sum().backward()
+    parallel = nn.DataParallel(nn.Linear(3, 1).cuda())
+    (grad,) = torch.autograd.grad(parallel(x).sum(), x)
+    return _Twice.seen, seen, str(grad.device)
+
+
+class _Tagged(torch.Tensor):
+    pass
+
+
+def _own_tensor_subclass_on_cuda() -> Any:
+    return type(torch.ones(2).as_subclass(_Tagged).cuda()).__name__
+
+
 def _hidden_gpu_on_first_use() -> Any:
     answers = [torch.cuda.is_available(), torch.cuda.device_count(), torch.cuda.memory_allocated()]
     raised = []
@@ -873,6 +903,15 @@ CASES: dict[str, Case] = {
         (False, False),
         on_gpu=(True, True),
         reason="not modelled: an emulated tensor is an instance of a subclass (README, what emulation does not model)",
+    ),
+    "custom Function backward, module backward hooks, DataParallel backward": Case(
+        _gradients_in_custom_backward_and_hooks, ("cuda:0", [["cuda:0", "cuda:0"]], "cuda:0")
+    ),
+    "a program's own tensor subclass on cuda": Case(
+        _own_tensor_subclass_on_cuda,
+        Raises(EmulationUnsupportedError, r"^not emulated: a tensor subclass on the device \(.*_Tagged\)"),
+        on_gpu="_Tagged",
+        reason="not emulated: an emulated tensor's class is emulation's, so the run stops rather than drop the program's",
     ),
     "CUDA graphs": Case(
         _cuda_graph,

@@ -84,6 +84,8 @@ class Emulation:
         self._install_module_moves()
         self._install_variable()
         self._install_parameter()
+        self._install_custom_functions()
+        self._install_module_backward_hooks()
         self._mode.__enter__()
         return self
 
@@ -152,6 +154,99 @@ class Emulation:
             return made
 
         self._patches.set(parameter, "__new__", staticmethod(__new__))
+
+    def _install_custom_functions(self) -> None:
+        """A custom ``autograd.Function``'s ``backward`` receives each gradient on the device of
+        the output it belongs to, as the engine hands it over on a GPU (the engine itself runs on
+        the CPU tensors inside), and runs as the program's code, under emulation. ``apply`` notes
+        which outputs were on the device; the backward node (``BackwardCFunction``, which also
+        carries module backward hooks) gives those gradients the device back."""
+        function = torch.autograd.function
+        original_apply = function.Function.apply.__func__
+        original_backward = function.BackwardCFunction.apply
+        dispatcher = self.dispatcher
+
+        def apply(cls: type, *args: Any, **kwargs: Any) -> Any:
+            result = original_apply(cls, *args, **kwargs)
+            outputs = result if isinstance(result, tuple) else (result,)
+            on_device = tuple(dispatcher.is_emulated(output) for output in outputs)
+            if any(on_device):
+                with dispatcher.raw():
+                    node = next((o.grad_fn for o in outputs if isinstance(o, torch.Tensor) and o.grad_fn), None)
+                if isinstance(node, function.BackwardCFunction):
+                    node._devlint_on_device = on_device
+            return result
+
+        def backward(node: Any, *grads: Any) -> Any:
+            on_device = getattr(node, "_devlint_on_device", ())
+            if on_device:
+                grads = tuple(
+                    dispatcher.wrap(grad) if index < len(on_device) and on_device[index] and isinstance(grad, torch.Tensor) else grad
+                    for index, grad in enumerate(grads)
+                )
+            if not dispatcher.inside:
+                return original_backward(node, *grads)
+            # The engine runs inside the dispatcher (``loss.backward()`` is a torch call): the
+            # user's backward is the program's code again.
+            with dispatcher.program():
+                return original_backward(node, *grads)
+
+        self._patches.set(function.Function, "apply", classmethod(apply))
+        self._patches.set(function.BackwardCFunction, "apply", backward)
+
+    def _install_module_backward_hooks(self) -> None:
+        """``register_full_backward_hook`` and ``register_full_backward_pre_hook``: the hooks
+        receive the gradients of the module's inputs and outputs on the devices of those inputs
+        and outputs, and run as the program's code. ``BackwardHook`` notes the devices when the
+        forward pass sets it up."""
+        hooks = torch.utils.hooks.BackwardHook
+        original_init, original_inputs, original_outputs = hooks.__init__, hooks.setup_input_hook, hooks.setup_output_hook
+        dispatcher = self.dispatcher
+
+        def placed(flags: tuple[bool, ...], grads: Any) -> Any:
+            if not isinstance(grads, tuple):
+                return grads
+            return tuple(
+                dispatcher.wrap(grad) if index < len(flags) and flags[index] and isinstance(grad, torch.Tensor) else grad
+                for index, grad in enumerate(grads)
+            )
+
+        def as_program(call: Any) -> Any:
+            if not dispatcher.inside:
+                return call()
+            with dispatcher.program():
+                return call()
+
+        def __init__(hook: Any, module: Any, user_hooks: list, user_pre_hooks: list) -> None:
+            def full(user: Any) -> Any:
+                def call(module: Any, grad_input: Any, grad_output: Any) -> Any:
+                    inputs = placed(getattr(hook, "_devlint_inputs", ()), grad_input)
+                    outputs = placed(getattr(hook, "_devlint_outputs", ()), grad_output)
+                    return as_program(lambda: user(module, inputs, outputs))
+
+                return call
+
+            def pre(user: Any) -> Any:
+                def call(module: Any, grad_output: Any) -> Any:
+                    outputs = placed(getattr(hook, "_devlint_outputs", ()), grad_output)
+                    return as_program(lambda: user(module, outputs))
+
+                return call
+
+            original_init(hook, module, [full(h) for h in user_hooks], [pre(h) for h in user_pre_hooks])
+
+        def setup_input_hook(hook: Any, args: Any) -> Any:
+            hook._devlint_inputs = tuple(dispatcher.is_emulated(arg) for arg in args)
+            return original_inputs(hook, args)
+
+        def setup_output_hook(hook: Any, args: Any) -> Any:
+            outputs = args if isinstance(args, tuple) else (args,)
+            hook._devlint_outputs = tuple(dispatcher.is_emulated(arg) for arg in outputs)
+            return original_outputs(hook, args)
+
+        self._patches.set(hooks, "__init__", __init__)
+        self._patches.set(hooks, "setup_input_hook", setup_input_hook)
+        self._patches.set(hooks, "setup_output_hook", setup_output_hook)
 
     def _install_compile(self) -> None:
         """``torch.compile`` returns what it is given: the compiler would trace the emulated device

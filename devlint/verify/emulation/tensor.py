@@ -152,6 +152,7 @@ class Dispatcher:
         self.generator_class: type | None = None
         self._local = threading.local()
         self.cls, self.parameter_cls, self._printing_cls = _tensor_classes(self)
+        self._known = frozenset({*_PLAIN, self.cls, self.parameter_cls, self._printing_cls})
         self._special: dict[Any, Callable[..., Any]] = {
             torch.Tensor.cuda: self._cuda,
             torch.Tensor.to: self._to,
@@ -265,6 +266,8 @@ class Dispatcher:
         if emulated:
             self._check_devices(name, args, tensors)
         on_device = target == "cuda" or (target is None and emulated)
+        if on_device:
+            self.refuse_subclasses(tensors)
         generator = kwargs.get("generator")
         if generator is not None:
             self._check_generator(generator, on_device)
@@ -301,6 +304,15 @@ class Dispatcher:
             kwargs["device"] = "cpu"
             return "cuda"
         return None
+
+    def refuse_subclasses(self, tensors: Any) -> None:
+        """A program's own tensor subclass keeps its class on a GPU (``Tensor.__torch_function__``
+        converts every result back to it); an emulated tensor's class is emulation's, so such a
+        tensor on the device is not emulated rather than silently a plain tensor."""
+        for tensor in tensors:
+            kind = type(tensor)
+            if kind not in self._known and not kind.__module__.startswith("torch"):
+                raise EmulationUnsupportedError(f"a tensor subclass on the device ({kind.__module__}.{kind.__qualname__})")
 
     def _check_generator(self, generator: Any, on_device: bool) -> None:
         """A generator must be of the device the call draws on (ATen's check_generator)."""
@@ -396,6 +408,7 @@ class Dispatcher:
         if index is False:
             raise not_a_cuda_device()
         self.machine.use(index)
+        self.refuse_subclasses((tensor,))
         if isinstance(tensor, self.cls):
             return tensor
         with self.raw():
@@ -425,6 +438,7 @@ class Dispatcher:
             if to_cuda:
                 index = cuda_index(device)
                 self.machine.use(index if isinstance(index, int) else None)
+                self.refuse_subclasses((tensor,))
             moving = not isinstance(tensor, self.cls)
             with self.raw():
                 result = tensor.to(dtype=dtype or tensor.dtype, **{**options, "copy": copies or moving})
