@@ -688,6 +688,23 @@ def _autocast_dtypes() -> Any:
     return half, brain, (a @ a).dtype, (torch.ones(2, 2) @ torch.ones(2, 2)).dtype
 
 
+def _cuda_autocast_policy() -> Any:
+    a = torch.ones(4, 4, device="cuda")
+    with torch.autocast("cuda", dtype=torch.float16):
+        h = a @ a
+        lower = [torch.mv(a, a[0]).dtype, torch.einsum("ij,jk->ik", a, a).dtype]
+        to_float32 = [F.softmax(h, -1).dtype, h.sum().dtype, (h**2).dtype, torch.exp(h).dtype, F.layer_norm(h, (4,)).dtype]
+        kept = [F.softmax(h, -1, dtype=torch.float16).dtype, torch.relu(h).dtype, torch.addcmul(a, h, h).dtype]
+        attention, _ = nn.MultiheadAttention(4, 2).cuda()(a[None], a[None], a[None])
+    return lower, to_float32, kept, attention.dtype
+
+
+def _binary_cross_entropy_under_autocast() -> Any:
+    with torch.autocast("cuda"):
+        probabilities = torch.sigmoid(torch.ones(2, 2, device="cuda") @ torch.ones(2, 2, device="cuda"))
+        return F.binary_cross_entropy(probabilities, torch.ones(2, 2, device="cuda"))
+
+
 def _cpu_work_inside_cuda_autocast() -> Any:
     with torch.autocast("cuda", dtype=torch.float16):
         return (torch.ones(2, 2) @ torch.ones(2, 2)).dtype
@@ -884,6 +901,13 @@ CASES: dict[str, Case] = {
     "build facts of a CUDA build": Case(_build_facts, (True, True, True, True)),
     "autocast computes in its dtype": Case(
         _autocast_dtypes, ((torch.float16, torch.float16, torch.float32), torch.bfloat16, torch.float32, torch.float32)
+    ),
+    "cuda autocast's op lists": Case(
+        _cuda_autocast_policy,
+        ([torch.float16] * 2, [torch.float32] * 5, [torch.float16, torch.float16, torch.float32], torch.float16),
+    ),
+    "binary_cross_entropy under cuda autocast": Case(
+        _binary_cross_entropy_under_autocast, Raises(RuntimeError, r"binary_cross_entropy and torch\.nn\.BCELoss are unsafe to autocast")
     ),
     "cpu work inside cuda autocast stays float32": Case(_cpu_work_inside_cuda_autocast, torch.float32),
     "get_device_name(1) on one GPU": Case(_device_name_past_the_last_gpu, Raises(AssertionError, "Invalid device id")),

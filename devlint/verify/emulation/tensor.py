@@ -30,6 +30,7 @@ import torch
 from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 from torch.utils._device import DeviceContext, _device_constructors
 
+from . import autocast
 from .machine import CUDA0, EmulationUnsupportedError, Machine, cuda_index, not_a_cuda_device
 from .memory import Memory
 from .rng import DeviceRandom
@@ -88,26 +89,6 @@ def numpy_error() -> TypeError:
     return TypeError(
         "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first."
     )
-
-
-def _autocast(name: str, func: Any, args: tuple, kwargs: dict) -> Any:
-    """Run ``func`` as CUDA autocast would: the CPU kernels under CPU autocast in CUDA's autocast
-    dtype (their lists of ops cast to lower precision and to float32 are CUDA's, less a few ops
-    such as ``addmv``), so results come out in float16 or bfloat16 as on a GPU. Where the CPU has
-    no kernel in that dtype the run stops as not emulated rather than compute in float32."""
-    dtype = torch.get_autocast_dtype("cuda")
-    enabled, previous = torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")
-    torch.set_autocast_enabled("cpu", True)
-    torch.set_autocast_dtype("cpu", dtype)
-    try:
-        return func(*args, **kwargs)
-    except (RuntimeError, NotImplementedError) as error:
-        if "not implemented for" in str(error) and str(dtype).split(".")[-1].lower() in str(error).lower():
-            raise EmulationUnsupportedError(f"autocast: {name} in {dtype} (the CPU has no kernel for it)") from error
-        raise
-    finally:
-        torch.set_autocast_dtype("cpu", previous)
-        torch.set_autocast_enabled("cpu", enabled)
 
 
 def _is_index(value: Any) -> bool:
@@ -278,7 +259,7 @@ class Dispatcher:
         drawing = on_device and generator is None and self.random.draws(name)
         with self.raw(), self.random.drawing() if drawing else contextlib.nullcontext():
             if on_device and torch.is_autocast_enabled("cuda"):
-                result = _autocast(name, func, args, kwargs)
+                result = autocast.run(name, func, args, kwargs)
             else:
                 result = func(*args, **kwargs)
         if args and result is args[0]:
