@@ -40,6 +40,22 @@ RANDOM_CALLS = frozenset(
 )
 
 
+# Dropout-like calls, and whether they train when the call does not say (F.alpha_dropout's
+# `training` defaults to False, F.dropout's to True).
+_TRAINING_DEFAULT = {
+    "dropout": True, "dropout_": True, "dropout1d": True, "dropout2d": True, "dropout3d": True,
+    "feature_dropout": True, "feature_dropout_": True, "native_dropout": True,
+    "alpha_dropout": False, "alpha_dropout_": False, "feature_alpha_dropout": False, "feature_alpha_dropout_": False,
+}  # fmt: skip
+
+
+def _number(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 1.0  # a tensor or anything else: assume it draws
+
+
 class DeviceRandom:
     """The emulated device's default generator and what draws from it."""
 
@@ -52,8 +68,19 @@ class DeviceRandom:
         self.generator.seed()
         self.drawn = False
 
-    def draws(self, name: str) -> bool:
-        return name in RANDOM_CALLS
+    def draws(self, name: str, args: tuple, kwargs: dict) -> bool:
+        """Whether the call draws: dropout only while training with p > 0, attention only with
+        dropout (which then draws as dropout does), ``rrelu`` only while training."""
+        if name not in RANDOM_CALLS:
+            return False
+        if name in _TRAINING_DEFAULT:
+            training = kwargs.get("training", kwargs.get("train", args[2] if len(args) > 2 else _TRAINING_DEFAULT[name]))
+            return bool(training) and _number(kwargs.get("p", args[1] if len(args) > 1 else 0.5)) > 0
+        if name == "rrelu":
+            return bool(kwargs.get("training", args[3] if len(args) > 3 else False))
+        if name == "scaled_dot_product_attention":
+            return _number(kwargs.get("dropout_p", args[4] if len(args) > 4 else 0.0)) > 0
+        return True
 
     @contextlib.contextmanager
     def drawing(self) -> Iterator[None]:

@@ -256,7 +256,7 @@ class Dispatcher:
             return self._convert(func, args, kwargs, target)
         if target is None and not emulated:
             return func(*args, **kwargs)
-        drawing = on_device and generator is None and self.random.draws(name)
+        drawing = on_device and generator is None and self.random.draws(name, args, kwargs)
         with self.raw(), self.random.drawing() if drawing else contextlib.nullcontext():
             if on_device and torch.is_autocast_enabled("cuda"):
                 result = autocast.run(name, func, args, kwargs)
