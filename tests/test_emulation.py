@@ -754,6 +754,14 @@ def _own_tensor_subclass_on_cuda() -> Any:
     return type(torch.ones(2).as_subclass(_Tagged).cuda()).__name__
 
 
+def _record_stream() -> Any:
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        made = torch.ones(2, device="cuda") * 2
+    made.record_stream(side)
+    return _values(made)
+
+
 def _hidden_gpu_on_first_use() -> Any:
     answers = [torch.cuda.is_available(), torch.cuda.device_count(), torch.cuda.memory_allocated()]
     raised = []
@@ -937,6 +945,7 @@ CASES: dict[str, Case] = {
         on_gpu="_Tagged",
         reason="not emulated: an emulated tensor's class is emulation's, so the run stops rather than drop the program's",
     ),
+    "record_stream of a tensor made on a side stream": Case(_record_stream, [2.0, 2.0]),
     "CUDA graphs": Case(
         _cuda_graph,
         Raises(EmulationUnsupportedError, r"^not emulated: CUDA graphs \(torch\.cuda\.CUDAGraph\) \(at .*test_emulation\.py:\d+\)$"),

@@ -86,6 +86,7 @@ class Emulation:
         self._install_parameter()
         self._install_custom_functions()
         self._install_module_backward_hooks()
+        self._install_record_stream()
         self._mode.__enter__()
         return self
 
@@ -247,6 +248,19 @@ class Emulation:
         self._patches.set(hooks, "__init__", __init__)
         self._patches.set(hooks, "setup_input_hook", setup_input_hook)
         self._patches.set(hooks, "setup_output_hook", setup_output_hook)
+
+    def _install_record_stream(self) -> None:
+        """``t.record_stream(s)`` of an emulated tensor: nothing to hold back, every kernel has
+        finished. torch's method parses its arguments before any torch-function handling, and an
+        emulated stream is no ``torch.Stream``, so the method itself is replaced."""
+        original = torch.Tensor.record_stream
+        dispatcher = self.dispatcher
+
+        def record_stream(tensor: torch.Tensor, stream: Any) -> None:
+            if not dispatcher.is_emulated(tensor):
+                original(tensor, stream)
+
+        self._patches.set(torch.Tensor, "record_stream", record_stream)
 
     def _install_compile(self) -> None:
         """``torch.compile`` returns what it is given: the compiler would trace the emulated device

@@ -145,7 +145,6 @@ class Dispatcher:
             torch.Tensor.pin_memory: self._pin_memory,
             torch.Tensor.is_pinned: self._is_pinned,
             torch.Tensor.get_device: self._get_device,
-            torch.Tensor.record_stream: self._record_stream,
             torch.Tensor.register_hook: self._register_hook,
             torch.Tensor.__reduce_ex__: self._reduce_ex,
             torch.Tensor.__deepcopy__: self._deepcopy,
@@ -525,11 +524,6 @@ class Dispatcher:
             return 0
         with self.raw():
             return tensor.get_device()
-
-    def _record_stream(self, tensor: torch.Tensor, stream: Any) -> None:
-        if not isinstance(tensor, self.cls):
-            with self.raw():
-                tensor.record_stream(stream)
 
     def _register_hook(self, tensor: torch.Tensor, hook: Callable[[torch.Tensor], Any]) -> Any:
         if isinstance(tensor, self.cls):
