@@ -762,6 +762,14 @@ def _record_stream() -> Any:
     return _values(made)
 
 
+def _out_of_memory() -> Any:
+    try:
+        torch.empty(10**13, device="cuda")  # 40 TB
+    except torch.cuda.OutOfMemoryError as error:
+        return type(error).__name__, str(error).startswith("CUDA out of memory. Tried to allocate")
+    return "allocated"
+
+
 def _hidden_gpu_on_first_use() -> Any:
     answers = [torch.cuda.is_available(), torch.cuda.device_count(), torch.cuda.memory_allocated()]
     raised = []
@@ -946,6 +954,7 @@ CASES: dict[str, Case] = {
         reason="not emulated: an emulated tensor's class is emulation's, so the run stops rather than drop the program's",
     ),
     "record_stream of a tensor made on a side stream": Case(_record_stream, [2.0, 2.0]),
+    "an allocation past the device's memory": Case(_out_of_memory, ("OutOfMemoryError", True)),
     "CUDA graphs": Case(
         _cuda_graph,
         Raises(EmulationUnsupportedError, r"^not emulated: CUDA graphs \(torch\.cuda\.CUDAGraph\) \(at .*test_emulation\.py:\d+\)$"),

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import re
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -31,7 +32,7 @@ from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 from torch.utils._device import DeviceContext, _device_constructors
 
 from . import autocast
-from .machine import CUDA0, EmulationUnsupportedError, Machine, cuda_index, not_a_cuda_device
+from .machine import CUDA0, TOTAL_MEMORY, EmulationUnsupportedError, Machine, cuda_index, not_a_cuda_device
 from .memory import Memory
 from .rng import DeviceRandom
 
@@ -58,6 +59,8 @@ _CONVOLUTIONS = frozenset(
     {"conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "convolution"}
     | {"_convolution", "conv_tbc"}
 )
+# The host allocator's refusal, and the size it was asked for.
+_HOST_ALLOCATION = re.compile(r"DefaultCPUAllocator: can't allocate memory: you tried to allocate (\d+) bytes")
 # What torch makes, before emulation gives it its class.
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 # Conversions that share the memory of their input where they can: never across devices.
@@ -256,7 +259,7 @@ class Dispatcher:
         if target is None and not emulated:
             return func(*args, **kwargs)
         drawing = on_device and generator is None and self.random.draws(name, args, kwargs)
-        with self.raw(), self.random.drawing() if drawing else contextlib.nullcontext():
+        with self.raw(), self.random.drawing() if drawing else contextlib.nullcontext(), self._out_of_memory(on_device):
             if on_device and torch.is_autocast_enabled("cuda"):
                 result = autocast.run(name, func, args, kwargs)
             else:
@@ -284,6 +287,22 @@ class Dispatcher:
             kwargs["device"] = "cpu"
             return "cuda"
         return None
+
+    @contextlib.contextmanager
+    def _out_of_memory(self, on_device: bool) -> Iterator[None]:
+        """An allocation on the device that the host cannot make is CUDA's out-of-memory error,
+        the exception type (``torch.OutOfMemoryError``) a program catches to retry smaller."""
+        try:
+            yield
+        except RuntimeError as error:
+            found = _HOST_ALLOCATION.search(str(error))
+            if not on_device or found is None:
+                raise
+            free = (TOTAL_MEMORY - self.memory.get("reserved_bytes.all.current")) / 1024**3
+            raise torch.OutOfMemoryError(
+                f"CUDA out of memory. Tried to allocate {int(found.group(1)) / 1024**3:.2f} GiB. GPU 0 has a total "
+                f"capacity of {TOTAL_MEMORY / 1024**3:.2f} GiB of which {free:.2f} GiB is free."
+            ) from None
 
     def refuse_subclasses(self, tensors: Any) -> None:
         """A program's own tensor subclass keeps its class on a GPU (``Tensor.__torch_function__``
