@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("pygls", reason="the language server needs the `server` extra")
 
-from lsp_client import LspClient, ResponseError, apply_edits, uri_of  # noqa: E402
+from lsp_client import LspClient, ResponseError, apply_edits, uri_of, utf16_position  # noqa: E402
 from server_helpers import at, engine_diagnostics, published, session, span, workers_of  # noqa: E402
 
 CONTENT_MODIFIED = -32801
@@ -59,8 +59,14 @@ def client(root: Path) -> Any:
         yield started
 
 
-def code_actions(client: LspClient, uri: str, where: dict[str, Any], only: list[str] | None = None) -> list[dict[str, Any]]:
-    context: dict[str, Any] = {"diagnostics": []}
+def code_actions(
+    client: LspClient,
+    uri: str,
+    where: dict[str, Any],
+    only: list[str] | None = None,
+    sent: list[dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    context: dict[str, Any] = {"diagnostics": sent or []}
     if only is not None:
         context["only"] = only
     return client.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": where, "context": context})
@@ -290,6 +296,72 @@ def test_no_actions_away_from_findings(client: LspClient, root: Path) -> None:
     assert [a["kind"] for a in code_actions(client, uri, span(TRAIN, "def train"))] == ["source.fixAll.devlint"]
 
 
+LINES = """\
+import torch
+
+
+def load(model, path):
+    model = model.cuda()
+    state = torch.load(path)
+    return model, state
+"""
+
+
+def _cursor(text: str, offset: int) -> dict[str, Any]:
+    position = utf16_position(text, offset)
+    return {"start": position, "end": position}
+
+
+@pytest.mark.parametrize(
+    ("line", "where"),
+    [
+        ("    model = model.cuda()", 0),  # the start of the line
+        ("    model = model.cuda()", 5),  # on the first `model`
+        ("    model = model.cuda()", 17),  # on the dot of `.cuda()`
+        ("    model = model.cuda()", 24),  # the end of the line
+        ("    state = torch.load(path)", 5),  # on `state`
+        ("    state = torch.load(path)", 0),
+    ],
+)
+def test_a_cursor_anywhere_on_the_line_gets_the_line_s_fixes(client: LspClient, root: Path, line: str, where: int) -> None:
+    uri = uri_of(root / "cursor.py")
+    if not client.publishes(uri):
+        client.open(uri, LINES)
+    client.diagnostics(uri, 1)
+    offset = LINES.index(line) + where
+    titles = [a["title"] for a in code_actions(client, uri, _cursor(LINES, offset), only=["quickfix"])]
+    code = "DEV101" if "cuda" in line else "DEV402"
+    assert [t for t in titles if "noqa" not in t] == [t for t in titles if code in t and "noqa" not in t]
+    assert any(code in t and "noqa" not in t for t in titles), titles
+    assert f"Add `# noqa: {code}` to this line" in titles
+    # Nothing from the other line.
+    other = "DEV402" if code == "DEV101" else "DEV101"
+    assert not any(other in t for t in titles)
+
+
+def test_fixes_for_the_diagnostics_the_client_sends(client: LspClient, root: Path) -> None:
+    uri = uri_of(root / "context.py")
+    client.open(uri, LINES)
+    found = client.diagnostics(uri, 1)
+    (cuda,) = [d for d in found if d["code"] == "DEV101"]
+    # The requested range is elsewhere (line 0); the diagnostic sent in the context decides.
+    elsewhere = _cursor(LINES, 0)
+    assert code_actions(client, uri, elsewhere, only=["quickfix"]) == []
+    actions = code_actions(client, uri, elsewhere, only=["quickfix"], sent=[cuda])
+    assert [a["title"] for a in actions] == [
+        "Replace `.cuda()` with `.to(device)` (DEV101)",
+        "Add `# noqa: DEV101` to this line",
+    ]
+    assert actions[0]["diagnostics"] == [cuda]
+    # A diagnostic of another tool, or one devlint no longer has, asks for nothing.
+    foreign = dict(cuda, source="pyright", code="reportAttributeAccessIssue")
+    stale = dict(cuda, range={"start": {"line": 1, "character": 0}, "end": {"line": 1, "character": 1}})
+    assert code_actions(client, uri, elsewhere, only=["quickfix"], sent=[foreign, stale]) == []
+    # A multi-line selection gets the fixes of every line in it.
+    every = code_actions(client, uri, span(LINES, "model = model.cuda()\n    state"), only=["quickfix"])
+    assert {d["code"] for a in every for d in a["diagnostics"]} == {"DEV101", "DEV402"}
+
+
 def test_noqa_action_adds_and_merges_the_comment(client: LspClient, root: Path) -> None:
     text = "import torch\nx = torch.zeros(1).cuda()\ny = torch.load('w.pt').cuda()  # noqa: DEV999\n"
     uri = uri_of(root / "noqa.py")
@@ -297,8 +369,10 @@ def test_noqa_action_adds_and_merges_the_comment(client: LspClient, root: Path) 
     client.diagnostics(uri, 1)
     (add,) = [a for a in code_actions(client, uri, span(text, ".cuda()")) if "noqa" in a["title"]]
     assert apply_edits(text, only_edits(add, uri, 1)).splitlines()[1] == "x = torch.zeros(1).cuda()  # noqa: DEV101"
-    merged = [a for a in code_actions(client, uri, span(text, "torch.load")) if "noqa" in a["title"]]
-    assert [a["title"] for a in merged] == ["Add `# noqa: DEV402` to this line"]
+    # The line's two findings each get one; the DEV402 one merges into the list already there.
+    silences = [a for a in code_actions(client, uri, span(text, "torch.load")) if "noqa" in a["title"]]
+    assert sorted(a["title"] for a in silences) == ["Add `# noqa: DEV101` to this line", "Add `# noqa: DEV402` to this line"]
+    merged = [a for a in silences if "DEV402" in a["title"]]
     after = apply_edits(text, only_edits(merged[0], uri, 1)).splitlines()[2]
     assert after == "y = torch.load('w.pt').cuda()  # noqa: DEV402, DEV999"
     # The edit touches the code list only.

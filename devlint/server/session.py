@@ -254,7 +254,13 @@ class Session:
         actions: list[types.CodeAction] = []
         if wanted(types.CodeActionKind.QuickFix, only):
             actions += quick_fixes(
-                checked, text, params.range, self.documents.encoding, self.versioned_edits, self.settings.unsafe_fixes
+                checked,
+                text,
+                params.range,
+                params.context.diagnostics,
+                self.documents.encoding,
+                self.versioned_edits,
+                self.settings.unsafe_fixes,
             )
         if wanted(FIX_ALL, only) and has_safe_fixes(checked):
             data = {"uri": checked.snapshot.key, "version": checked.snapshot.version}
