@@ -416,6 +416,33 @@ def test_fix_all_is_resolved_lazily_when_the_client_can(tmp_path: Path) -> None:
         assert refused.value.code == CONTENT_MODIFIED
 
 
+def test_a_stale_request_is_refused_without_a_traceback(tmp_path: Path) -> None:
+    capabilities = {
+        "workspace": {"workspaceEdit": {"documentChanges": True}},
+        "textDocument": {"codeAction": {"resolveSupport": {"properties": ["edit"]}}},
+    }
+    client = LspClient(tmp_path)
+    try:
+        client.initialize(tmp_path, capabilities=capabilities)
+        uri = uri_of(tmp_path / "stale.py")
+        client.open(uri, TRAIN)
+        client.diagnostics(uri, 1)
+        (lazy,) = [a for a in code_actions(client, uri, span(TRAIN, ".cuda()")) if a["kind"] == "source.fixAll.devlint"]
+        client.change(uri, 2, [{"range": span(TRAIN, "epochs", 0), "text": "n_epochs"}])
+        for _ in range(3):
+            with pytest.raises(ResponseError) as refused:
+                client.request("codeAction/resolve", lazy)
+            assert refused.value.code == CONTENT_MODIFIED
+        client.diagnostics(uri, 2)
+        assert client.shutdown() == 0
+    finally:
+        client.kill()
+    logged = client.stderr_text()
+    assert "Traceback" not in logged
+    # At most one line per refusal.
+    assert len([line for line in logged.splitlines() if "32801" in line or "changed" in line]) <= 3
+
+
 def test_plain_changes_for_clients_without_document_changes(tmp_path: Path) -> None:
     with session(tmp_path, capabilities={}) as client:
         uri = uri_of(tmp_path / "plain.py")
