@@ -236,12 +236,48 @@ def test_code_that_does_not_parse_gets_one_error_and_the_server_goes_on(client: 
     (error,) = client.diagnostics(uri, 1)
     assert error["severity"] == 1
     assert error["message"].startswith("syntax error")
-    assert "code" not in error
+    assert error["code"] == "syntax-error"
     assert error["range"]["start"]["line"] == 1
     # Finish the line: the finding replaces the error.
     end = {"line": 1, "character": len("model = torch.nn.Linear(2, 2).cuda(")}
     client.change(uri, 2, [{"range": {"start": end, "end": end}, "text": ")"}])
     assert [d["code"] for d in client.diagnostics(uri, 2)] == ["DEV101"]
+
+
+def _shifted(diagnostic: dict[str, Any], lines: int) -> dict[str, Any]:
+    moved = {key: dict(end, line=end["line"] + lines) for key, end in diagnostic["range"].items()}
+    return dict(diagnostic, range=moved)
+
+
+def test_a_typo_keeps_the_findings_of_the_lines_it_did_not_touch(client: LspClient, root: Path) -> None:
+    uri = uri_of(root / "typo.py")
+    client.open(uri, TRAIN)
+    first = client.diagnostics(uri, 1)
+    assert codes(first) == TRAIN_CODES
+    # A half-typed line above the loop: the file no longer parses.
+    where = {"line": 7, "character": 0}
+    client.change(uri, 2, [{"range": {"start": where, "end": where}, "text": "    broken = (\n"}])
+    kept = client.diagnostics(uri, 2)
+    (error,) = [d for d in kept if d["code"] == "syntax-error"]
+    assert error["severity"] == 1
+    # Findings above the edit stay where they were; those below move down a line with their code.
+    expected = [d if d["range"]["start"]["line"] < 7 else _shifted(d, 1) for d in first]
+    assert sorted((d for d in kept if d is not error), key=repr) == sorted(expected, key=repr)
+    # A kept finding offers no fix for code that does not parse.
+    assert code_actions(client, uri, span(TRAIN, "model.cuda()"), only=["quickfix"]) == []
+    # Still broken, and now the line of DEV101 is edited too: that finding goes, the others stay.
+    text = apply_edits(TRAIN, [{"range": {"start": where, "end": where}, "newText": "    broken = (\n"}])
+    client.change(uri, 3, [{"range": span(text, "model.cuda()"), "text": "model.cud()"}])
+    still = client.diagnostics(uri, 3)
+    assert codes([d for d in still if d["code"] != "DEV101"]) == ["DEV103", "DEV301", "DEV302", "syntax-error"]
+    assert "DEV101" not in codes(still)
+    # The code parses again: a real check replaces everything kept.
+    text = text.replace("model.cuda()", "model.cud()")
+    client.change(uri, 4, [{"range": span(text, "    broken = (\n"), "text": ""}])
+    final = client.diagnostics(uri, 4)
+    text = text.replace("    broken = (\n", "")
+    assert published(final) == engine_diagnostics(text, root / "typo.py")
+    assert "syntax-error" not in codes(final)
 
 
 def test_syntax_errors_can_be_turned_off(tmp_path: Path) -> None:

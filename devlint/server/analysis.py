@@ -64,7 +64,7 @@ def _analyze(source: Source) -> Analysis:
     try:
         findings = apply_noqa(text, lint_text(text, source.filename, _rules(source), source.settings.fix))
     except ParseError as error:
-        return Analysis(problem=Problem(error.message, 0, error.row, error.column))
+        return Analysis(problem=Problem(error.message, 0, error.row, error.column, syntax=True))
     comments = scan(text) if findings else None
     return Analysis(tuple(Item(f, 0, _own_changes(f), _noqa_changes(comments, f, 0)) for f in findings))
 

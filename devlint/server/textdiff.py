@@ -11,7 +11,7 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 Replacement = tuple[int, int, str]  # start and end offsets in the old text, new content
 
 
-def _common_prefix(a: str, b: str) -> int:
+def common_prefix(a: str, b: str) -> int:
     lo, hi = 0, min(len(a), len(b))
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -22,16 +22,16 @@ def _common_prefix(a: str, b: str) -> int:
     return lo
 
 
-def _common_suffix(a: str, b: str) -> int:
-    return _common_prefix(a[::-1], b[::-1])
+def common_suffix(a: str, b: str) -> int:
+    return common_prefix(a[::-1], b[::-1])
 
 
 def _trimmed(old: str, start: int, end: int, content: str) -> Replacement:
     """``old[start:end] -> content`` without the characters both sides share at either end,
     never splitting a CRLF of ``old`` (an editor cannot place a position between the two)."""
     part = old[start:end]
-    head = _common_prefix(part, content)
-    tail = _common_suffix(part[head:], content[head:])
+    head = common_prefix(part, content)
+    tail = common_suffix(part[head:], content[head:])
     while head and old[start + head - 1] == "\r" and start + head < len(old) and old[start + head] == "\n":
         head -= 1
     while tail and old[end - tail] == "\n" and end - tail > 0 and old[end - tail - 1] == "\r":
