@@ -161,7 +161,7 @@ def test_diagnostics_on_open_match_the_engine(client: LspClient, root: Path) -> 
     by_code = {d["code"]: d for d in found}
     assert codes(found) == TRAIN_CODES
     cuda = by_code["DEV101"]
-    assert cuda["range"] == span(TRAIN, "model.cuda()", 0) | {"start": at(TRAIN, ".cuda()", 1)}
+    assert cuda["range"] == span(TRAIN, ".cuda()", 0)  # from the dot, as the message quotes it
     assert cuda["source"] == "devlint"
     assert cuda["severity"] == 2  # Warning
     assert by_code["DEV302"]["severity"] == 3  # Information: a performance hint
@@ -184,7 +184,7 @@ def test_an_edit_updates_the_diagnostics(client: LspClient, root: Path) -> None:
     text = CLEAN.replace("model.to(device)", "model.cuda().to(device)")
     found = client.diagnostics(uri, 2)
     assert [d["code"] for d in found] == ["DEV101"]
-    assert found[0]["range"]["start"] == at(text, ".cuda()", 1)
+    assert found[0]["range"]["start"] == at(text, ".cuda()")
     # And deleting it again clears them.
     end = {"line": insert_at["line"], "character": insert_at["character"] + len(".cuda()")}
     client.change(uri, 3, [{"range": {"start": insert_at, "end": end}, "text": ""}])
@@ -207,14 +207,14 @@ def test_utf16_columns_after_non_ascii_text(client: LspClient, root: Path) -> No
     client.open(uri, text)
     (found,) = client.diagnostics(uri, 1)
     line = 'label = "😀é"; y = x.cuda()'
-    column = len(line[: line.index(".cuda()") + 1]) + 1  # code points, plus one for the emoji
+    column = len(line[: line.index(".cuda()")]) + 1  # code points, plus one for the emoji
     assert found["range"]["start"] == {"line": 2, "character": column}
     # An edit placed after the emoji lands where the client meant it.
     where = at(text, "y = x", 5)
     client.change(uri, 2, [{"range": {"start": where, "end": where}, "text": ".to('cpu')"}])
     updated = text.replace("y = x.cuda()", "y = x.to('cpu').cuda()")
     (moved,) = client.diagnostics(uri, 2)
-    assert moved["range"]["start"] == at(updated, ".cuda()", 1)
+    assert moved["range"]["start"] == at(updated, ".cuda()")
 
 
 def test_utf8_positions_when_the_client_offers_them(tmp_path: Path) -> None:
@@ -226,7 +226,7 @@ def test_utf8_positions_when_the_client_offers_them(tmp_path: Path) -> None:
         client.open(uri, text)
         (found,) = client.diagnostics(uri, 1)
         line = text.splitlines()[1]
-        assert found["range"]["start"]["character"] == len(line[: line.index(".cuda()") + 1].encode("utf-8"))
+        assert found["range"]["start"]["character"] == len(line[: line.index(".cuda()")].encode("utf-8"))
 
 
 def test_code_that_does_not_parse_gets_one_error_and_the_server_goes_on(client: LspClient, root: Path) -> None:
@@ -322,6 +322,35 @@ def test_quick_fix_replaces_the_call_and_the_result_runs(client: LspClient, root
     namespace: dict[str, Any] = {}
     exec(compile(fixed, "fixed.py", "exec"), namespace)  # defines `device` and `train` only
     assert str(namespace["device"]) in ("cpu", "cuda")
+
+
+MULTILINE_LOAD = "import torch\n\n\ndef load(path):\n    state = torch.load(\n        path,\n    )\n    return state\n"
+
+
+def test_a_quick_fix_edits_only_the_characters_that_change(client: LspClient, root: Path) -> None:
+    uri = uri_of(root / "minimal.py")
+    text = "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n"
+    client.open(uri, text)
+    client.diagnostics(uri, 1)
+    fix = code_actions(client, uri, span(text, ".cuda()"), only=["quickfix"])[0]
+    edits = only_edits(fix, uri, 1)
+    # The device definition, and `cuda(` -> `to(device` in place: `torch.nn.Linear(2, 2).` stays.
+    assert sorted(e["newText"] for e in edits) == sorted(
+        ['device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n', "to(device"]
+    )
+    (call,) = [e for e in edits if e["newText"] == "to(device"]
+    assert call["range"] == span(text, "cuda(")
+    assert apply_edits(text, edits).endswith("model = torch.nn.Linear(2, 2).to(device)\n")
+    # A fix of a call laid out over lines leaves its unchanged first line alone.
+    uri = uri_of(root / "minimal_load.py")
+    client.open(uri, MULTILINE_LOAD)
+    client.diagnostics(uri, 1)
+    (load_fix,) = [a for a in code_actions(client, uri, span(MULTILINE_LOAD, "torch.load")) if a.get("isPreferred")]
+    edits = only_edits(load_fix, uri, 1)
+    assert all(e["range"]["start"]["line"] > 4 for e in edits), edits
+    fixed = apply_edits(MULTILINE_LOAD, edits)
+    assert fixed.startswith("import torch\n\n\ndef load(path):\n    state = torch.load(\n        path,\n        map_location=")
+    ast.parse(fixed)
 
 
 def test_no_actions_away_from_findings(client: LspClient, root: Path) -> None:
@@ -537,7 +566,7 @@ def test_hover_shows_the_rule_documentation(client: LspClient, root: Path) -> No
     assert shown["contents"]["kind"] == "markdown"
     assert shown["contents"]["value"].startswith("# DEV101 cuda-call\n")
     assert "## Why is this bad?" in shown["contents"]["value"]
-    assert shown["range"] == span(text, ".cuda()") | {"start": at(text, ".cuda()", 1)}
+    assert shown["range"] == span(text, ".cuda()")
     on_code = hover(client, uri, at(text, "DEV301", 3))
     assert on_code["contents"]["value"].startswith("# DEV301 blocking-host-to-device-copy")
     assert on_code["range"] == span(text, "DEV301")
@@ -586,7 +615,7 @@ def test_notebook_cells_get_their_own_diagnostics(client: LspClient, root: Path)
     (found,) = client.diagnostics(cells[2], 1)
     assert found["code"] == "DEV101"
     # Cell-relative: line 1 of the third cell.
-    assert found["range"]["start"] == {"line": 1, "character": len("model = model.")}
+    assert found["range"]["start"] == {"line": 1, "character": len("model = model")}
     assert client.publishes(cells[1]) in ([], [{"uri": cells[1], "diagnostics": [], "version": 1}])
     # The fix defines the device in the cell that imports torch, and fixes the call in cell 3.
     (fix,) = [a for a in code_actions(client, cells[2], span(NOTEBOOK[2][1], ".cuda()")) if a.get("isPreferred")]
