@@ -122,6 +122,36 @@ def test_initialize_announces_what_the_server_does(tmp_path: Path) -> None:
         client.kill()
 
 
+# `python -m devlint server`, writing sorted(sys.modules) to MODULES_FILE at exit.
+RECORD_MODULES = (
+    "import atexit, json, os, runpy, sys\n"
+    "atexit.register(lambda: open(os.environ['MODULES_FILE'], 'w').write(json.dumps(sorted(sys.modules))))\n"
+    "sys.argv = ['devlint', 'server']\n"
+    "runpy.run_module('devlint', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def test_the_server_process_never_imports_the_engine(tmp_path: Path) -> None:
+    """LibCST, rich and the rules load in the worker only: `initialize` is answered without them,
+    and diagnostics, fixes and hover need none of them in the server."""
+    record = tmp_path / "modules.json"
+    client = LspClient(tmp_path, env={"MODULES_FILE": str(record)}, command=[sys.executable, "-c", RECORD_MODULES])
+    try:
+        client.initialize(tmp_path)
+        uri = uri_of(tmp_path / "engine.py")
+        client.open(uri, TRAIN)
+        assert codes(client.diagnostics(uri, 1)) == TRAIN_CODES
+        assert code_actions(client, uri, span(TRAIN, ".cuda()"))
+        assert hover(client, uri, at(TRAIN, ".cuda()", 2))["contents"]["value"].startswith("# DEV101")
+        assert client.shutdown() == 0
+    finally:
+        client.kill()
+    loaded = json.loads(record.read_text())
+    heavy = [name for name in loaded if name.startswith(("libcst", "rich", "devlint.rules.", "devlint.server.analysis"))]
+    assert heavy == []
+    assert "lsprotocol.types" in loaded  # the record is real
+
+
 def test_without_pygls_the_command_says_which_extra_to_install() -> None:
     code = "import sys; sys.modules['pygls'] = None; from devlint.cli import main; sys.exit(main(['server']))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)

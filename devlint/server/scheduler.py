@@ -17,7 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import BrokenExecutor
 from dataclasses import replace
 
-from devlint.server.analysis import analyze
+from devlint.server.jobs import analyze
 from devlint.server.carry import carried
 from devlint.server.model import Analysis, Problem
 from devlint.server.snapshot import Checked, Snapshot
