@@ -16,11 +16,11 @@ from pygls.uris import to_fs_path
 
 from devlint.config import CONFIG_NAMES
 from devlint.server.actions import FIX_ALL, fix_all_action, has_safe_fixes, quick_fixes, wanted, workspace_edit
-from devlint.server.jobs import documentation, fix_all
 from devlint.server.configuration import ConfigTracker
 from devlint.server.diagnostics import diagnostics
 from devlint.server.documents import PYTHON_LANGUAGES, Documents, Notebook, TextDoc
 from devlint.server.hover import hover
+from devlint.server.jobs import documentation, fix_all
 from devlint.server.model import Source
 from devlint.server.scheduler import Scheduler, Superseded
 from devlint.server.settings import SECTION, ServerSettings, read_settings
@@ -290,7 +290,8 @@ class Session:
         return workspace_edit(checked.snapshot, changes, self.documents.encoding, self.versioned_edits)
 
     def _documentation(self) -> asyncio.Future[dict[str, str]]:
-        if self._pages is None or (self._pages.done() and self._pages.exception() is not None):
+        failed = self._pages is not None and self._pages.done() and (self._pages.cancelled() or self._pages.exception())
+        if self._pages is None or failed:
             self._pages = asyncio.ensure_future(self.workers.run(documentation))
         return self._pages
 
