@@ -88,3 +88,21 @@ def test_the_neovim_0_7_recipe_gets_diagnostics_and_quick_fixes(tmp_path: Path) 
     assert any(line.startswith("diagnostic 2 29 `.cuda()`") for line in lines), lines
     assert "action Replace `.cuda()` with `.to(device)` (DEV101)" in lines, lines
     assert "action Add `# noqa: DEV101` to this line" in lines, lines
+
+
+@pytest.mark.skipif(NVIM is None, reason="nvim is not installed")
+def test_every_neovim_recipe_is_valid_lua(tmp_path: Path) -> None:
+    """The recipes for newer versions cannot run here, but each must at least compile."""
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("### Neovim") : text.index("### Emacs")]
+    blocks = re.findall(r"```lua\n(.*?)```", section, re.S)
+    assert len(blocks) == 4  # 0.11+, 0.8-0.10, 0.7, and fix-all
+    for number, block in enumerate(blocks):
+        script = tmp_path / f"recipe{number}.lua"
+        script.write_text(block)
+        check = f"lua local f, e = loadfile('{script}'); if not f then io.stderr:write(e); vim.cmd('cq') end"
+        done = subprocess.run(
+            [NVIM, "--headless", "-n", "-i", "NONE", "-u", "NONE", "-c", check, "-c", "qa!"],
+            capture_output=True, text=True, timeout=60, check=False,
+        )
+        assert done.returncode == 0, (block, done.stderr)
