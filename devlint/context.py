@@ -47,6 +47,9 @@ class Report:
     message: str
     fix: FixFactory | None
     site: Site
+    # The finding starts this many characters before ``start`` on its line: a token the tree
+    # holds no node of its own for (LibCST shares one object among equal dots).
+    lead: int = 0
 
 
 class FileContext:
@@ -93,8 +96,9 @@ class FileContext:
         message: str,
         fix: FixFactory | None = None,
         start: cst.CSTNode | None = None,
+        lead: int = 0,
     ) -> None:
-        self.reports.append(Report(rule, node, start or node, message, fix, self.site(node)))
+        self.reports.append(Report(rule, node, start or node, message, fix, self.site(node), lead))
 
     # -- for fixes, after the walk ---------------------------------------------------------
 
@@ -178,7 +182,7 @@ class FileContext:
                     name=report.rule.name,
                     message=report.message,
                     filename=self.filename,
-                    location=Location(start.line, start.column + 1),
+                    location=Location(start.line, start.column + 1 - report.lead),
                     end_location=Location(end.line, end.column + 1),
                     fix=fix,
                     source_line=lines.line(start.line),

@@ -29,6 +29,13 @@ class Edit:
     content: str
     start: Location
     end: Location
+    # The span the rule replaced, before the characters written back unchanged were trimmed off
+    # (devlint.fixes.LineIndex.edit): fixes conflict, and apply in order, by what they replace.
+    held: tuple[int, int] | None = field(default=None, compare=False)
+
+    @property
+    def span(self) -> tuple[int, int]:
+        return (self.held[0], self.held[1]) if self.held is not None else (self.start_offset, self.end_offset)
 
 
 @dataclass(frozen=True)

@@ -88,7 +88,37 @@ class LineIndex:
         return Location(lo + 1, offset - self.starts[lo] + 1)
 
     def edit(self, start: int, end: int, content: str) -> Edit:
-        return Edit(start, end, content, self.location(start), self.location(end))
+        """The edit replacing ``[start, end)`` with ``content``, less what it would write back
+        unchanged at either end: every consumer (the CLI's JSON, the editor) gets edits that
+        touch only the characters that change, so an editor's marks on the rest stay."""
+        held = (start, end)
+        start, end, content = trimmed(self.text, start, end, content)
+        return Edit(start, end, content, self.location(start), self.location(end), None if held == (start, end) else held)
+
+
+def common_prefix(a: str, b: str) -> int:
+    """How many characters ``a`` and ``b`` share at their start."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def trimmed(text: str, start: int, end: int, content: str) -> tuple[int, int, str]:
+    """``text[start:end] -> content`` without the characters both sides share at either end,
+    never splitting a CRLF of ``text`` (an editor cannot place a position between the two)."""
+    part = text[start:end]
+    head = common_prefix(part, content)
+    tail = common_prefix(part[head:][::-1], content[head:][::-1])
+    while head and text[start + head - 1] == "\r" and start + head < len(text) and text[start + head] == "\n":
+        head -= 1
+    while tail and text[end - tail] == "\n" and end - tail > 0 and text[end - tail - 1] == "\r":
+        tail -= 1
+    return start + head, end - tail, content[head : len(content) - tail]
 
 
 def applicable(finding: Finding, unsafe: bool) -> bool:
@@ -114,7 +144,7 @@ def apply_fixes(text: str, fixes: list[Fix]) -> tuple[str, int]:
             accepted.append(e)
         applied += 1
     # Insertions at the same offset keep the order in which fixes asked for them.
-    ordered = sorted(enumerate(accepted), key=lambda pair: (pair[1].start_offset, pair[1].end_offset, pair[0]))
+    ordered = sorted(enumerate(accepted), key=lambda pair: (*pair[1].span, pair[0]))
     pieces: list[str] = []
     cursor = 0
     for _, edit in ordered:
@@ -126,7 +156,8 @@ def apply_fixes(text: str, fixes: list[Fix]) -> tuple[str, int]:
 
 
 def _overlaps(a: Edit, b: Edit) -> bool:
-    if a.start_offset == a.end_offset or b.start_offset == b.end_offset:
+    (a_start, a_end), (b_start, b_end) = a.span, b.span
+    if a_start == a_end or b_start == b_end:
         # Two insertions at one point, or an insertion strictly inside a replacement.
-        return b.start_offset < a.start_offset < b.end_offset or a.start_offset < b.start_offset < a.end_offset
-    return a.start_offset < b.end_offset and b.start_offset < a.end_offset
+        return b_start < a_start < b_end or a_start < b_start < a_end
+    return a_start < b_end and b_start < a_end

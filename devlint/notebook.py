@@ -454,7 +454,7 @@ def place(findings: Sequence[Finding], program: Program, text: str) -> list[Find
         fix = finding.fix
         if fix is not None:
             edits = tuple(
-                Edit(e.start_offset, e.end_offset, e.content, layout.location(e.start), layout.location(e.end))
+                replace(e, start=layout.location(e.start), end=layout.location(e.end))
                 for e in fix.edits
             )
             fix = replace(fix, edits=edits)

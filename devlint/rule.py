@@ -67,8 +67,11 @@ class Rule:
         message: str,
         fix: FixFactory | None = None,
         start: cst.CSTNode | None = None,
+        lead: int = 0,
     ) -> None:
-        self.ctx.report(self, node, message, fix, start)
+        """``start``: where the finding starts, when not at ``node``; ``lead``: that many
+        characters before ``start``, on its line."""
+        self.ctx.report(self, node, message, fix, start, lead)
 
     def finish(self) -> None:
         """Called once after the walk; rules that collect candidates report them here."""

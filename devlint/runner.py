@@ -16,7 +16,7 @@ from devlint.positions import TreeMismatch
 from devlint.prefilter import matching_rules
 from devlint.rule import Rule
 from devlint.screen import screen
-from devlint.sections import SECTION_CHARS, parse_in_sections
+from devlint.sections import SECTION_CHARS, Parser, parse_in_sections
 from devlint.syntax import ParseError, cpython_error, cpython_tree
 from devlint.walker import walk
 
@@ -29,8 +29,8 @@ def parse(text: str, section_chars: int = SECTION_CHARS) -> cst.Module:
     return _parse(text, section_chars)[0]
 
 
-def _parse(text: str, section_chars: int) -> tuple[cst.Module, bool]:
-    """The tree, and whether it was stitched from sections."""
+def _parse(text: str, section_chars: int, parser: Parser = cst.parse_module) -> tuple[cst.Module, bool]:
+    """The tree, and whether it was stitched from sections (each parsed by ``parser``)."""
     problem = nesting_problem(text)
     if problem is not None:
         # Checked first: LibCST's native parser would overflow the C stack on such input.
@@ -38,7 +38,7 @@ def _parse(text: str, section_chars: int) -> tuple[cst.Module, bool]:
     try:
         with shared_trivia():
             if len(text) > 2 * section_chars:
-                module = parse_in_sections(text, cst.parse_module, section_chars)
+                module = parse_in_sections(text, parser, section_chars)
                 if module is not None:
                     return module, True
             return cst.parse_module(text), False
@@ -66,10 +66,13 @@ def lint_text(
     settings: FixSettings = FixSettings(),
     prefilter: bool = True,
     gate: bool = True,
+    sections: tuple[Parser, int] | None = None,
 ) -> list[Finding]:
     """The findings of ``rules`` on ``text``. ``prefilter``: only the rules that may report walk
     the tree, and a file where none may is not parsed (devlint.screen); ``gate``: that decision
-    reads CPython's tree too, not only the text (devlint.gate)."""
+    reads CPython's tree too, not only the text (devlint.gate); ``sections``: the parser of each
+    section and their size, for a caller that keeps the trees of sections it parsed before (the
+    tree stitched from them is the one a single parse gives, devlint.sections)."""
     if prefilter:
         screened = screen(text, rules, gate)
         if screened is None:
@@ -83,8 +86,9 @@ def lint_text(
             return []
         else:
             rules = screened
+    parser, section_chars = sections or (cst.parse_module, SECTION_CHARS)
     try:
-        return _lint_module(_parse(text, SECTION_CHARS), text, filename, rules, settings)
+        return _lint_module(_parse(text, section_chars, parser), text, filename, rules, settings)
     except TreeMismatch:
         # A tree stitched from sections that does not print back to its text: parse it whole.
         return _lint_module(_parse(text, len(text)), text, filename, rules, settings)

@@ -222,7 +222,7 @@ class CudaCall(Rule):
         if delegates_to_own_method(site, attribute.value, "cuda") or receiver_is_foreign(self.ctx, attribute.value, site, "cuda"):
             return
         message = "`.cuda()` hardcodes the CUDA device; use `.to(device)`"
-        self.report(node, message, fix=self._fix_factory(node, attribute), start=attribute.attr)
+        self.report(node, message, fix=self._fix_factory(node, attribute), start=attribute.attr, lead=_dot_lead(attribute))
 
     def _fix_factory(self, node: cst.Call, attribute: cst.Attribute) -> FixFactory | None:
         loader = map_location_lambda(self.ctx, node)
@@ -255,3 +255,12 @@ class CudaCall(Rule):
         means the current GPU), and onto the CPU where there is no GPU."""
         device = self.ctx.device(site, avoid=names_in(loader))
         return FixPlan(f"Replace the `map_location` lambda with `{device.expr}`", [Replace(loader, device.expr)], "safe", device=device)
+
+
+def _dot_lead(attribute: cst.Attribute) -> int:
+    """How far before `cuda` the finding starts: at the dot, as the message quotes `.cuda()`,
+    when the dot stands on the line of `cuda` (only whitespace without a line break between)."""
+    after = attribute.dot.whitespace_after if isinstance(attribute.dot, cst.Dot) else None
+    if isinstance(after, cst.SimpleWhitespace) and "\n" not in after.value and "\r" not in after.value:
+        return len(".") + len(after.value)
+    return 0

@@ -11,6 +11,8 @@ from typing import Any
 
 from lsp_client import LspClient, utf16_position
 
+SYNTAX_ERROR = "syntax-error"
+
 from devlint.config import Resolver
 from devlint.process import Job, process_source
 
@@ -81,10 +83,10 @@ def engine_diagnostics(text: str, path: Path) -> list[tuple[str | None, dict[str
 
 
 def published(diagnostics: list[dict[str, Any]]) -> list[tuple[str | None, dict[str, Any]]]:
-    """The same shape from what the server published (an error keeps its start only)."""
+    """The same shape from what the server published (a syntax error: no code, its start only)."""
     return sorted(
         (
-            (d.get("code"), d["range"] if "code" in d else {"start": d["range"]["start"]})
+            (None, {"start": d["range"]["start"]}) if d.get("code", SYNTAX_ERROR) == SYNTAX_ERROR else (d["code"], d["range"])
             for d in diagnostics
         ),
         key=repr,

@@ -59,7 +59,7 @@ def check_and_fix(capsys: pytest.CaptureFixture[str], bad: Path, good: Path, mes
     code, out, err = run(capsys, "check", str(bad.parent))
     assert code == 2
     assert_reported(err, bad, message, row)
-    assert f"{good}:2:31: DEV101" in out
+    assert f"{good}:2:30: DEV101" in out
     code, out, err = run(capsys, "fix", str(bad.parent))
     assert code == 2
     assert_reported(err, bad, message, row)
@@ -120,7 +120,7 @@ def test_latin1_coding_cookie_works_and_the_fix_keeps_latin1(tmp_path: Path, cap
     body = b"name = 'caf\xe9 cr\xe8me'  # \xa9 \xe0 la carte\nmodel = torch.nn.Linear(2, 2).cuda()\n"
     path.write_bytes(head + body)
     code, out, _ = run(capsys, "check", str(path))
-    assert code == 1 and f"{path}:4:31: DEV101" in out
+    assert code == 1 and f"{path}:4:30: DEV101" in out
     code, _, err = run(capsys, "fix", str(path))
     assert code == 0, err
     assert path.read_bytes() == head + DEVICE.encode() + body.replace(b".cuda()", b".to(device)")
@@ -133,7 +133,7 @@ def test_an_encoding_that_does_not_round_trip_is_checked_but_never_rewritten(tmp
     data = b"# coding: utf-7\nname = '+AGE-'\n" + CUDA.encode()
     path.write_bytes(data)
     code, out, _ = run(capsys, "check", str(path))
-    assert code == 1 and f"{path}:4:31: DEV101" in out
+    assert code == 1 and f"{path}:4:30: DEV101" in out
     code, _, err = run(capsys, "fix", str(path))
     assert code == 2
     assert_reported(err, path, "do not survive decoding and encoding again; not rewritten")
@@ -153,7 +153,7 @@ def test_utf8_bom_works_and_is_kept(tmp_path: Path, capsys: pytest.CaptureFixtur
     path = tmp_path / "bom.py"
     path.write_bytes(codecs.BOM_UTF8 + CUDA.encode())
     code, out, _ = run(capsys, "check", str(path))
-    assert code == 1 and f"{path}:2:31: DEV101" in out
+    assert code == 1 and f"{path}:2:30: DEV101" in out
     assert run(capsys, "fix", str(path))[0] == 0
     assert path.read_bytes() == codecs.BOM_UTF8 + FIXED.encode()
 
@@ -206,7 +206,7 @@ def test_missing_path(tmp_path: Path, good: Path, capsys: pytest.CaptureFixture[
     code, out, err = run(capsys, "check", str(tmp_path / "gone.py"), str(good))
     assert code == 2
     assert error_lines(err) == [f"devlint: error: {tmp_path / 'gone.py'}: no such file or directory"]
-    assert f"{good}:2:31: DEV101" in out
+    assert f"{good}:2:30: DEV101" in out
 
 
 def test_a_folder_named_like_a_python_file_is_walked_as_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -216,7 +216,7 @@ def test_a_folder_named_like_a_python_file_is_walked_as_a_folder(tmp_path: Path,
     for target in (tmp_path, folder):
         code, out, err = run(capsys, "check", str(target))
         assert (code, err) == (1, "")
-        assert out.startswith(f"{folder / 'inner.py'}:2:31: DEV101")
+        assert out.startswith(f"{folder / 'inner.py'}:2:30: DEV101")
 
 
 def test_a_folder_met_where_a_file_was_expected_is_reported(tmp_path: Path) -> None:
@@ -236,7 +236,7 @@ def test_dangling_symlink_and_symlink_loop(tmp_path: Path, good: Path, capsys: p
         assert code == 2
         assert_reported(err, tmp_path / "dangling.py", "dangling symbolic link")
         assert_reported(err, tmp_path / "loop_a.py", "symbolic link loop")
-        assert f"{good}:2:31: DEV101" in out
+        assert f"{good}:2:30: DEV101" in out
 
 
 def test_a_symlink_to_a_file_is_fixed_through_the_link(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -255,7 +255,7 @@ def test_a_fifo_named_py_is_skipped_not_read(tmp_path: Path, good: Path, capsys:
     code, out, err = run(capsys, "check", str(tmp_path))
     assert code == 2
     assert_reported(err, tmp_path / "pipe.py", "not a regular file")
-    assert f"{good}:2:31: DEV101" in out
+    assert f"{good}:2:30: DEV101" in out
 
 
 @pytest.mark.skipif(os.geteuid() == 0 if hasattr(os, "geteuid") else False, reason="root reads files without read permission; see the simulated test below")
@@ -269,7 +269,7 @@ def test_unreadable_file(tmp_path: Path, good: Path, capsys: pytest.CaptureFixtu
         bad.chmod(0o644)
     assert code == 2
     assert_reported(err, bad, "Permission denied")
-    assert f"{good}:2:31: DEV101" in out
+    assert f"{good}:2:30: DEV101" in out
 
 
 def test_unreadable_file_simulated(tmp_path: Path, good: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -308,7 +308,7 @@ def test_file_name_that_is_not_utf8(tmp_path: Path) -> None:
 
     check = devlint("check")
     assert check.returncode == 1 and b"Traceback" not in check.stderr, check.stderr
-    assert check.stdout.startswith(os.fsencode(path) + b":2:31: DEV101")
+    assert check.stdout.startswith(os.fsencode(path) + b":2:30: DEV101")
     fix = devlint("fix")
     assert fix.returncode == 0, fix.stderr
     assert path.read_text() == FIXED

@@ -38,7 +38,7 @@ def test_unparsable_file_exits_2_and_others_are_still_checked(tmp_path, capsys) 
     captured = capsys.readouterr()
     assert re.search(r"bad\.py:1:\d+: syntax error", captured.err)
     assert "Traceback" not in captured.err
-    assert "good.py:2:31: DEV101" in captured.out
+    assert "good.py:2:30: DEV101" in captured.out
 
 
 def test_missing_path_and_unknown_code_and_bad_flag_exit_2(tmp_path, capsys) -> None:
@@ -56,8 +56,8 @@ def test_concise_format_is_one_line_per_finding(tmp_path, capsys) -> None:
     main(["check", "--output-format", "concise", str(tmp_path)])
     lines = capsys.readouterr().out.splitlines()
     assert lines == [
-        f"{tmp_path / 'a.py'}:2:31: DEV101 `.cuda()` hardcodes the CUDA device; use `.to(device)`",
-        f"{tmp_path / 'a.py'}:3:19: DEV101 `.cuda()` hardcodes the CUDA device; use `.to(device)`",
+        f"{tmp_path / 'a.py'}:2:30: DEV101 `.cuda()` hardcodes the CUDA device; use `.to(device)`",
+        f"{tmp_path / 'a.py'}:3:18: DEV101 `.cuda()` hardcodes the CUDA device; use `.to(device)`",
     ]
 
 
@@ -67,7 +67,7 @@ def test_json_format_carries_the_spec_fields(tmp_path, capsys) -> None:
     [finding] = json.loads(capsys.readouterr().out)
     assert finding["code"] == "DEV101" and finding["name"] == "cuda-call"
     assert finding["filename"] == str(tmp_path / "a.py")
-    assert finding["location"] == {"row": 2, "column": 31}
+    assert finding["location"] == {"row": 2, "column": 30}
     assert finding["end_location"] == {"row": 2, "column": 37}
     assert finding["cell"] is None
     fix = finding["fix"]
@@ -90,13 +90,13 @@ def test_full_format_shows_source_caret_fix_and_summary(tmp_path, capsys) -> Non
     _tree(tmp_path, **{"a.py": CUDA})
     main(["check", "--output-format", "full", str(tmp_path)])
     out = capsys.readouterr().out
-    assert f"{tmp_path / 'a.py'}:2:31: DEV101 [*]" in out
+    assert f"{tmp_path / 'a.py'}:2:30: DEV101 [*]" in out
     assert "2 | model = torch.nn.Linear(2, 2).cuda()" in out
     lines = out.splitlines()
     source_line = next(line for line in lines if line.startswith("2 |"))
     caret_line = next(line for line in lines if "^" in line)
-    assert caret_line.index("^") == source_line.index(".cuda") + 1
-    assert caret_line.count("^") == len("cuda()")
+    assert caret_line.index("^") == source_line.index(".cuda")  # the dot of `.cuda()` first
+    assert caret_line.count("^") == len(".cuda()")
     assert "+ model = torch.nn.Linear(2, 2).to(device)" in out
     assert "Found 1 finding (1 fixable, 0 with --unsafe-fixes)." in out
 

@@ -81,3 +81,15 @@ def test_fixed_program_runs_on_the_cpu(before: Path) -> None:
     run = subprocess.run([sys.executable, fixed.name], cwd=fixed.parent, capture_output=True, text=True, timeout=120, env=env)
     assert run.returncode == 0, run.stderr
     assert run.stdout == expected.read_text()
+
+
+@pytest.mark.parametrize("before", BEFORE, ids=lambda p: p.stem)
+def test_every_edit_touches_only_what_changes(before: Path) -> None:
+    """A fix's edits replace only the characters that change (the fixed texts above are what they
+    were when edits replaced whole nodes): no edit starts or ends by writing back what is there."""
+    text = before.read_text()
+    findings = lint_text(text, before.name, RULES, _settings(before, text))
+    for e in (e for f in findings if f.fix is not None for e in f.fix.edits):
+        old = text[e.start_offset : e.end_offset]
+        if old and e.content:
+            assert old[0] != e.content[0] and old[-1] != e.content[-1], (before.name, e)

@@ -201,7 +201,7 @@ def test_sarif_from_a_run_is_valid_and_relative(project: Path, capsys) -> None:
     assert first["ruleId"] == "DEV101"
     assert first["locations"][0]["physicalLocation"] == {
         "artifactLocation": {"uri": "src/train.py", "uriBaseId": "%SRCROOT%"},
-        "region": {"startLine": 2, "startColumn": 19, "endLine": 2, "endColumn": 25},
+        "region": {"startLine": 2, "startColumn": 18, "endLine": 2, "endColumn": 25},
     }
     assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == project.resolve().as_uri() + "/"
     rule = run["tool"]["driver"]["rules"][0]
@@ -334,7 +334,7 @@ def test_readme_github_actions_workflow_runs_as_written(project: Path) -> None:
         assert result.returncode in (0, 1), result.stderr
         if "--output-format github" in command:
             assert result.returncode == 1
-            assert result.stdout.startswith("::error file=src/train.py,line=2,col=19,")
+            assert result.stdout.startswith("::error file=src/train.py,line=2,col=18,")
     log = json.loads((project / sarif_file).read_text())
     assert sarif_problems(log) == [] and len(log["runs"][0]["results"]) == 2
 

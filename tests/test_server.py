@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("pygls", reason="the language server needs the `server` extra")
 
-from lsp_client import LspClient, ResponseError, apply_edits, uri_of  # noqa: E402
+from lsp_client import LspClient, ResponseError, apply_edits, uri_of, utf16_position  # noqa: E402
 from server_helpers import at, engine_diagnostics, published, session, span, workers_of  # noqa: E402
 
 CONTENT_MODIFIED = -32801
@@ -59,8 +59,14 @@ def client(root: Path) -> Any:
         yield started
 
 
-def code_actions(client: LspClient, uri: str, where: dict[str, Any], only: list[str] | None = None) -> list[dict[str, Any]]:
-    context: dict[str, Any] = {"diagnostics": []}
+def code_actions(
+    client: LspClient,
+    uri: str,
+    where: dict[str, Any],
+    only: list[str] | None = None,
+    sent: list[dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    context: dict[str, Any] = {"diagnostics": sent or []}
     if only is not None:
         context["only"] = only
     return client.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": where, "context": context})
@@ -116,6 +122,36 @@ def test_initialize_announces_what_the_server_does(tmp_path: Path) -> None:
         client.kill()
 
 
+# `python -m devlint server`, writing sorted(sys.modules) to MODULES_FILE at exit.
+RECORD_MODULES = (
+    "import atexit, json, os, runpy, sys\n"
+    "atexit.register(lambda: open(os.environ['MODULES_FILE'], 'w').write(json.dumps(sorted(sys.modules))))\n"
+    "sys.argv = ['devlint', 'server']\n"
+    "runpy.run_module('devlint', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def test_the_server_process_never_imports_the_engine(tmp_path: Path) -> None:
+    """LibCST, rich and the rules load in the worker only: `initialize` is answered without them,
+    and diagnostics, fixes and hover need none of them in the server."""
+    record = tmp_path / "modules.json"
+    client = LspClient(tmp_path, env={"MODULES_FILE": str(record)}, command=[sys.executable, "-c", RECORD_MODULES])
+    try:
+        client.initialize(tmp_path)
+        uri = uri_of(tmp_path / "engine.py")
+        client.open(uri, TRAIN)
+        assert codes(client.diagnostics(uri, 1)) == TRAIN_CODES
+        assert code_actions(client, uri, span(TRAIN, ".cuda()"))
+        assert hover(client, uri, at(TRAIN, ".cuda()", 2))["contents"]["value"].startswith("# DEV101")
+        assert client.shutdown() == 0
+    finally:
+        client.kill()
+    loaded = json.loads(record.read_text())
+    heavy = [name for name in loaded if name.startswith(("libcst", "rich", "devlint.rules.", "devlint.server.analysis"))]
+    assert heavy == []
+    assert "lsprotocol.types" in loaded  # the record is real
+
+
 def test_without_pygls_the_command_says_which_extra_to_install() -> None:
     code = "import sys; sys.modules['pygls'] = None; from devlint.cli import main; sys.exit(main(['server']))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
@@ -155,7 +191,7 @@ def test_diagnostics_on_open_match_the_engine(client: LspClient, root: Path) -> 
     by_code = {d["code"]: d for d in found}
     assert codes(found) == TRAIN_CODES
     cuda = by_code["DEV101"]
-    assert cuda["range"] == span(TRAIN, "model.cuda()", 0) | {"start": at(TRAIN, ".cuda()", 1)}
+    assert cuda["range"] == span(TRAIN, ".cuda()", 0)  # from the dot, as the message quotes it
     assert cuda["source"] == "devlint"
     assert cuda["severity"] == 2  # Warning
     assert by_code["DEV302"]["severity"] == 3  # Information: a performance hint
@@ -178,7 +214,7 @@ def test_an_edit_updates_the_diagnostics(client: LspClient, root: Path) -> None:
     text = CLEAN.replace("model.to(device)", "model.cuda().to(device)")
     found = client.diagnostics(uri, 2)
     assert [d["code"] for d in found] == ["DEV101"]
-    assert found[0]["range"]["start"] == at(text, ".cuda()", 1)
+    assert found[0]["range"]["start"] == at(text, ".cuda()")
     # And deleting it again clears them.
     end = {"line": insert_at["line"], "character": insert_at["character"] + len(".cuda()")}
     client.change(uri, 3, [{"range": {"start": insert_at, "end": end}, "text": ""}])
@@ -201,14 +237,14 @@ def test_utf16_columns_after_non_ascii_text(client: LspClient, root: Path) -> No
     client.open(uri, text)
     (found,) = client.diagnostics(uri, 1)
     line = 'label = "😀é"; y = x.cuda()'
-    column = len(line[: line.index(".cuda()") + 1]) + 1  # code points, plus one for the emoji
+    column = len(line[: line.index(".cuda()")]) + 1  # code points, plus one for the emoji
     assert found["range"]["start"] == {"line": 2, "character": column}
     # An edit placed after the emoji lands where the client meant it.
     where = at(text, "y = x", 5)
     client.change(uri, 2, [{"range": {"start": where, "end": where}, "text": ".to('cpu')"}])
     updated = text.replace("y = x.cuda()", "y = x.to('cpu').cuda()")
     (moved,) = client.diagnostics(uri, 2)
-    assert moved["range"]["start"] == at(updated, ".cuda()", 1)
+    assert moved["range"]["start"] == at(updated, ".cuda()")
 
 
 def test_utf8_positions_when_the_client_offers_them(tmp_path: Path) -> None:
@@ -220,7 +256,7 @@ def test_utf8_positions_when_the_client_offers_them(tmp_path: Path) -> None:
         client.open(uri, text)
         (found,) = client.diagnostics(uri, 1)
         line = text.splitlines()[1]
-        assert found["range"]["start"]["character"] == len(line[: line.index(".cuda()") + 1].encode("utf-8"))
+        assert found["range"]["start"]["character"] == len(line[: line.index(".cuda()")].encode("utf-8"))
 
 
 def test_code_that_does_not_parse_gets_one_error_and_the_server_goes_on(client: LspClient, root: Path) -> None:
@@ -230,12 +266,48 @@ def test_code_that_does_not_parse_gets_one_error_and_the_server_goes_on(client: 
     (error,) = client.diagnostics(uri, 1)
     assert error["severity"] == 1
     assert error["message"].startswith("syntax error")
-    assert "code" not in error
+    assert error["code"] == "syntax-error"
     assert error["range"]["start"]["line"] == 1
     # Finish the line: the finding replaces the error.
     end = {"line": 1, "character": len("model = torch.nn.Linear(2, 2).cuda(")}
     client.change(uri, 2, [{"range": {"start": end, "end": end}, "text": ")"}])
     assert [d["code"] for d in client.diagnostics(uri, 2)] == ["DEV101"]
+
+
+def _shifted(diagnostic: dict[str, Any], lines: int) -> dict[str, Any]:
+    moved = {key: dict(end, line=end["line"] + lines) for key, end in diagnostic["range"].items()}
+    return dict(diagnostic, range=moved)
+
+
+def test_a_typo_keeps_the_findings_of_the_lines_it_did_not_touch(client: LspClient, root: Path) -> None:
+    uri = uri_of(root / "typo.py")
+    client.open(uri, TRAIN)
+    first = client.diagnostics(uri, 1)
+    assert codes(first) == TRAIN_CODES
+    # A half-typed line above the loop: the file no longer parses.
+    where = {"line": 7, "character": 0}
+    client.change(uri, 2, [{"range": {"start": where, "end": where}, "text": "    broken = (\n"}])
+    kept = client.diagnostics(uri, 2)
+    (error,) = [d for d in kept if d["code"] == "syntax-error"]
+    assert error["severity"] == 1
+    # Findings above the edit stay where they were; those below move down a line with their code.
+    expected = [d if d["range"]["start"]["line"] < 7 else _shifted(d, 1) for d in first]
+    assert sorted((d for d in kept if d is not error), key=repr) == sorted(expected, key=repr)
+    # A kept finding offers no fix for code that does not parse.
+    assert code_actions(client, uri, span(TRAIN, "model.cuda()"), only=["quickfix"]) == []
+    # Still broken, and now the line of DEV101 is edited too: that finding goes, the others stay.
+    text = apply_edits(TRAIN, [{"range": {"start": where, "end": where}, "newText": "    broken = (\n"}])
+    client.change(uri, 3, [{"range": span(text, "model.cuda()"), "text": "model.cud()"}])
+    still = client.diagnostics(uri, 3)
+    assert codes([d for d in still if d["code"] != "DEV101"]) == ["DEV103", "DEV301", "DEV302", "syntax-error"]
+    assert "DEV101" not in codes(still)
+    # The code parses again: a real check replaces everything kept.
+    text = text.replace("model.cuda()", "model.cud()")
+    client.change(uri, 4, [{"range": span(text, "    broken = (\n"), "text": ""}])
+    final = client.diagnostics(uri, 4)
+    text = text.replace("    broken = (\n", "")
+    assert published(final) == engine_diagnostics(text, root / "typo.py")
+    assert "syntax-error" not in codes(final)
 
 
 def test_syntax_errors_can_be_turned_off(tmp_path: Path) -> None:
@@ -282,12 +354,107 @@ def test_quick_fix_replaces_the_call_and_the_result_runs(client: LspClient, root
     assert str(namespace["device"]) in ("cpu", "cuda")
 
 
+MULTILINE_LOAD = "import torch\n\n\ndef load(path):\n    state = torch.load(\n        path,\n    )\n    return state\n"
+
+
+def test_a_quick_fix_edits_only_the_characters_that_change(client: LspClient, root: Path) -> None:
+    uri = uri_of(root / "minimal.py")
+    text = "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n"
+    client.open(uri, text)
+    client.diagnostics(uri, 1)
+    fix = code_actions(client, uri, span(text, ".cuda()"), only=["quickfix"])[0]
+    edits = only_edits(fix, uri, 1)
+    # The device definition, and `cuda(` -> `to(device` in place: `torch.nn.Linear(2, 2).` stays.
+    assert sorted(e["newText"] for e in edits) == sorted(
+        ['device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n', "to(device"]
+    )
+    (call,) = [e for e in edits if e["newText"] == "to(device"]
+    assert call["range"] == span(text, "cuda(")
+    assert apply_edits(text, edits).endswith("model = torch.nn.Linear(2, 2).to(device)\n")
+    # A fix of a call laid out over lines leaves its unchanged first line alone.
+    uri = uri_of(root / "minimal_load.py")
+    client.open(uri, MULTILINE_LOAD)
+    client.diagnostics(uri, 1)
+    (load_fix,) = [a for a in code_actions(client, uri, span(MULTILINE_LOAD, "torch.load")) if a.get("isPreferred")]
+    edits = only_edits(load_fix, uri, 1)
+    assert all(e["range"]["start"]["line"] > 4 for e in edits), edits
+    fixed = apply_edits(MULTILINE_LOAD, edits)
+    assert fixed.startswith("import torch\n\n\ndef load(path):\n    state = torch.load(\n        path,\n        map_location=")
+    ast.parse(fixed)
+
+
 def test_no_actions_away_from_findings(client: LspClient, root: Path) -> None:
     uri = uri_of(root / "away.py")
     client.open(uri, TRAIN)
     client.diagnostics(uri, 1)
     assert code_actions(client, uri, span(TRAIN, "def train"), only=["quickfix"]) == []
     assert [a["kind"] for a in code_actions(client, uri, span(TRAIN, "def train"))] == ["source.fixAll.devlint"]
+
+
+LINES = """\
+import torch
+
+
+def load(model, path):
+    model = model.cuda()
+    state = torch.load(path)
+    return model, state
+"""
+
+
+def _cursor(text: str, offset: int) -> dict[str, Any]:
+    position = utf16_position(text, offset)
+    return {"start": position, "end": position}
+
+
+@pytest.mark.parametrize(
+    ("line", "where"),
+    [
+        ("    model = model.cuda()", 0),  # the start of the line
+        ("    model = model.cuda()", 5),  # on the first `model`
+        ("    model = model.cuda()", 17),  # on the dot of `.cuda()`
+        ("    model = model.cuda()", 24),  # the end of the line
+        ("    state = torch.load(path)", 5),  # on `state`
+        ("    state = torch.load(path)", 0),
+    ],
+)
+def test_a_cursor_anywhere_on_the_line_gets_the_line_s_fixes(client: LspClient, root: Path, line: str, where: int) -> None:
+    uri = uri_of(root / "cursor.py")
+    if not client.publishes(uri):
+        client.open(uri, LINES)
+    client.diagnostics(uri, 1)
+    offset = LINES.index(line) + where
+    titles = [a["title"] for a in code_actions(client, uri, _cursor(LINES, offset), only=["quickfix"])]
+    code = "DEV101" if "cuda" in line else "DEV402"
+    assert [t for t in titles if "noqa" not in t] == [t for t in titles if code in t and "noqa" not in t]
+    assert any(code in t and "noqa" not in t for t in titles), titles
+    assert f"Add `# noqa: {code}` to this line" in titles
+    # Nothing from the other line.
+    other = "DEV402" if code == "DEV101" else "DEV101"
+    assert not any(other in t for t in titles)
+
+
+def test_fixes_for_the_diagnostics_the_client_sends(client: LspClient, root: Path) -> None:
+    uri = uri_of(root / "context.py")
+    client.open(uri, LINES)
+    found = client.diagnostics(uri, 1)
+    (cuda,) = [d for d in found if d["code"] == "DEV101"]
+    # The requested range is elsewhere (line 0); the diagnostic sent in the context decides.
+    elsewhere = _cursor(LINES, 0)
+    assert code_actions(client, uri, elsewhere, only=["quickfix"]) == []
+    actions = code_actions(client, uri, elsewhere, only=["quickfix"], sent=[cuda])
+    assert [a["title"] for a in actions] == [
+        "Replace `.cuda()` with `.to(device)` (DEV101)",
+        "Add `# noqa: DEV101` to this line",
+    ]
+    assert actions[0]["diagnostics"] == [cuda]
+    # A diagnostic of another tool, or one devlint no longer has, asks for nothing.
+    foreign = dict(cuda, source="pyright", code="reportAttributeAccessIssue")
+    stale = dict(cuda, range={"start": {"line": 1, "character": 0}, "end": {"line": 1, "character": 1}})
+    assert code_actions(client, uri, elsewhere, only=["quickfix"], sent=[foreign, stale]) == []
+    # A multi-line selection gets the fixes of every line in it.
+    every = code_actions(client, uri, span(LINES, "model = model.cuda()\n    state"), only=["quickfix"])
+    assert {d["code"] for a in every for d in a["diagnostics"]} == {"DEV101", "DEV402"}
 
 
 def test_noqa_action_adds_and_merges_the_comment(client: LspClient, root: Path) -> None:
@@ -297,8 +464,10 @@ def test_noqa_action_adds_and_merges_the_comment(client: LspClient, root: Path) 
     client.diagnostics(uri, 1)
     (add,) = [a for a in code_actions(client, uri, span(text, ".cuda()")) if "noqa" in a["title"]]
     assert apply_edits(text, only_edits(add, uri, 1)).splitlines()[1] == "x = torch.zeros(1).cuda()  # noqa: DEV101"
-    merged = [a for a in code_actions(client, uri, span(text, "torch.load")) if "noqa" in a["title"]]
-    assert [a["title"] for a in merged] == ["Add `# noqa: DEV402` to this line"]
+    # The line's two findings each get one; the DEV402 one merges into the list already there.
+    silences = [a for a in code_actions(client, uri, span(text, "torch.load")) if "noqa" in a["title"]]
+    assert sorted(a["title"] for a in silences) == ["Add `# noqa: DEV101` to this line", "Add `# noqa: DEV402` to this line"]
+    merged = [a for a in silences if "DEV402" in a["title"]]
     after = apply_edits(text, only_edits(merged[0], uri, 1)).splitlines()[2]
     assert after == "y = torch.load('w.pt').cuda()  # noqa: DEV402, DEV999"
     # The edit touches the code list only.
@@ -340,6 +509,33 @@ def test_fix_all_is_resolved_lazily_when_the_client_can(tmp_path: Path) -> None:
         with pytest.raises(ResponseError) as refused:
             client.request("codeAction/resolve", lazy)
         assert refused.value.code == CONTENT_MODIFIED
+
+
+def test_a_stale_request_is_refused_without_a_traceback(tmp_path: Path) -> None:
+    capabilities = {
+        "workspace": {"workspaceEdit": {"documentChanges": True}},
+        "textDocument": {"codeAction": {"resolveSupport": {"properties": ["edit"]}}},
+    }
+    client = LspClient(tmp_path)
+    try:
+        client.initialize(tmp_path, capabilities=capabilities)
+        uri = uri_of(tmp_path / "stale.py")
+        client.open(uri, TRAIN)
+        client.diagnostics(uri, 1)
+        (lazy,) = [a for a in code_actions(client, uri, span(TRAIN, ".cuda()")) if a["kind"] == "source.fixAll.devlint"]
+        client.change(uri, 2, [{"range": span(TRAIN, "epochs", 0), "text": "n_epochs"}])
+        for _ in range(3):
+            with pytest.raises(ResponseError) as refused:
+                client.request("codeAction/resolve", lazy)
+            assert refused.value.code == CONTENT_MODIFIED
+        client.diagnostics(uri, 2)
+        assert client.shutdown() == 0
+    finally:
+        client.kill()
+    logged = client.stderr_text()
+    assert "Traceback" not in logged
+    # At most one line per refusal.
+    assert len([line for line in logged.splitlines() if "32801" in line or "changed" in line]) <= 3
 
 
 def test_plain_changes_for_clients_without_document_changes(tmp_path: Path) -> None:
@@ -400,7 +596,7 @@ def test_hover_shows_the_rule_documentation(client: LspClient, root: Path) -> No
     assert shown["contents"]["kind"] == "markdown"
     assert shown["contents"]["value"].startswith("# DEV101 cuda-call\n")
     assert "## Why is this bad?" in shown["contents"]["value"]
-    assert shown["range"] == span(text, ".cuda()") | {"start": at(text, ".cuda()", 1)}
+    assert shown["range"] == span(text, ".cuda()")
     on_code = hover(client, uri, at(text, "DEV301", 3))
     assert on_code["contents"]["value"].startswith("# DEV301 blocking-host-to-device-copy")
     assert on_code["range"] == span(text, "DEV301")
@@ -449,7 +645,7 @@ def test_notebook_cells_get_their_own_diagnostics(client: LspClient, root: Path)
     (found,) = client.diagnostics(cells[2], 1)
     assert found["code"] == "DEV101"
     # Cell-relative: line 1 of the third cell.
-    assert found["range"]["start"] == {"line": 1, "character": len("model = model.")}
+    assert found["range"]["start"] == {"line": 1, "character": len("model = model")}
     assert client.publishes(cells[1]) in ([], [{"uri": cells[1], "diagnostics": [], "version": 1}])
     # The fix defines the device in the cell that imports torch, and fixes the call in cell 3.
     (fix,) = [a for a in code_actions(client, cells[2], span(NOTEBOOK[2][1], ".cuda()")) if a.get("isPreferred")]

@@ -3,7 +3,9 @@ settings, configuration tracking, severities and the analysis of notebooks."""
 
 from __future__ import annotations
 
+import ast
 import os
+import random
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,7 @@ from devlint.server.settings import ServerSettings, read_settings  # noqa: E402
 from devlint.server.severity import severity, tags  # noqa: E402
 from devlint.server.textdiff import minimal_edits  # noqa: E402
 from devlint.server.textlines import UTF8, UTF16, UTF32, Lines, apply_change  # noqa: E402
+from devlint.server.trees import SectionTrees  # noqa: E402
 
 P = types.Position
 
@@ -257,7 +260,7 @@ def test_a_skipped_file_and_an_engine_bug_give_no_findings(monkeypatch: pytest.M
     assert analyze(skipped).items == () and analyze(skipped).problem is None
     import devlint.server.analysis as analysis
 
-    def broken(*args: object) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
         raise KeyError("boom")
 
     raised_at = broken.__code__.co_firstlineno + 1
@@ -266,3 +269,64 @@ def test_a_skipped_file_and_an_engine_bug_give_no_findings(monkeypatch: pytest.M
     found = analyze(Source("a.py", ("import torch\nx.cuda()\n",), False, SETTINGS))
     assert found.problem is not None
     assert found.problem.message == f"internal error at test_server_parts.py:{raised_at}: KeyError: 'boom' (please report this)"
+
+
+# -- sections parsed once, reused by the next check ---------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+SECTIONED = [*sorted((ROOT / "fixtures" / "pairs").rglob("*.py")), ROOT / "examples" / "train_cuda.py"]
+
+
+def _lint(text: str, trees: SectionTrees | None = None, chars: int = 256) -> list:
+    from devlint.registry import all_rules
+    from devlint.runner import lint_text
+
+    sections = None if trees is None else (trees.parser(), chars)
+    return lint_text(text, "t.py", list(all_rules()), FixSettings(), sections=sections)
+
+
+@pytest.mark.parametrize("path", SECTIONED, ids=lambda p: p.stem)
+def test_findings_from_reused_sections_are_those_of_one_parse(path: Path) -> None:
+    text = path.read_text()
+    trees = SectionTrees()
+    expected = _lint(text)
+    assert _lint(text, trees) == expected  # sections parsed now
+    assert _lint(text, trees) == expected  # every section taken from the trees kept
+
+
+def test_reused_sections_through_random_edits_give_the_findings_of_one_parse() -> None:
+    """Seeded edits as a person makes them (lines typed, removed, duplicated): after each, the
+    check that reuses the trees of unchanged sections finds exactly what a fresh parse finds."""
+    rng = random.Random(23)
+    lines = (ROOT / "examples" / "train_cuda.py").read_text().splitlines(keepends=True)
+    typed = ["x = torch.zeros(3).cuda()\n", "state = torch.load(path)\n", "\n", "# note\n", "value = 1\n"]
+    trees = SectionTrees(kept_chars=20_000)
+    compared = 0
+    for _ in range(40):
+        edited = list(lines)
+        at = rng.randrange(len(edited))
+        choice = rng.random()
+        if choice < 0.5:
+            indent = edited[at][: len(edited[at]) - len(edited[at].lstrip())]
+            edited.insert(at, (indent if edited[at].strip() else "") + rng.choice(typed))
+        elif choice < 0.8 and len(edited) > 10:
+            del edited[at]
+        else:
+            edited.insert(at, edited[at])
+        text = "".join(edited)
+        try:
+            ast.parse(text)
+        except SyntaxError:
+            continue  # undone, as a person would
+        lines = edited
+        assert _lint(text, trees) == _lint(text)
+        compared += 1
+    assert compared >= 20
+
+
+def test_a_section_met_twice_in_one_check_is_two_trees() -> None:
+    trees = SectionTrees()
+    parse = trees.parser()
+    first, second = parse("x = 1\n"), parse("x = 1\n")
+    assert first is not second
+    assert trees.parser()("x = 1\n") in (first, second)

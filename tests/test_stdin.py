@@ -34,9 +34,9 @@ def run(data: bytes, **options) -> tuple[int, bytes, str]:
 def test_check_reports_under_the_stdin_filename() -> None:
     status, out, err = run(CUDA, stdin_filename="src/train.py")
     assert status == 1 and err == ""
-    assert out.decode() == "src/train.py:2:19: DEV101 `.cuda()` hardcodes the CUDA device; use `.to(device)`\n"
+    assert out.decode() == "src/train.py:2:18: DEV101 `.cuda()` hardcodes the CUDA device; use `.to(device)`\n"
     status, out, _ = run(CUDA)
-    assert status == 1 and out.startswith(b"-:2:19: DEV101")
+    assert status == 1 and out.startswith(b"-:2:18: DEV101")
 
 
 def test_configuration_and_per_file_ignores_follow_the_name(tmp_path: Path) -> None:
@@ -104,4 +104,4 @@ def test_stdin_filename_without_a_path_reads_stdin(monkeypatch, capsys) -> None:
 
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(CUDA)))
     assert main(["check", "--output-format", "concise", "--stdin-filename", "nb/train.py"]) == 1
-    assert capsys.readouterr().out.startswith("nb/train.py:2:19: DEV101")
+    assert capsys.readouterr().out.startswith("nb/train.py:2:18: DEV101")

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 
 from lsprotocol import types
 
-from devlint.server.diagnostics import finding_diagnostic, item_range
+from devlint.server.diagnostics import finding_diagnostic
 from devlint.server.model import Change, Item
 from devlint.server.snapshot import Checked, Snapshot
 
@@ -23,11 +23,17 @@ def wanted(kind: str, only: Sequence[str] | None) -> bool:
     return only is None or any(kind == parent or kind.startswith(parent + ".") for parent in only)
 
 
-def _overlaps(a: types.Range, b: types.Range) -> bool:
-    def key(position: types.Position) -> tuple[int, int]:
-        return position.line, position.character
+def _on_lines(finding: types.Range, asked: types.Range) -> bool:
+    """Whether the finding shares a line with the requested range: a client asks with the cursor
+    (an empty range) wherever it is on the line, and expects the line's fixes."""
+    return finding.start.line <= asked.end.line and asked.start.line <= finding.end.line
 
-    return key(a.start) <= key(b.end) and key(b.start) <= key(a.end)
+
+def _sent(diagnostic: types.Diagnostic, sent: Sequence[types.Diagnostic]) -> bool:
+    """Whether the client sent this diagnostic back in the request's context."""
+    return any(
+        d.code == diagnostic.code and d.range == diagnostic.range and d.source in (None, diagnostic.source) for d in sent
+    )
 
 
 def workspace_edit(snapshot: Snapshot, changes: Iterable[Change], encoding: str, versioned: bool) -> types.WorkspaceEdit:
@@ -61,9 +67,16 @@ def _fix_title(item: Item) -> str:
 
 
 def quick_fixes(
-    checked: Checked, text: int, span: types.Range, encoding: str, versioned: bool, unsafe: bool
+    checked: Checked,
+    text: int,
+    span: types.Range,
+    sent: Sequence[types.Diagnostic],
+    encoding: str,
+    versioned: bool,
+    unsafe: bool,
 ) -> list[types.CodeAction]:
-    """The fix and the noqa action of every finding of text ``text`` that ``span`` touches."""
+    """The fix and the noqa action of every finding of text ``text`` on the lines of ``span``,
+    and of every finding the client ``sent`` in the request's context (as ruff's server does)."""
     snapshot = checked.snapshot
     lines = snapshot.lines[text]
     if lines is None:
@@ -72,9 +85,11 @@ def quick_fixes(
     # One noqa action per line and code, however many findings of that code the line has.
     silences: dict[tuple[Change, ...], types.CodeAction] = {}
     for item in checked.analysis.items:
-        if item.text != text or not _overlaps(item_range(item, lines, encoding), span):
+        if item.text != text:
             continue
         diagnostic = finding_diagnostic(item, lines, encoding)
+        if not (_on_lines(diagnostic.range, span) or _sent(diagnostic, sent)):
+            continue
         fix = item.finding.fix
         if item.fix and fix is not None and (fix.applicability == "safe" or unsafe):
             fixes.append(

@@ -8,8 +8,11 @@ answering a code action needs no engine work; the changes of `source.fixAll` (fi
 from __future__ import annotations
 
 import traceback
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+
+import libcst as cst
 
 from devlint.findings import Finding
 from devlint.fixes import apply_fixes
@@ -21,7 +24,13 @@ from devlint.runner import ParseError, fix_text, lint_text
 from devlint.server.cells import build_program, locate, unfinished
 from devlint.server.model import Analysis, Change, Item, Problem, Source
 from devlint.server.textdiff import minimal_edits
+from devlint.server.trees import SECTION_CHARS, SectionTrees
 from devlint.suppress import Comments, apply_noqa, noqa_edit, noqa_target, scan, skip_file
+
+
+# The worker's trees of the sections it parsed lately: this module runs in the worker only, for
+# as long as it lives, and the trees only spare parses (a check gives what a fresh one gives).
+_TREES = SectionTrees()
 
 
 def analyze(source: Source) -> Analysis:
@@ -51,6 +60,10 @@ def _internal(error: Exception) -> str:
     return f"internal error{where}: {type(error).__name__}: {' '.join(str(error).split())} (please report this)"
 
 
+def _sections() -> tuple[Callable[[str], cst.Module], int]:
+    return _TREES.parser(), SECTION_CHARS
+
+
 def _rules(source: Source) -> list[type[Rule]]:
     return [rule_by_code(code) for code in source.settings.codes]
 
@@ -62,9 +75,9 @@ def _analyze(source: Source) -> Analysis:
     if skip_file(text):
         return Analysis()
     try:
-        findings = apply_noqa(text, lint_text(text, source.filename, _rules(source), source.settings.fix))
+        findings = apply_noqa(text, lint_text(text, source.filename, _rules(source), source.settings.fix, sections=_sections()))
     except ParseError as error:
-        return Analysis(problem=Problem(error.message, 0, error.row, error.column))
+        return Analysis(problem=Problem(error.message, 0, error.row, error.column, syntax=True))
     comments = scan(text) if findings else None
     return Analysis(tuple(Item(f, 0, _own_changes(f), _noqa_changes(comments, f, 0)) for f in findings))
 
@@ -97,7 +110,7 @@ def _analyze_notebook(source: Source) -> Analysis:
         return Analysis(problem=problem)
     settings = replace(source.settings.fix, cell_break=CELL_BREAK)
     try:
-        found = apply_noqa(program.text, lint_text(program.text, source.filename, _rules(source), settings))
+        found = apply_noqa(program.text, lint_text(program.text, source.filename, _rules(source), settings, sections=_sections()))
     except ParseError as error:
         return Analysis(problem=locate(program, error))
     comments: dict[int, Comments] = {}

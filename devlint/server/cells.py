@@ -25,12 +25,12 @@ def build_program(sources: Sequence[str | None]) -> Program:
 def locate(program: Program, error: ParseError) -> Problem:
     """A parse error of the program's text, moved to its cell."""
     if error.row is None or not program.cells:
-        return Problem(error.message, program.cells[0].number - 1 if program.cells else 0)
+        return Problem(error.message, program.cells[0].number - 1 if program.cells else 0, syntax=True)
     lines = _NEWLINE.split(program.text)
     breaks = [row for row, line in enumerate(lines, start=1) if line == CELL_BREAK]
     index = min(bisect.bisect_left(breaks, error.row), len(program.cells) - 1)
     first = breaks[index - 1] + 1 if index else 1
-    return Problem(error.message, program.cells[index].number - 1, error.row - first + 1, error.column)
+    return Problem(error.message, program.cells[index].number - 1, error.row - first + 1, error.column, syntax=True)
 
 
 def unfinished(sources: Sequence[str | None], error: NotebookError) -> Problem:
@@ -48,6 +48,6 @@ def unfinished(sources: Sequence[str | None], error: NotebookError) -> Problem:
         try:
             check_syntax(masked.text)
         except ParseError as found:
-            return Problem(found.message, index, found.row, found.column)
-        return Problem(error.message, index, len(_NEWLINE.split(source)))
-    return Problem(error.message, 0)
+            return Problem(found.message, index, found.row, found.column, syntax=True)
+        return Problem(error.message, index, len(_NEWLINE.split(source)), syntax=True)
+    return Problem(error.message, 0, syntax=True)

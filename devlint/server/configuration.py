@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from devlint.config import CONFIG_NAMES, ConfigError, FileSettings, Resolver
-from devlint.context import FixSettings
-from devlint.registry import select_rules
+from devlint.registry import select_infos
+from devlint.settings import FixSettings
 
 Stamp = tuple[tuple[int, int, int] | None, ...]
 
@@ -30,7 +30,7 @@ class Resolved:
 
 def default_settings() -> FileSettings:
     """What a file gets with no configuration file at all."""
-    return FileSettings(tuple(rule.code for rule in select_rules()), FixSettings())
+    return FileSettings(tuple(info.code for info in select_infos()), FixSettings())
 
 
 def _stamp(folder: Path) -> Stamp:

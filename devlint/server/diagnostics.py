@@ -11,6 +11,8 @@ from devlint.server.severity import severity, tags
 from devlint.server.textlines import Lines
 
 SOURCE = "devlint"
+# The code of a syntax error: no rule's, so that an editor can filter or count them apart.
+SYNTAX_ERROR = "syntax-error"
 
 
 def item_range(item: Item, lines: Lines, encoding: str) -> types.Range:
@@ -39,7 +41,11 @@ def _problem(problem: Problem, lines: Lines, encoding: str) -> types.Diagnostic:
     start = lines.at(row, first, encoding)
     end = lines.at(row, first + 1, encoding) if line else start
     return types.Diagnostic(
-        range=types.Range(start, end), message=problem.message, severity=types.DiagnosticSeverity.Error, source=SOURCE
+        range=types.Range(start, end),
+        message=problem.message,
+        severity=types.DiagnosticSeverity.Error,
+        code=SYNTAX_ERROR if problem.syntax else None,
+        source=SOURCE,
     )
 
 

@@ -4,24 +4,15 @@ a `# noqa: CODE` comment."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from lsprotocol import types
 
-from devlint.docs import rule_markdown
-from devlint.registry import UnknownCodeError, rule_by_code
 from devlint.server.diagnostics import item_range
 from devlint.server.snapshot import Checked
 from devlint.server.textlines import Lines, units
-from devlint.suppress import NOQA
 
 _CODE = re.compile(r"[A-Za-z]+[0-9]+")
-
-
-def _documentation(code: str) -> str | None:
-    try:
-        return rule_markdown(rule_by_code(code))
-    except UnknownCodeError:
-        return None
 
 
 def _contains(span: types.Range, position: types.Position) -> bool:
@@ -31,6 +22,8 @@ def _contains(span: types.Range, position: types.Position) -> bool:
 
 def _noqa_code(lines: Lines, position: types.Position, encoding: str) -> tuple[str, types.Range] | None:
     """The code of a `# noqa: ...` list the position is on, with its range."""
+    from devlint.suppress import NOQA
+
     line = lines.line(position.line)
     for match in NOQA.finditer(line):
         if match.group("codes") is None:
@@ -45,13 +38,16 @@ def _noqa_code(lines: Lines, position: types.Position, encoding: str) -> tuple[s
     return None
 
 
-def hover(checked: Checked, text: int, position: types.Position, encoding: str) -> types.Hover | None:
+def hover(
+    checked: Checked, text: int, position: types.Position, encoding: str, pages: Mapping[str, str]
+) -> types.Hover | None:
+    """``pages``: each rule's documentation by code."""
     lines = checked.snapshot.lines[text]
     if lines is None:
         return None
     written = _noqa_code(lines, position, encoding)
     if written is not None:
-        documentation = _documentation(written[0])
+        documentation = pages.get(written[0].upper())
         if documentation is None:
             return None
         return types.Hover(types.MarkupContent(types.MarkupKind.Markdown, documentation), written[1])
@@ -60,7 +56,7 @@ def hover(checked: Checked, text: int, position: types.Position, encoding: str) 
         span = item_range(item, lines, encoding)
         if item.text == text and _contains(span, position):
             codes.setdefault(item.finding.code, span)
-    pages = [page for code in codes if (page := _documentation(code)) is not None]
-    if not pages:
+    shown = [page for code in codes if (page := pages.get(code)) is not None]
+    if not shown:
         return None
-    return types.Hover(types.MarkupContent(types.MarkupKind.Markdown, "\n---\n\n".join(pages)), next(iter(codes.values())))
+    return types.Hover(types.MarkupContent(types.MarkupKind.Markdown, "\n---\n\n".join(shown)), next(iter(codes.values())))

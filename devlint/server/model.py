@@ -43,12 +43,14 @@ class Item:
 
 @dataclass(frozen=True)
 class Problem:
-    """Why a document has no findings: it does not parse (or devlint failed on it)."""
+    """Why a document has no findings of its own: it does not parse (``syntax``), or devlint
+    failed on it."""
 
     message: str
     text: int
     row: int | None = None
     column: int | None = None
+    syntax: bool = False
 
 
 @dataclass(frozen=True)

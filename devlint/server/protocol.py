@@ -6,10 +6,12 @@ import inspect
 import logging
 import os
 import sys
+from asyncio import Future
 from collections.abc import Callable, Generator
 from typing import Any, BinaryIO
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcContentModified, JsonRpcRequestCancelled
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
@@ -17,6 +19,8 @@ from pygls.protocol.language_server import lsp_method
 from devlint import __version__
 from devlint.server.actions import FIX_ALL
 from devlint.server.session import Session
+
+logger = logging.getLogger(__name__)
 
 NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
     notebook_selector=[types.NotebookDocumentFilterWithCells(cells=[types.NotebookCellLanguage(language="python")])]
@@ -49,6 +53,18 @@ class Protocol(LanguageServerProtocol):
     lsp_notebook_document__did_open = _forward(types.NOTEBOOK_DOCUMENT_DID_OPEN)
     lsp_notebook_document__did_change = _forward(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
     lsp_notebook_document__did_close = _forward(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+
+    def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:
+        """A request refused because its document changed (or the client cancelled it) is an
+        answer the protocol expects, not a failure: pygls would log it with a traceback, which
+        editors show as an error. It is answered with its error code and logged in one line."""
+        refused = None if future.cancelled() else future.exception()
+        if not isinstance(refused, (JsonRpcContentModified, JsonRpcRequestCancelled)):
+            super()._send_handler_result(future, msg_id=msg_id)
+            return
+        self._request_futures.pop(msg_id, None)
+        logger.info("request %s answered with %s: %s", msg_id, refused.code, refused.message)
+        self._send_response(msg_id, error=refused.to_response_error())
 
 
 def _plain(method: Callable[..., Any]) -> Callable[..., Any]:

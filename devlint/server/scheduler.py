@@ -1,5 +1,6 @@
 """When documents are checked: after a pause in typing, newest version only, never published
-over a newer one.
+over a newer one. While a document does not parse, the findings of its last check stay on the
+lines the edits left alone (devlint.server.carry).
 
 Each document has at most one check task. An edit cancels it, wherever it is (waiting out the
 pause, or waiting for the worker; the worker's result for the old text is then dropped), and
@@ -14,8 +15,10 @@ import asyncio
 import logging
 from collections.abc import Callable
 from concurrent.futures import BrokenExecutor
+from dataclasses import replace
 
-from devlint.server.analysis import analyze
+from devlint.server.jobs import analyze
+from devlint.server.carry import carried
 from devlint.server.model import Analysis, Problem
 from devlint.server.snapshot import Checked, Snapshot
 from devlint.server.workers import Workers
@@ -74,6 +77,9 @@ class Scheduler:
             analysis = Analysis(problem=Problem(message, first))
         if self._version(key) != snapshot.version:
             return None
+        before = self._latest.get(key)
+        if analysis.problem is not None and analysis.problem.syntax and before is not None:
+            analysis = replace(analysis, items=carried(before, snapshot))
         checked = Checked(snapshot, analysis)
         self._latest[key] = checked
         if self._pending.get(key) is asyncio.current_task():

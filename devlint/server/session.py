@@ -3,6 +3,7 @@ and request. devlint.server.protocol connects these methods to pygls."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from pathlib import Path
@@ -15,11 +16,11 @@ from pygls.uris import to_fs_path
 
 from devlint.config import CONFIG_NAMES
 from devlint.server.actions import FIX_ALL, fix_all_action, has_safe_fixes, quick_fixes, wanted, workspace_edit
-from devlint.server.analysis import fix_all
 from devlint.server.configuration import ConfigTracker
 from devlint.server.diagnostics import diagnostics
 from devlint.server.documents import PYTHON_LANGUAGES, Documents, Notebook, TextDoc
 from devlint.server.hover import hover
+from devlint.server.jobs import documentation, fix_all
 from devlint.server.model import Source
 from devlint.server.scheduler import Scheduler, Superseded
 from devlint.server.settings import SECTION, ServerSettings, read_settings
@@ -51,6 +52,7 @@ class Session:
         self.versioned_edits = False
         self.lazy_fix_all = False
         self.root = Path(os.getcwd())
+        self._pages: asyncio.Future[dict[str, str]] | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -67,9 +69,11 @@ class Session:
         self.versioned_edits = bool(_capability(capabilities, "workspace", "workspace_edit", "document_changes"))
         resolvable = _capability(capabilities, "text_document", "code_action", "resolve_support", "properties")
         self.lazy_fix_all = "edit" in (resolvable or ())
-        self.workers.warm_up()
 
     async def initialized(self, params: types.InitializedParams) -> None:
+        # The worker starts once `initialize` is answered, so that the answer does not wait for
+        # it; its first job loads the rules and sends back what hover shows of them.
+        self._documentation()
         capabilities = self.server.client_capabilities
         if _capability(capabilities, "workspace", "did_change_watched_files", "dynamic_registration"):
             watchers = [types.FileSystemWatcher(glob_pattern=glob) for glob in CONFIG_GLOBS]
@@ -254,7 +258,13 @@ class Session:
         actions: list[types.CodeAction] = []
         if wanted(types.CodeActionKind.QuickFix, only):
             actions += quick_fixes(
-                checked, text, params.range, self.documents.encoding, self.versioned_edits, self.settings.unsafe_fixes
+                checked,
+                text,
+                params.range,
+                params.context.diagnostics,
+                self.documents.encoding,
+                self.versioned_edits,
+                self.settings.unsafe_fixes,
             )
         if wanted(FIX_ALL, only) and has_safe_fixes(checked):
             data = {"uri": checked.snapshot.key, "version": checked.snapshot.version}
@@ -279,9 +289,20 @@ class Session:
             raise JsonRpcContentModified("the document changed while the fixes were computed")
         return workspace_edit(checked.snapshot, changes, self.documents.encoding, self.versioned_edits)
 
+    def _documentation(self) -> asyncio.Future[dict[str, str]]:
+        failed = self._pages is not None and self._pages.done() and (self._pages.cancelled() or self._pages.exception())
+        if self._pages is None or failed:
+            self._pages = asyncio.ensure_future(self.workers.run(documentation))
+        return self._pages
+
     async def hover(self, params: types.HoverParams) -> types.Hover | None:
         found = await self._current(params.text_document.uri)
         if found is None:
             return None
         checked, text = found
-        return hover(checked, text, params.position, self.documents.encoding)
+        try:
+            pages = await asyncio.shield(self._documentation())
+        except Exception as error:
+            logger.warning("the rules' documentation could not be loaded: %s", error)
+            return None
+        return hover(checked, text, params.position, self.documents.encoding, pages)

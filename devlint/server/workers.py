@@ -62,10 +62,6 @@ def _then_collect(function: Callable[..., T], *args: object) -> T:
         gc.collect()
 
 
-def _ready() -> bool:
-    return True
-
-
 class Workers:
     def __init__(self) -> None:
         self._executor: Executor | None = None
@@ -80,10 +76,6 @@ class Workers:
             except (OSError, ImportError, NotImplementedError):
                 self._executor = ThreadPoolExecutor(1, thread_name_prefix="devlint-check")
         return self._executor
-
-    def warm_up(self) -> None:
-        """Start the worker (and load the rules) before the first document arrives."""
-        self._submit(_ready)
 
     def _submit(self, function: Callable[..., T], *args: object) -> asyncio.Future[T]:
         loop = asyncio.get_running_loop()
