@@ -80,6 +80,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="oldest torch the fixes may target (default: each program's configuration, else 2.4)",
     )
     verify.add_argument("--jobs", "-j", type=int, default=None, metavar="N", help="runs at a time (default: all cores)")
+    emulate = commands.add_parser(
+        "emulate",
+        help="run a command with emulated CUDA in every Python process it starts",
+        description="Run COMMAND with emulated CUDA installed in every Python process it starts (the "
+        "command, its Python subprocesses, DataLoader and pytest-xdist workers): torch sees one CUDA "
+        "device whose tensors compute on the CPU. The command's output and exit status are its own. "
+        "Example: devlint emulate -- pytest tests/",
+    )
+    emulate.add_argument("--force", action="store_true", help="emulate even where torch sees a real GPU")
+    emulate.add_argument("command_args", nargs=argparse.REMAINDER, metavar="COMMAND [ARGS ...]")
     commands.add_parser(
         "server",
         help="run the language server (LSP over stdio; needs devlint[server])",
@@ -156,6 +166,10 @@ def _main(argv: Sequence[str] | None) -> int:
         from devlint.verify.command import run_verify
 
         return run_verify(args, sys.stdout, sys.stderr)
+    if args.command == "emulate":
+        from devlint.verify.emulate import run_emulate
+
+        return run_emulate(args.command_args, args.force, sys.stderr)
     if args.command == "server":
         return _serve()
     from devlint.app import Options, run_check
