@@ -89,7 +89,7 @@ def test_gpu_tests_run_under_emulation_and_are_gated_on_the_cpu(clean) -> None:
 
 def test_the_json_report_describes_each_run(clean) -> None:
     _, report, _, _ = clean
-    assert set(report) >= {"command", "torch", "gpu", "fixes", "runs", "tests", "errors", "summary", "exit_code"}
+    assert set(report) >= {"command", "torch", "gpu", "fixes", "runs", "tests", "errors", "warnings", "summary", "exit_code"}
     runs = report["runs"]
     assert list(runs) == ["reference", "cuda", "cpu"]
     assert (runs["reference"]["fixed"], runs["reference"]["emulated"]) == (False, True)
@@ -160,6 +160,8 @@ OUTCOMES_PROJECT = {
             pass
     """,
     "tests/test_broken_import.py": "import no_such_module_devlint\n",
+    # Not a test: a file devlint fix cannot parse is a warning, the runs go on.
+    "legacy/broken_syntax.py": "def (:\n",
 }
 
 
@@ -184,6 +186,7 @@ def test_every_kind_of_outcome_is_recorded_and_an_unchanged_project_exits_0(tmp_
     assert messages["test_setup_error"] == "RuntimeError: setup broke"
     assert messages["test_skipped"] == "not today"
     assert (done.returncode, report["summary"]["changed"], report["summary"]["fails_on_original"]) == (0, 0, 4)
+    assert report["warnings"] == ["devlint fix: error: legacy/broken_syntax.py:1:5: syntax error: invalid syntax"]
 
 
 def test_a_command_that_cannot_run_exits_2_with_one_line(tmp_path: Path) -> None:

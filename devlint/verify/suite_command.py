@@ -92,7 +92,7 @@ def _verify(
         original, fixed = root / "original", root / "fixed"
         machine = pool.submit(probe)
         copy_project(project, [original, fixed])
-        errors = _fix(fixed, paths, args)
+        warnings = _fix(fixed, paths, args)
         fixes = fixed_files(original, fixed)
         gpu = machine.result().gpu
         runs = plan(gpu is not None)
@@ -103,15 +103,17 @@ def _verify(
             folder = root / "runs" / run.name
             work.append((run, tree, folder, run_environment(os.environ, run, tree, folder, threads)))
         results = _run_with_progress(Runs(command, timeout), work, err)
-        errors += _run_errors(results, timeout)
+        errors = _run_errors(results, timeout)
         rows = judge(results[0], results[1:], fixes)
         changed = any(row.changed for row in rows)
         exit_code = EXIT_ERROR if errors else EXIT_CHANGED if changed else EXIT_OK
-        return SuiteReport(shlex.join(command), machine.result().torch or "?", gpu, fixes, results, rows, errors, exit_code)
+        torch = machine.result().torch or "?"
+        return SuiteReport(shlex.join(command), torch, gpu, fixes, results, rows, errors, warnings, exit_code)
 
 
 def _fix(tree: Path, paths: list[str], args: argparse.Namespace) -> list[str]:
-    """`devlint fix` on the fixed copy, with the configuration the copy carries; its errors."""
+    """`devlint fix` on the fixed copy, with the configuration the copy carries; what it could not
+    fix (a file that does not parse), which the runs still go on without."""
     command = [sys.executable, "-m", "devlint", "fix", "--no-cache", "--exit-zero", "--quiet", "--output-format", "concise"]
     if args.unsafe_fixes:
         command.append("--unsafe-fixes")
@@ -121,7 +123,7 @@ def _fix(tree: Path, paths: list[str], args: argparse.Namespace) -> list[str]:
     if done.returncode == 0:
         return []
     lines = [line for line in done.stderr.splitlines() if "error" in line.lower()] or done.stderr.splitlines()[-1:]
-    return [f"devlint fix: {line}" for line in lines]
+    return [f"devlint fix: {line.removeprefix('devlint: ')}" for line in lines]
 
 
 def _run_errors(results: list[RunResult], timeout: float) -> list[str]:

@@ -22,6 +22,8 @@ class SuiteReport:
     runs: list[RunResult]
     rows: list[TestRow]
     errors: list[str]
+    # What `devlint fix` reported on the copy (a file that does not parse): no reason to stop.
+    warnings: list[str]
     exit_code: int
 
     def summary(self) -> dict[str, int]:
@@ -73,6 +75,7 @@ def write_json(report: SuiteReport, out: TextIO) -> None:
             for row in report.rows
         ],
         "errors": report.errors,
+        "warnings": report.warnings,
         "summary": report.summary(),
         "exit_code": report.exit_code,
     }
@@ -113,6 +116,8 @@ def write_full(report: SuiteReport, out: TextIO) -> None:
         if row.fails_on_original:
             console.print(Text(f"fails on the original too (not a change): {row.nodeid}: {_describe(row.reference)}",
                                style="dim"))
+    for warning in report.warnings:
+        console.print(Text(f"warning: {warning}", style="yellow"))
     for error in report.errors:
         console.print(Text(f"error: {error}", style="bold red"))
     counts = report.summary()

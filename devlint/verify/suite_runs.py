@@ -106,6 +106,7 @@ class Runs:
         self.timeout = timeout
         self._processes: list[subprocess.Popen] = []
         self._lock = threading.Lock()
+        self._stopped = False
 
     def run(self, run: SuiteRun, tree: Path, folder: Path, env: dict[str, str]) -> RunResult:
         for name in ("outcomes", "tmp"):
@@ -123,6 +124,8 @@ class Runs:
                 return RunResult(run, tree, None, False, 0.0, problem=f"{why}: {self.command[0]}")
             with self._lock:
                 self._processes.append(process)
+                if self._stopped:
+                    _kill_group(process)
             timed_out = False
             try:
                 code = process.wait(timeout=self.timeout)
@@ -140,6 +143,7 @@ class Runs:
 
     def stop(self) -> None:
         with self._lock:
+            self._stopped = True
             for process in self._processes:
                 _kill_group(process)
 
@@ -194,9 +198,14 @@ def run_all(
 ) -> list[RunResult]:
     """Every run at once, each in a thread; ``on_tick`` is called while they go (progress)."""
     results: list[RunResult | None] = [None] * len(work)
+    failures: list[BaseException] = []
 
     def one(index: int) -> None:
-        results[index] = runs.run(*work[index])
+        try:
+            results[index] = runs.run(*work[index])
+        except BaseException as error:  # noqa: BLE001 - raised again in the caller's thread
+            failures.append(error)
+            runs.stop()
 
     threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(len(work))]
     for thread in threads:
@@ -209,4 +218,6 @@ def run_all(
     except BaseException:
         runs.stop()
         raise
+    if failures:
+        raise failures[0]
     return [result for result in results if result is not None]
