@@ -185,6 +185,7 @@ def test_every_kind_of_outcome_is_recorded_and_an_unchanged_project_exits_0(tmp_
     messages = {test["nodeid"].split("::")[-1]: test["reference"]["message"] for test in report["tests"]}
     assert messages["test_setup_error"] == "RuntimeError: setup broke"
     assert messages["test_skipped"] == "not today"
+    assert messages["tests/test_broken_import.py"] == "ModuleNotFoundError: No module named 'no_such_module_devlint'"
     assert (done.returncode, report["summary"]["changed"], report["summary"]["fails_on_original"]) == (0, 0, 4)
     assert report["warnings"] == ["devlint fix: error: legacy/broken_syntax.py:1:5: syntax error: invalid syntax"]
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import traceback
 from typing import Any
 
@@ -86,7 +87,8 @@ def _failure_message(report: Any) -> str:
     if crash is not None and getattr(crash, "message", None):
         return _short(crash.message)
     lines = [line for line in str(getattr(report, "longreprtext", "") or report.longrepr).splitlines() if line.strip()]
-    return _short(lines[-1] if lines else "")
+    # pytest marks the lines of an error with "E   ".
+    return _short(re.sub(r"^E\s+", "", lines[-1]) if lines else "")
 
 
 def _skip_reason(report: Any) -> str:
