@@ -86,7 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--torch-version", type=_torch_version, default=None, metavar="X.Y",
         help="oldest torch the fixes may target (default: each program's configuration, else 2.4)",
     )
-    verify.add_argument("--jobs", "-j", type=int, default=None, metavar="N", help="runs at a time (default: all cores)")
+    verify.add_argument(
+        "--jobs", "-j", type=int, default=None, metavar="N",
+        help="runs at a time (default: all cores; with --tests all three)",
+    )
     emulate = commands.add_parser(
         "emulate",
         help="run a command with emulated CUDA in every Python process it starts",

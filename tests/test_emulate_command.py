@@ -17,13 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from devlint.verify.gpu_probe import cpu_only_build
+from devlint.verify.gpu_probe import cpu_only_build, probe
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "fixtures" / "packages" / "gpu_pkg"
 DEVLINT = [sys.executable, "-m", "devlint"]
 PYTEST = [sys.executable, "-m", "pytest", "-rs", "-p", "no:cacheprovider"]
 GPU_TESTS = 3
+# Asked in a child process: this one must not start CUDA (the tests fork).
+HAS_GPU = probe(need_version=False).gpu is not None
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -62,6 +64,7 @@ def option_run(package: Path) -> subprocess.CompletedProcess:
     return _run([*PYTEST, "--emulate-cuda", "-n", "2"], package)
 
 
+@pytest.mark.skipif(HAS_GPU, reason="on a machine with a GPU the GPU tests run without emulation")
 def test_gpu_tests_skip_without_emulation(plain_run: subprocess.CompletedProcess) -> None:
     assert plain_run.returncode == 0, plain_run.stdout + plain_run.stderr
     assert f"1 passed, {GPU_TESTS} skipped" in plain_run.stdout
@@ -196,6 +199,16 @@ def test_a_cpu_build_of_torch_is_known_without_importing_it(tmp_path: Path, text
     (tmp_path / "torch").mkdir()
     (tmp_path / "torch" / "version.py").write_text(text, encoding="utf-8")
     assert cpu_only_build(tmp_path) is cpu_only
+
+
+@pytest.mark.skipif(not HAS_GPU, reason="needs a GPU that torch can see")
+def test_on_a_machine_with_a_gpu_it_says_so_and_runs_on_the_gpu_unless_forced(tmp_path: Path) -> None:
+    code = "import torch; print(torch.cuda.get_device_name(0))"
+    done = _run([*DEVLINT, "emulate", "--", sys.executable, "-c", code], tmp_path)
+    assert "torch sees a real GPU" in done.stderr
+    assert "Emulated CUDA device" not in done.stdout
+    forced = _run([*DEVLINT, "emulate", "--force", "--", sys.executable, "-c", code], tmp_path)
+    assert "Emulated CUDA device" in forced.stdout and forced.stderr == ""
 
 
 def test_emulate_is_in_the_help() -> None:

@@ -165,11 +165,11 @@ OUTCOMES_PROJECT = {
 }
 
 
-def test_every_kind_of_outcome_is_recorded_and_an_unchanged_project_exits_0(tmp_path: Path) -> None:
+def test_every_kind_of_outcome_is_recorded_one_run_at_a_time_and_an_unchanged_project_exits_0(tmp_path: Path) -> None:
     for name, text in OUTCOMES_PROJECT.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(textwrap.dedent(text), encoding="utf-8")
-    done = _verify(tmp_path, "--tests", f"{TESTS} -n 2", "--output-format", "json")
+    done = _verify(tmp_path, "--tests", f"{TESTS} -n 2", "--output-format", "json", "--jobs", "1")
     report = json.loads(done.stdout)
     outcomes = {test["nodeid"].split("::")[-1]: test["reference"]["outcome"] for test in report["tests"]}
     assert outcomes == {

@@ -41,6 +41,8 @@ def run_verify_tests(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         timeout = DEFAULT_TIMEOUT if args.timeout is None else args.timeout
         if timeout <= 0:
             raise SuiteError("--timeout must be positive")
+        if args.jobs is not None and args.jobs < 1:
+            raise SuiteError("--jobs must be at least 1")
         if torch_root() is None:
             raise SuiteError("verify runs the tests with PyTorch, which is not installed here: pip install devlint[verify]")
         project = Path.cwd().resolve()
@@ -96,13 +98,14 @@ def _verify(
         fixes = fixed_files(original, fixed)
         gpu = machine.result().gpu
         runs = plan(gpu is not None)
-        threads = str(max(1, (os.cpu_count() or 1) // len(runs)))
+        jobs = len(runs) if args.jobs is None else args.jobs
+        threads = str(max(1, (os.cpu_count() or 1) // min(jobs, len(runs))))
         work = []
         for run in runs:
             tree = fixed if run.fixed else original
             folder = root / "runs" / run.name
             work.append((run, tree, folder, run_environment(os.environ, run, tree, folder, threads)))
-        results = _run_with_progress(Runs(command, timeout), work, err)
+        results = _run_with_progress(Runs(command, timeout), work, jobs, err)
         errors = _run_errors(results, timeout)
         rows = judge(results[0], results[1:], fixes)
         changed = any(row.changed for row in rows)
@@ -144,10 +147,10 @@ def _run_errors(results: list[RunResult], timeout: float) -> list[str]:
     return errors
 
 
-def _run_with_progress(runs: Runs, work: list[Any], err: TextIO) -> list[RunResult]:
-    """All runs at once, with a bar per run on a terminal (tests done so far)."""
+def _run_with_progress(runs: Runs, work: list[Any], jobs: int, err: TextIO) -> list[RunResult]:
+    """The runs, with a bar per run on a terminal (tests done so far)."""
     if not (getattr(err, "isatty", lambda: False)() and os.environ.get("CI", "").lower() in ("", "0", "false")):
-        return run_all(runs, work, lambda: None)
+        return run_all(runs, work, jobs, lambda: None)
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -159,4 +162,4 @@ def _run_with_progress(runs: Runs, work: list[Any], err: TextIO) -> list[RunResu
             for task, (_, _, folder, _) in zip(tasks, work):
                 bar.update(task, completed=count_recorded(folder))
 
-        return run_all(runs, work, tick)
+        return run_all(runs, work, jobs, tick)

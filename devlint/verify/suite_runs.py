@@ -194,15 +194,17 @@ def count_recorded(folder: Path) -> int:
 
 
 def run_all(
-    runs: Runs, work: list[tuple[SuiteRun, Path, Path, dict[str, str]]], on_tick: Callable[[], None]
+    runs: Runs, work: list[tuple[SuiteRun, Path, Path, dict[str, str]]], jobs: int, on_tick: Callable[[], None]
 ) -> list[RunResult]:
-    """Every run at once, each in a thread; ``on_tick`` is called while they go (progress)."""
+    """The runs, ``jobs`` at a time, each in a thread; ``on_tick`` is called while they go (progress)."""
     results: list[RunResult | None] = [None] * len(work)
     failures: list[BaseException] = []
+    slots = threading.Semaphore(max(1, jobs))
 
     def one(index: int) -> None:
         try:
-            results[index] = runs.run(*work[index])
+            with slots:
+                results[index] = runs.run(*work[index])
         except BaseException as error:  # noqa: BLE001 - raised again in the caller's thread
             failures.append(error)
             runs.stop()
