@@ -109,6 +109,11 @@ def test_a_fix_that_aliases_on_the_cpu_is_reported_by_name_in_the_cpu_run(aliasi
         f"CHANGED {ALIASING} [cpu]: passed -> failed "
         "(assert [2.0, 2.0, 2.0] == [1.0, 1.0, 1.0] At index 0 diff: 2.0 != 1.0 Use -v to get more diff)"
     ]
+    lines = aliasing.stdout.splitlines()
+    assert lines[lines.index(changed[0]) + 1] == (
+        "    cause: only the CPU run changed: there `.to(device)` returns the tensor itself where `.cuda()` "
+        "copied it, so code that changes the copy changes the original (fixed lines: src/alias_pkg/staging.py:7)"
+    )
 
 
 def test_a_test_failing_on_the_original_is_not_a_change(aliasing) -> None:

@@ -13,7 +13,8 @@ emulation). A test's verdict in a run is one of:
 - ``changed``: anything else: the fix changed what the test sees. Only this counts as a change.
 
 The cause of a failure is named where devlint can tell: a line a fix wrote in its traceback, a
-call emulation does not model, or a test that compares device names.
+call emulation does not model, a test that compares device names, or, for a change on the CPU
+alone, the fixed ``.to(...)`` lines (on the CPU they return the tensor itself, not a copy).
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ _GPU_WORDS = re.compile(r"cuda|gpu|accelerator|device|nvidia|rocm", re.IGNORECAS
 _ADDRESS = re.compile(r"\b0x[0-9a-fA-F]+\b")
 _CUDA_NAME = re.compile(r"\bcuda(?::\d+)?\b")
 _CPU_NAME = re.compile(r"\bcpu\b")
+# A fixed line that moves a value to the device a fix chose.
+_MOVE = re.compile(r"\.to\(")
+_SHOWN = 3
 
 
 @dataclass(frozen=True)
@@ -74,8 +78,26 @@ def judge(reference: RunResult, fixed_runs: list[RunResult], fixes: list[FixedFi
         verdicts = {
             run.run.name: _verdict(nodeid, ref, run, reference, edited) for run in fixed_runs
         }
-        rows.append(TestRow(nodeid, ref, verdicts))
+        rows.append(TestRow(nodeid, ref, _cpu_only(verdicts, fixes)))
     return rows
+
+
+def _cpu_only(verdicts: dict[str, Verdict], fixes: list[FixedFile]) -> dict[str, Verdict]:
+    """A change seen only on the CPU, with nothing else to name: the fixed code passes on (emulated)
+    CUDA, so what differs is the CPU, where ``.to(device)`` returns the tensor itself while the
+    ``.cuda()`` it replaced made a copy; name the fixed lines that do that."""
+    cpu, cuda = verdicts.get("cpu"), verdicts.get("cuda")
+    if cpu is None or cuda is None or cpu.verdict != CHANGED or cpu.causes or cuda.verdict != SAME:
+        return verdicts
+    moves = [f"{file.path}:{row}" for file in fixes for row, text in file.text.items() if _MOVE.search(text)]
+    if not moves:
+        return verdicts
+    shown = ", ".join(moves[:_SHOWN]) + (f" and {len(moves) - _SHOWN} more" if len(moves) > _SHOWN else "")
+    cause = (
+        "only the CPU run changed: there `.to(device)` returns the tensor itself where `.cuda()` "
+        f"copied it, so code that changes the copy changes the original (fixed lines: {shown})"
+    )
+    return {**verdicts, "cpu": Verdict(CHANGED, cpu.outcome, (cause,))}
 
 
 def _verdict(
