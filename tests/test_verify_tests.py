@@ -7,6 +7,7 @@ shared by the assertions about it.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from devlint.verify.project_copy import copy_project, fixed_files
+from devlint.verify.suite_command import fix_copy
 from devlint.verify.suite_runs import Outcome, RunResult, plan
 from devlint.verify.suite_verdict import CHANGED, GATED, NEEDS, NOW_PASSES, SAME, judge
 
@@ -294,3 +296,16 @@ def test_the_copy_leaves_out_what_git_ignores_and_environments(tmp_path: Path) -
         assert sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file()) == [
             ".gitignore", "a.py", "data/keep.txt"
         ]
+
+
+@pytest.mark.parametrize(("unsafe", "fixed"), [(False, []), (True, ["m.py"])])
+def test_unsafe_fixes_are_applied_to_the_copy_only_when_asked(tmp_path: Path, unsafe: bool, fixed: list[str]) -> None:
+    source = tmp_path / "project"
+    source.mkdir()
+    (source / "m.py").write_text("import torch\n\n\ndef f(x, gpu):\n    return x.cuda(gpu)\n", encoding="utf-8")
+    original, copy = tmp_path / "original", tmp_path / "fixed"
+    copy_project(source, [original, copy])
+    args = argparse.Namespace(unsafe_fixes=unsafe, torch_version=None)
+    assert fix_copy(copy, ["."], args) == []
+    assert [file.path for file in fixed_files(original, copy)] == fixed
+    assert (source / "m.py").read_text(encoding="utf-8").endswith("x.cuda(gpu)\n")

@@ -94,7 +94,7 @@ def _verify(
         original, fixed = root / "original", root / "fixed"
         machine = pool.submit(probe)
         copy_project(project, [original, fixed])
-        warnings = _fix(fixed, paths, args)
+        warnings = fix_copy(fixed, paths, args)
         fixes = fixed_files(original, fixed)
         gpu = machine.result().gpu
         runs = plan(gpu is not None)
@@ -114,7 +114,7 @@ def _verify(
         return SuiteReport(shlex.join(command), torch, gpu, fixes, results, rows, errors, warnings, exit_code)
 
 
-def _fix(tree: Path, paths: list[str], args: argparse.Namespace) -> list[str]:
+def fix_copy(tree: Path, paths: list[str], args: argparse.Namespace) -> list[str]:
     """`devlint fix` on the fixed copy, with the configuration the copy carries; what it could not
     fix (a file that does not parse), which the runs still go on without."""
     command = [sys.executable, "-m", "devlint", "fix", "--no-cache", "--exit-zero", "--quiet", "--output-format", "concise"]
