@@ -71,7 +71,14 @@ def build_parser() -> argparse.ArgumentParser:
     verify = commands.add_parser("verify", help="run original and fixed code on every device and compare")
     verify.add_argument("paths", nargs="*", metavar="PATH", help="programs or folders (default: fixtures/programs/)")
     verify.add_argument("--output-format", choices=("full", "json"), default=None)
-    verify.add_argument("--timeout", type=float, default=120.0, help="seconds per run (default 120)")
+    verify.add_argument(
+        "--tests", metavar="COMMAND", default=None,
+        help='prove the fixes with the project\'s own test command, test by test (e.g. "pytest -q tests/"); '
+        "PATHs are then what to fix (default: the whole project)",
+    )
+    verify.add_argument(
+        "--timeout", type=float, default=None, help="seconds per run (default 120; with --tests 3600 per test run)"
+    )
     verify.add_argument("--rtol", type=float, default=None, help="relative tolerance (torch.testing.assert_close)")
     verify.add_argument("--atol", type=float, default=None, help="absolute tolerance")
     verify.add_argument("--unsafe-fixes", action="store_true", help="verify unsafe fixes too")
@@ -79,7 +86,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--torch-version", type=_torch_version, default=None, metavar="X.Y",
         help="oldest torch the fixes may target (default: each program's configuration, else 2.4)",
     )
-    verify.add_argument("--jobs", "-j", type=int, default=None, metavar="N", help="runs at a time (default: all cores)")
+    verify.add_argument(
+        "--jobs", "-j", type=int, default=None, metavar="N",
+        help="runs at a time (default: all cores; with --tests all three)",
+    )
+    emulate = commands.add_parser(
+        "emulate",
+        help="run a command with emulated CUDA in every Python process it starts",
+        description="Run COMMAND with emulated CUDA installed in every Python process it starts (the "
+        "command, its Python subprocesses, DataLoader and pytest-xdist workers): torch sees one CUDA "
+        "device whose tensors compute on the CPU. The command's output and exit status are its own. "
+        "Example: devlint emulate -- pytest tests/",
+    )
+    emulate.add_argument("--force", action="store_true", help="emulate even where torch sees a real GPU")
+    emulate.add_argument("command_args", nargs=argparse.REMAINDER, metavar="COMMAND [ARGS ...]")
     commands.add_parser(
         "server",
         help="run the language server (LSP over stdio; needs devlint[server])",
@@ -152,10 +172,18 @@ def _main(argv: Sequence[str] | None) -> int:
         from devlint.docs import show_rule
 
         return show_rule(args.code, sys.stdout, sys.stderr)
+    if args.command == "verify" and args.tests is not None:
+        from devlint.verify.suite_command import run_verify_tests
+
+        return run_verify_tests(args, sys.stdout, sys.stderr)
     if args.command == "verify":
         from devlint.verify.command import run_verify
 
         return run_verify(args, sys.stdout, sys.stderr)
+    if args.command == "emulate":
+        from devlint.verify.emulate import run_emulate
+
+        return run_emulate(args.command_args, args.force, sys.stderr)
     if args.command == "server":
         return _serve()
     from devlint.app import Options, run_check
