@@ -71,7 +71,14 @@ def build_parser() -> argparse.ArgumentParser:
     verify = commands.add_parser("verify", help="run original and fixed code on every device and compare")
     verify.add_argument("paths", nargs="*", metavar="PATH", help="programs or folders (default: fixtures/programs/)")
     verify.add_argument("--output-format", choices=("full", "json"), default=None)
-    verify.add_argument("--timeout", type=float, default=120.0, help="seconds per run (default 120)")
+    verify.add_argument(
+        "--tests", metavar="COMMAND", default=None,
+        help='prove the fixes with the project\'s own test command, test by test (e.g. "pytest -q tests/"); '
+        "PATHs are then what to fix (default: the whole project)",
+    )
+    verify.add_argument(
+        "--timeout", type=float, default=None, help="seconds per run (default 120; with --tests 3600 per test run)"
+    )
     verify.add_argument("--rtol", type=float, default=None, help="relative tolerance (torch.testing.assert_close)")
     verify.add_argument("--atol", type=float, default=None, help="absolute tolerance")
     verify.add_argument("--unsafe-fixes", action="store_true", help="verify unsafe fixes too")
@@ -162,6 +169,10 @@ def _main(argv: Sequence[str] | None) -> int:
         from devlint.docs import show_rule
 
         return show_rule(args.code, sys.stdout, sys.stderr)
+    if args.command == "verify" and args.tests is not None:
+        from devlint.verify.suite_command import run_verify_tests
+
+        return run_verify_tests(args, sys.stdout, sys.stderr)
     if args.command == "verify":
         from devlint.verify.command import run_verify
 

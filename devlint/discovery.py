@@ -140,7 +140,7 @@ def _walk(
 ) -> list[Path]:
     found: list[Path] = []
     ignores: dict[Path, list[GitIgnore]] = {}
-    inherited = _parent_gitignores(root) if respect_gitignore else []
+    inherited = parent_gitignores(root) if respect_gitignore else []
 
     def on_error(error: OSError) -> None:
         errors.append(FileError(str(error.filename or root), f"cannot read folder: {error.strerror}"))
@@ -154,12 +154,12 @@ def _walk(
         ignores[here] = chain
         dirs[:] = sorted(
             d for d in dirs
-            if not is_excluded(here / d, patterns, root) and not _ignored(here / d, True, chain)
+            if not is_excluded(here / d, patterns, root) and not ignored_by(here / d, True, chain)
             and not (skip is not None and skip(here / d, True))
         )
         for name in sorted(names):
             path = here / name
-            if not name.endswith(SOURCE_SUFFIXES) or is_excluded(path, patterns, root) or _ignored(path, False, chain):
+            if not name.endswith(SOURCE_SUFFIXES) or is_excluded(path, patterns, root) or ignored_by(path, False, chain):
                 continue
             if skip is not None and skip(path, False):
                 continue
@@ -171,7 +171,7 @@ def _walk(
     return found
 
 
-def _ignored(path: Path, is_dir: bool, chain: list[GitIgnore]) -> bool:
+def ignored_by(path: Path, is_dir: bool, chain: list[GitIgnore]) -> bool:
     result = False
     for ignore in chain:
         verdict = ignore.verdict(path, is_dir)
@@ -180,7 +180,7 @@ def _ignored(path: Path, is_dir: bool, chain: list[GitIgnore]) -> bool:
     return result
 
 
-def _parent_gitignores(root: Path) -> list[GitIgnore]:
+def parent_gitignores(root: Path) -> list[GitIgnore]:
     """.gitignore files of the folders above ``root``, up to the repository top."""
     chain: list[GitIgnore] = []
     current = Path(os.path.abspath(root))

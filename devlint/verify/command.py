@@ -22,6 +22,8 @@ from devlint.verify.targets import DEFAULT_TARGET, Program, discover, prepare
 from devlint.verify.verdict import Judge, Row, Tolerance, pairs
 
 EXIT_OK, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
+# Seconds a program may run (--timeout).
+DEFAULT_TIMEOUT = 120.0
 
 
 class UsageError(Exception):
@@ -30,7 +32,7 @@ class UsageError(Exception):
 
 def run_verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
-        jobs = _check_options(args)
+        jobs, timeout = _check_options(args)
         torch_at = torch_root()
         if torch_at is None:
             raise UsageError(
@@ -42,7 +44,7 @@ def run_verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             err.write(f"devlint verify: error: {message}\n")
         if not programs:
             return EXIT_ERROR if errors else _usage(err, "no Python programs to verify")
-        probe, rows = verify_programs(programs, torch_at, Tolerance(args.rtol, args.atol), args.timeout, jobs)
+        probe, rows = verify_programs(programs, torch_at, Tolerance(args.rtol, args.atol), timeout, jobs)
     except (UsageError, ProbeError) as error:
         return _usage(err, str(error))
     exit_code = EXIT_ERROR if errors else EXIT_FAIL if any(row.failed for row in rows) else EXIT_OK
@@ -56,16 +58,18 @@ def _usage(err: TextIO, message: str) -> int:
     return EXIT_ERROR
 
 
-def _check_options(args: argparse.Namespace) -> int:
-    """The number of runs at a time; a UsageError for options that cannot work."""
+def _check_options(args: argparse.Namespace) -> tuple[int, float]:
+    """The number of runs at a time and the seconds each may take; a UsageError for options
+    that cannot work."""
+    timeout = DEFAULT_TIMEOUT if args.timeout is None else args.timeout
     if (args.rtol is None) != (args.atol is None):
         raise UsageError("give --rtol and --atol together (as torch.testing.assert_close takes them)")
-    if args.timeout <= 0:
+    if timeout <= 0:
         raise UsageError("--timeout must be positive")
     jobs = args.jobs if args.jobs is not None else os.cpu_count() or 1
     if jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    return jobs
+    return jobs, timeout
 
 
 def _programs(paths: list[str], unsafe: bool, resolver: Resolver) -> tuple[list[Program], list[str], list[Path]]:
