@@ -3,6 +3,7 @@
     .venv/bin/python bench/test_suite_proof.py --mirrors /work/.mirror
     .venv/bin/python bench/test_suite_proof.py --mirrors /work/.mirror --only pyro --json /tmp/proof.json
     .venv/bin/python bench/test_suite_proof.py --mirrors /work/.mirror --skip-verify
+    .venv/bin/python bench/test_suite_proof.py --from-json /tmp/proof.json   # the tables again
 
 It needs the mirrors: bare git directories of the repositories in ``CODE_BASES`` under
 ``--mirrors`` (``DIR/owner+name/repo``, as the ``fetch`` tool leaves them, or ``DIR/owner+name``).
@@ -122,6 +123,7 @@ CODE_BASES: tuple[CodeBase, ...] = (
 # Top-level files pytest and the projects read (their configuration and conftest).
 TOP_LEVEL = re.compile(r"^(conftest\.py|setup\.cfg|setup\.py|pyproject\.toml|pytest\.ini|tox\.ini)$")
 NOT_EMULATED = "not emulated:"
+GPU_NAME = re.compile(r"cuda|gpu", re.IGNORECASE)
 
 
 class BenchError(Exception):
@@ -275,6 +277,14 @@ class BaseResult:
             if nodeid not in self.plain.tests or self.plain.tests[nodeid].outcome == "skipped"
         )
 
+    def named_for_gpu(self) -> list[str]:
+        """Tests whose name says CUDA or GPU and that passed on the CPU: most gate inside their body
+        (``if torch.cuda.is_available(): ...``), so on the CPU they pass without running anything."""
+        return sorted(
+            nodeid for nodeid, got in self.plain.tests.items()
+            if got.outcome == "passed" and GPU_NAME.search(nodeid.rpartition("::")[2]) and nodeid in self.emulated.tests
+        )
+
     def gated_outcomes(self) -> Counter[str]:
         counts: Counter[str] = Counter()
         for nodeid in self.gated():
@@ -319,14 +329,17 @@ def emulation_table(results: Sequence[BaseResult]) -> str:
         gated = r.gated()
         not_defined = sum(1 for n in gated if n not in r.plain.tests)
         counts = r.gated_outcomes()
+        named = r.named_for_gpu()
+        named_passed = sum(1 for n in named if r.emulated.tests[n].outcome == "passed")
         rows.append([
             r.base.name, r.base.commit[:12], len(r.plain.tests), r.plain.count("passed"), r.plain.count("skipped"),
             not_defined, len(r.emulated.tests), len(gated), counts["passed"], counts["failed"] + counts["error"],
-            counts["not emulated"], counts["skipped"],
+            counts["not emulated"], counts["skipped"], f"{named_passed} of {len(named)}",
         ])
     return markdown(
         ["code base", "commit", "CPU: tests", "CPU: passed", "CPU: skipped", "defined only with a GPU",
-         "emulate: tests", "gated tests run", "passed", "failed", "not emulated", "still skipped"],
+         "emulate: tests", "gated tests run", "passed", "failed", "not emulated", "skipped or xfail",
+         "named cuda/gpu, passed on the CPU: pass under emulation"],
         rows,
     )
 
@@ -334,15 +347,15 @@ def emulation_table(results: Sequence[BaseResult]) -> str:
 def emulation_failures(results: Sequence[BaseResult]) -> list[str]:
     lines = []
     for r in results:
-        for nodeid in r.gated():
+        for nodeid in [*r.gated(), *r.named_for_gpu()]:
             got = r.emulated.tests[nodeid]
             if got.outcome in ("failed", "error"):
                 lines.append(f"- {r.base.name} `{nodeid}`: {got.outcome}: {_first_line(got.message)}")
     return lines
 
 
-def _first_line(text: str, limit: int = 160) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
+def _first_line(text: str | None, limit: int = 160) -> str:
+    line = text.strip().splitlines()[0] if text and text.strip() else ""
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
@@ -375,12 +388,12 @@ def changed_tests(results: Sequence[BaseResult]) -> list[str]:
                 if not test.get("changed"):
                     continue
                 for run_name, run in test.get("runs", {}).items():
-                    if run.get("verdict") in ("same", None) or run.get("verdict", "").startswith(("gpu-gated", "needs", "passes")):
+                    if run.get("verdict") != "changed":
                         continue
-                    causes = "; ".join(run.get("causes", [])) or "no cause named"
+                    causes = "; ".join(str(c) for c in run.get("causes") or []) or "no cause named"
                     lines.append(
                         f"- {r.base.name} ({v.applicability}) `{test['nodeid']}` [{run_name}]: "
-                        f"{test['reference']['outcome']} -> {run.get('outcome')}: {_first_line(run.get('message', ''))} ({causes})"
+                        f"{(test.get('reference') or {}).get('outcome')} -> {run.get('outcome')}: {_first_line(run.get('message', ''))} ({causes})"
                     )
     return lines
 
@@ -391,11 +404,13 @@ def cost_table(results: Sequence[BaseResult]) -> str:
         row: list[object] = [r.base.name, f"{r.plain.seconds:.0f}", f"{r.emulated.seconds:.0f}",
                              f"{r.emulated.seconds / r.plain.seconds:.2f}"]
         for v in r.verifies:
-            row += [f"{v.seconds:.0f}", f"{v.seconds / r.plain.seconds:.2f}"]
+            row += [f"{v.seconds:.0f}", f"{v.seconds / r.plain.seconds:.2f}", f"{v.seconds / r.emulated.seconds:.2f}"]
         rows.append(row)
+    # verify / emulate too: where the CPU defines fewer tests than emulation (captum), the plain run
+    # does less work than each of verify's runs.
     return markdown(
-        ["code base", "plain s", "emulate s", "emulate / plain", "verify s", "verify / plain",
-         "verify --unsafe-fixes s", "verify --unsafe-fixes / plain"],
+        ["code base", "plain s", "emulate s", "emulate / plain", "verify s", "verify / plain", "verify / emulate",
+         "verify --unsafe-fixes s", "unsafe / plain", "unsafe / emulate"],
         rows,
     )
 
@@ -422,9 +437,27 @@ def to_json(results: Sequence[BaseResult]) -> list[dict[str, Any]]:
     ]
 
 
+def _pytest_run(data: dict[str, Any]) -> PytestRun:
+    tests = {nodeid: Outcome(**got) for nodeid, got in data["tests"].items()}
+    return PytestRun(data["exit_status"], data["seconds"], data["timed_out"], tests)
+
+
+def from_json(entries: Sequence[dict[str, Any]]) -> list[BaseResult]:
+    """The results a ``--json`` file holds, to print the tables again without running anything."""
+    bases = {b.name: b for b in CODE_BASES}
+    return [
+        BaseResult(
+            bases[e["name"]], e["files"], _pytest_run(e["plain"]), _pytest_run(e["emulated"]),
+            tuple(VerifyRun(**v) for v in e["verify"]),
+        )
+        for e in entries
+    ]
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mirrors", type=Path, required=True, help="folder of bare mirrors (owner+name/repo)")
+    parser.add_argument("--mirrors", type=Path, help="folder of bare mirrors (owner+name/repo)")
+    parser.add_argument("--from-json", type=Path, help="print the tables of an earlier --json file; runs nothing")
     parser.add_argument("--only", help="comma-separated code base names")
     parser.add_argument("--python", type=Path, default=ROOT / "bench" / ".venv-proof" / "bin" / "python")
     parser.add_argument("--devlint", type=Path, default=ROOT / ".venv" / "bin" / "devlint")
@@ -437,6 +470,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.from_json:
+        print("\n".join(report(from_json(json.loads(args.from_json.read_text())))))
+        return 0
+    if args.mirrors is None:
+        print("--mirrors is required (or --from-json)", file=sys.stderr)
+        return 2
     names = args.only.split(",") if args.only else [b.name for b in CODE_BASES]
     unknown = set(names) - {b.name for b in CODE_BASES}
     if unknown:
@@ -452,6 +491,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for base in CODE_BASES:
             if base.name in names:
                 results.append(run_base(base, args.mirrors, args.python, args.devlint, scratch, args.timeout, args.skip_verify))
+                if args.json:  # after each code base: a late failure loses nothing measured
+                    args.json.write_text(json.dumps(to_json(results), indent=1))
     except BenchError as error:
         print(error, file=sys.stderr)
         return 2
@@ -460,8 +501,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             shutil.copytree(scratch, args.keep, dirs_exist_ok=True)
         shutil.rmtree(scratch, ignore_errors=True)
     print("\n".join(report(results)))
-    if args.json:
-        args.json.write_text(json.dumps(to_json(results), indent=1))
     return 0
 
 
