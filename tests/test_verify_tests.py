@@ -309,3 +309,31 @@ def test_unsafe_fixes_are_applied_to_the_copy_only_when_asked(tmp_path: Path, un
     assert fix_copy(copy, ["."], args) == []
     assert [file.path for file in fixed_files(original, copy)] == fixed
     assert (source / "m.py").read_text(encoding="utf-8").endswith("x.cuda(gpu)\n")
+
+
+def test_the_fixed_trees_run_with_cuda_tells_the_suites_own_gates_from_changes(tmp_path: Path) -> None:
+    """Found on captum and gpytorch: tests defined only where a GPU is found (named for nothing
+    CUDA), numbered parameter cases whose list depends on CUDA, and a test failing before and
+    after with another message."""
+    passed, failed = Outcome("passed", "", "call"), Outcome("failed", "AttributeError: no attribute 'cuda'", "call")
+    reference = {"test_jit_quantized": passed, "p_0": passed, "p_1": passed, "broken": failed, "plain": passed}
+    with_cuda = {"test_jit_quantized": passed, "p_0": passed, "p_1": passed, "plain": passed}
+    with_cuda["broken"] = Outcome("failed", "AttributeError: no attribute 'to'", "call")
+    without = {"p_0": Outcome("failed", "assert 1 == 2", "call"), "plain": Outcome("failed", "boom", "call")}
+    without["broken"] = with_cuda["broken"]
+    rows = judge(
+        _result(REFERENCE, tmp_path / "original", **reference),
+        [_result(CUDA, tmp_path / "fixed", **with_cuda), _result(CPU, tmp_path / "fixed", **without)],
+        [],
+    )
+    cpu = {row.nodeid.split("::")[-1]: row.verdicts["cpu"].verdict for row in rows}
+    # The module collects other tests without CUDA: nothing in it is compared on the CPU.
+    assert cpu == {"test_jit_quantized": GATED, "p_0": GATED, "p_1": GATED, "broken": SAME, "plain": GATED}
+    assert {row.nodeid.split("::")[-1] for row in rows if row.fails_on_original} == {"broken"}
+    # With the same tests collected, a real change on the CPU is still one.
+    rows = judge(
+        _result(REFERENCE, tmp_path / "original", plain=passed),
+        [_result(CUDA, tmp_path / "fixed", plain=passed), _result(CPU, tmp_path / "fixed", plain=without["plain"])],
+        [],
+    )
+    assert rows[0].verdicts["cpu"].verdict == CHANGED and rows[0].changed

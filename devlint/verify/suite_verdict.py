@@ -5,11 +5,14 @@ emulation). A test's verdict in a run is one of:
 
 - ``same``: the same outcome (failures: the same message, device names and the copies' paths set
   aside);
-- ``gpu-gated`` (``cpu``): it ran in the reference and skips on the CPU by a skip that names CUDA,
-  a GPU or a device, or is not collected there while its id names one: the test's own GPU gate;
+- ``gpu-gated`` (``cpu``): the test's own GPU gate: it runs in the fixed tree with (emulated) CUDA
+  and is skipped or not collected without it (or, without the cuda run, skips by a reason that names
+  CUDA, a GPU or a device, or is not collected while its id names one); also every test of a module
+  that collects other tests without CUDA (its ids may name other cases there);
 - ``needs-cuda`` (``cpu``): it fails on the CPU because the code still calls CUDA where no fix
   reached, as the original would;
-- ``now-passes``: it failed on the original and passes after the fix;
+- ``now-passes``: it failed on the original and passes after the fix (a test failing before and
+  after, whatever the message, is listed as failing on the original, not as a change);
 - ``changed``: anything else: the fix changed what the test sees. Only this counts as a change.
 
 The cause of a failure is named where devlint can tell: a line a fix wrote in its traceback, a
@@ -72,14 +75,38 @@ def judge(reference: RunResult, fixed_runs: list[RunResult], fixes: list[FixedFi
     ids = list(reference.outcomes)
     for run in fixed_runs:
         ids += [nodeid for nodeid in run.outcomes if nodeid not in reference.outcomes and nodeid not in ids]
+    # The cpu and cuda runs run the same fixed tree; only CUDA differs between them.
+    with_cuda = next((run for run in fixed_runs if not run.run.hidden), None)
     rows = []
     for nodeid in ids:
         ref = reference.outcomes.get(nodeid)
         verdicts = {
-            run.run.name: _verdict(nodeid, ref, run, reference, edited) for run in fixed_runs
+            run.run.name: _gated(nodeid, run, with_cuda) or _verdict(nodeid, ref, run, reference, edited)
+            for run in fixed_runs
         }
         rows.append(TestRow(nodeid, ref, _cpu_only(verdicts, fixes)))
     return rows
+
+
+def _gated(nodeid: str, run: RunResult, with_cuda: RunResult | None) -> Verdict | None:
+    """The suite's own GPU gate, told apart from a change by the fixed tree's run with CUDA: a
+    test that runs there but is skipped or not collected without CUDA, whatever its name or skip
+    reason says (a suite may define its CUDA tests only where a GPU is found); and the tests of a
+    module that collects other tests without CUDA (parameters that depend on it renumber the ids,
+    so the same id may name another case)."""
+    if not run.run.hidden or with_cuda is None:
+        return None
+    there, here = with_cuda.outcomes.get(nodeid), run.outcomes.get(nodeid)
+    if there is not None and there.outcome in RAN and (here is None or here.outcome == "skipped"):
+        return Verdict(GATED, here, ("runs with CUDA, skipped or not collected without it: the suite's own GPU gate",))
+    module = nodeid.split("::", 1)[0]
+    if _module_ids(with_cuda, module) != _module_ids(run, module) and (here is None or there is None or here.outcome != there.outcome):
+        return Verdict(GATED, here, ("its module collects other tests without CUDA: not compared",))
+    return None
+
+
+def _module_ids(run: RunResult, module: str) -> list[str]:
+    return [nodeid for nodeid in run.outcomes if nodeid.split("::", 1)[0] == module]
 
 
 def _cpu_only(verdicts: dict[str, Verdict], fixes: list[FixedFile]) -> dict[str, Verdict]:
@@ -121,6 +148,10 @@ def _verdict(
         return Verdict(NEEDS, got, causes)
     if ref.outcome in FAILING and got.outcome in ("passed", "xpassed"):
         return Verdict(NOW_PASSES, got)
+    if ref.outcome in FAILING and got.outcome in FAILING:
+        # It failed on the original and fails after the fix, with another message: listed with
+        # the tests that fail on the original, not as a change the fix made.
+        return Verdict(SAME, got, (f"fails on the original too; now: {got.message}",))
     return Verdict(CHANGED, got, causes)
 
 
