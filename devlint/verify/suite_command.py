@@ -89,13 +89,11 @@ def _paths(given: list[str], project: Path) -> list[str]:
 def _verify(
     args: argparse.Namespace, command: list[str], project: Path, paths: list[str], timeout: float, err: TextIO
 ) -> SuiteReport:
-    with tempfile.TemporaryDirectory(prefix="devlint-verify-tests-") as temp, ThreadPoolExecutor(1) as pool:
+    with tempfile.TemporaryDirectory(prefix="devlint-verify-tests-") as temp, ThreadPoolExecutor(2) as pool:
         root = Path(temp)
         original, fixed = root / "original", root / "fixed"
         machine = pool.submit(probe)
         copy_project(project, [original, fixed])
-        warnings = fix_copy(fixed, paths, args)
-        fixes = fixed_files(original, fixed)
         gpu = machine.result().gpu
         runs = plan(gpu is not None)
         jobs = len(runs) if args.jobs is None else args.jobs
@@ -105,7 +103,20 @@ def _verify(
             tree = fixed if run.fixed else original
             folder = root / "runs" / run.name
             work.append((run, tree, folder, run_environment(os.environ, run, tree, folder, threads)))
-        results = _run_with_progress(Runs(command, timeout), work, jobs, err)
+        runner = Runs(command, timeout)
+        # The reference runs the original tree: it starts while devlint fixes the other copy.
+        reference = [item for item in work if not item[0].fixed]
+        started = pool.submit(run_all, runner, reference, jobs, lambda: None)
+        try:
+            warnings = fix_copy(fixed, paths, args)
+            fixes = fixed_files(original, fixed)
+            if jobs <= len(reference):
+                started.result()
+            rest = _run_with_progress(runner, [item for item in work if item[0].fixed], jobs - len(reference) or 1, err)
+            results = [*started.result(), *rest]
+        except BaseException:
+            runner.stop()
+            raise
         errors = _run_errors(results, timeout)
         rows = judge(results[0], results[1:], fixes)
         changed = any(row.changed for row in rows)
