@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from devlint.api_versions import Requirement, introduced, newest
 from devlint.devices import DeviceFinder, device_expression, free_name
 from devlint.findings import Edit, Finding, Fix, Location
 from devlint.flow import Flows
@@ -19,6 +20,7 @@ from devlint.regions import CudaRegions
 from devlint.render import code_at_indent
 from devlint.semantic import Scope, SemanticModel, dotted_name, string_value
 from devlint.settings import FixSettings
+from devlint.torch_version import shown
 from devlint.tracker import ScopeTracker
 from devlint.version_guards import older_branches, runs_only_below
 from devlint.walker import children
@@ -130,21 +132,42 @@ class FileContext:
             return False
         return not (report.rule.quiet_where_cuda_is_known and self._regions.runs_only_on_cuda(report.node))
 
-    def _plan(self, report: Report) -> FixPlan | None:
-        """The report's fix, unless it needs an API newer than the project's oldest torch."""
+    def _plan(self, report: Report) -> tuple[FixPlan | None, str]:
+        """The report's fix, unless its new code needs an API newer than the project's oldest
+        torch (the rule's own ``requires``, or a name in devlint.api_versions' table); then no
+        fix, and a note for the message saying which torch the fix needs."""
         if report.fix is None:
-            return None
+            return None, ""
         plan = report.fix(report.site)
-        if plan is not None and plan.requires > self.settings.torch_version:
-            return None
-        return plan
+        if plan is None:
+            return None, ""
+        needed = self._requirement(plan)
+        if needed.since > self.settings.torch_version:
+            what = f" (`{needed.name}`)" if needed.name else ""
+            return None, (
+                f" (its fix needs torch {shown(needed.since)}{what}; `torch-version` is {shown(self.settings.torch_version)})"
+            )
+        return plan, ""
+
+    def _requirement(self, plan: FixPlan) -> Requirement:
+        """The newest API ``plan``'s new code introduces, or the rule's own bound if that is newer."""
+        names: set[str] = set()
+        for replace in plan.replacements:
+            new = replace.new
+            text = self.module.code_for_node(new) if isinstance(new, cst.CSTNode) else "\n".join(new) if isinstance(new, tuple) else new
+            names |= introduced(text, self.code(replace.node))
+        found = newest(names)
+        if found is None or plan.requires > found.since:
+            return Requirement("", plan.requires)
+        return found
 
     def findings(self) -> list[Finding]:
         self.reports = [report for report in self.reports if self._reportable(report)]
         if not self.reports:
             return []
         lines = LineIndex(self.text)
-        plans = [self._plan(report) for report in self.reports]
+        planned = [self._plan(report) for report in self.reports]
+        plans = [plan for plan, _ in planned]
         # Only these nodes' positions are needed (devlint.positions; any other is still found).
         wanted = [node for report in self.reports for node in (report.start, report.node)]
         wanted += [r.node for plan in plans if plan is not None for r in plan.replacements]
@@ -156,7 +179,7 @@ class FileContext:
         ]
         insertions = self._insertion_edits(needing, positions, lines) if needing else {}
         findings: list[Finding] = []
-        for report, plan in zip(self.reports, plans):
+        for report, (plan, note) in zip(self.reports, planned):
             start = positions[report.start].start
             end = positions[report.node].end
             fix = None
@@ -176,7 +199,7 @@ class FileContext:
                 Finding(
                     code=report.rule.code,
                     name=report.rule.name,
-                    message=report.message,
+                    message=report.message + note,
                     filename=self.filename,
                     location=Location(start.line, start.column + 1),
                     end_location=Location(end.line, end.column + 1),
