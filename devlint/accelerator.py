@@ -248,9 +248,24 @@ def off_on_cpu(ctx: FileContext, on: str, enabled: cst.BaseExpression | None) ->
     if constant == "False":
         return "False"
     text = ctx.code(enabled)
+    if _normal(text) in _implying(on):
+        # `enabled=device.type == "cuda"` is already off on the CPU: `and device.type != "cpu"` is noise
+        return text
     if not isinstance(enabled, _TIGHT) and not enabled.lpar and not _is_and(enabled):
         text = f"({text})"
     return f"{text} and {off}"
+
+
+def _implying(on: str) -> set[str]:
+    """Tests that are false wherever ``on`` (``<type> != "cpu"``) is: ``<type> == "cuda"``, ``on`` itself."""
+    if not on.endswith(' != "cpu"'):
+        return {_normal(on)}
+    kind = on.removesuffix(' != "cpu"')
+    return {_normal(on), _normal(f'{kind} == "cuda"'), _normal(f'"cuda" == {kind}')}
+
+
+def _normal(text: str) -> str:
+    return "".join(text.split()).replace("'", '"')
 
 
 def _is_and(node: cst.BaseExpression) -> bool:
