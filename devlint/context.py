@@ -172,12 +172,16 @@ class FileContext:
         wanted = [node for report in self.reports for node in (report.start, report.node)]
         wanted += [r.node for plan in plans if plan is not None for r in plan.replacements]
         positions = node_positions(self.module, lines, [*wanted, *self.module.body], strict=self.stitched)
-        needing = [
-            report.site
+        # A module that imports torch only inside functions runs without torch: new code goes
+        # after the function's own `import torch`, never into a new module-level import.
+        local = {
+            id(report): self._local_torch(report.site.node)
             for report, plan in zip(self.reports, plans)
             if plan is not None and (plan.needs_torch or (plan.device is not None and plan.device.inserted))
-        ]
+        }
+        needing = [report.site for report in self.reports if id(report) in local and local[id(report)] is None]
         insertions = self._insertion_edits(needing, positions, lines) if needing else {}
+        optional_torch = self._torch_only_in_functions() if needing else None
         findings: list[Finding] = []
         for report, (plan, note) in zip(self.reports, planned):
             start = positions[report.start].start
@@ -186,14 +190,25 @@ class FileContext:
             if plan is not None and not self._breaks_fstring(plan):
                 edits = [self._edit(r, positions, lines) for r in plan.replacements]
                 uses_definition = plan.device is not None and plan.device.inserted
-                if (plan.needs_torch or uses_definition) and "torch" in insertions:
-                    edits.append(insertions["torch"])
                 applicability, message = plan.applicability, plan.message
-                if uses_definition:
-                    edits.append(insertions["device"])
-                    if self._definition_hazard is not None:
-                        applicability = "unsafe"
-                        message += f" (unsafe: {self._definition_hazard})"
+                spot = local.get(id(report))
+                if spot is not None:
+                    if uses_definition:
+                        edits.append(self._local_definition(spot, positions, lines))
+                else:
+                    if (plan.needs_torch or uses_definition) and "torch" in insertions:
+                        edits.append(insertions["torch"])
+                        if optional_torch is not None:
+                            applicability = "unsafe"
+                            message += (
+                                f" (unsafe: the module imports torch only inside functions (line {positions[optional_torch].start.line}); "
+                                "a module-level `import torch` makes it fail to import where torch is missing)"
+                            )
+                    if uses_definition:
+                        edits.append(insertions["device"])
+                        if self._definition_hazard is not None:
+                            applicability = "unsafe"
+                            message += f" (unsafe: {self._definition_hazard})"
                 fix = Fix(applicability, message, tuple(sorted(edits, key=lambda e: e.start_offset)))
             findings.append(
                 Finding(
@@ -326,6 +341,38 @@ class FileContext:
                 expression = renamed_torch(expression, self._torch_as)
             edits["device"] = lines.edit(offset, offset, f"{prefix}{self._inserted_name} = {expression}{newline}")
         return edits
+
+    def _local_torch(self, node: cst.CSTNode) -> cst.SimpleStatementLine | None:
+        """The ``import torch`` line of the function that holds ``node``, when the module binds no
+        torch at its top level and that function imports it in its own body before ``node``."""
+        if any("torch" in _torch_names(stmt) or _imports_torch(stmt) for stmt in self.module.body):
+            return None
+        child: cst.CSTNode = node
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, cst.IndentedBlock) and isinstance(self.parent(ancestor), cst.FunctionDef):
+                for stmt in ancestor.body:
+                    if stmt is child:
+                        break
+                    if "torch" in _torch_names(stmt) and isinstance(stmt, cst.SimpleStatementLine):
+                        return stmt
+            child = ancestor
+        return None
+
+    def _torch_only_in_functions(self) -> cst.CSTNode | None:
+        """The first ``import torch`` inside a function, in a module that has none at its top level."""
+        if any(_imports_torch(stmt) or _torch_names(stmt) for stmt in self.module.body):
+            return None
+        return next((n for n in _nodes(self.module) if isinstance(n, cst.SimpleStatementLine) and _imports_torch(n)), None)
+
+    def _local_definition(self, spot: cst.SimpleStatementLine, positions, lines: LineIndex) -> Edit:
+        """The device definition on the line after the function's own ``import torch``."""
+        span = positions[spot]
+        row = span.end.line
+        offset = lines.starts[row] if row < len(lines.starts) else len(self.text)
+        newline = self.module.default_newline
+        prefix = newline if offset == len(self.text) and not self.text.endswith(("\n", "\r")) else ""
+        expression = device_expression(self.settings.device_expression)
+        return lines.edit(offset, offset, f"{prefix}{lines.indent(span.start.line)}{self._inserted_name} = {expression}{newline}")
 
     @staticmethod
     def _line_mentioning(node: cst.CSTNode, word: str, positions, lines: LineIndex) -> int:

@@ -379,3 +379,34 @@ def test_visible_devices_from_the_programs_own_argument_get_no_fix(value: str, s
 def test_visible_devices_from_a_constant_keep_the_unsafe_fix() -> None:
     source = 'import os\nGPU = "1"\nos.environ["CUDA_VISIBLE_DEVICES"] = GPU\n'
     assert applicability(source)["DEV201"] == {"unsafe"}
+
+
+LAZY = """\
+import json
+
+
+def train():
+    import torch
+    return torch.nn.Linear(2, 2).cuda()
+
+
+def helper(x):
+    return x.cuda()
+"""
+
+
+def test_torch_imported_only_in_a_function_gets_its_definition_there() -> None:
+    """The module ran without torch: new code goes after the function's own import, and a fix
+    that needs a module-level `import torch` is unsafe and says why."""
+    text = fixed(LAZY)
+    assert text.splitlines()[:6] == [
+        "import json", "", "", "def train():", "    import torch",
+        '    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")',
+    ]
+    assert "x.cuda()" in text and text.count("import torch") == 1
+    helper = [f for f in lint_text(textwrap.dedent(LAZY), "t.py", RULES) if f.location.row == 10]
+    assert helper[0].fix.applicability == "unsafe" and "imports torch only inside functions (line 5)" in helper[0].fix.message
+    # a module that imports torch at its top level as well keeps the one module-level definition
+    eager = fixed("import torch\n" + LAZY)
+    assert eager.splitlines()[2].startswith("device = ") and eager.count("device = ") == 1
+    assert fixed(LAZY) == fixed(fixed(LAZY))
