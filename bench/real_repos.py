@@ -110,7 +110,6 @@ CODE_BASES: tuple[CodeBase, ...] = (
     CodeBase("torchmetrics", _github("Lightning-AI/torchmetrics"), "dab033394560ab3ce05e3d14c13f32e4cde6b351"),
     CodeBase("gpytorch", _github("cornellius-gp/gpytorch"), "7c4ec80f0f05cf530348a8a8972d67a11dd26ed2"),
     CodeBase("pyro", _github("pyro-ppl/pyro"), "ff6ae1c9572591791aae8842bcd702fcf0b46fd6"),
-    CodeBase("captum", _github("pytorch/captum"), "faac08773131888714b15709b28494ebeea7f6eb"),
     CodeBase("peft", _github("huggingface/peft"), "5d602fdbff04c33c1c4de55cda9d4ae1d7cb7e40"),
     CodeBase("torchtune", _github("pytorch/torchtune"), "bd2a0fc7c31430972728494fa01aaeeb0ebf1ba1"),
 )
