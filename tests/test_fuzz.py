@@ -131,7 +131,8 @@ NEAR_MISSES = (
     "x = 1  # model.cuda(); torch.set_default_tensor_type(torch.cuda.FloatTensor)",
     "hint = {Q}use .cuda() and CUDA_VISIBLE_DEVICES=0{Q}",
     "ok = {T}.cuda.is_available()",
-    "n = {T}.accelerator.device_count()",
+    # torch.accelerator exists from 2.6: DEV605 flags it unguarded below that torch-version
+    "n = {T}.accelerator.device_count() if hasattr({T}, {Q}accelerator{Q}) else 0",
     "dev = {T}.device({Q}cuda{Q} if {T}.cuda.is_available() else {Q}cpu{Q})",
     "cuda = 3",
     "name = {Q}cuda{Q}",
