@@ -38,7 +38,11 @@ def _introduced(text: str, version: tuple[int, int]) -> list[tuple[str, str]]:
         if finding.fix is None:
             continue
         for edit in finding.fix.edits:
-            for name in introduced(edit.content, text[edit.start_offset : edit.end_offset]):
+            # An edit replaces only the characters that change; the span the rule replaced
+            # (`held`) is what the new code is read against.
+            start, end = edit.held or (edit.start_offset, edit.end_offset)
+            new = text[start : edit.start_offset] + edit.content + text[edit.end_offset : end]
+            for name in introduced(new, text[start:end]):
                 found.append((finding.code, name))
     return found
 

@@ -163,7 +163,7 @@ def test_quiet_and_machine_formats_print_no_summary(tmp_path, capsys) -> None:
     _tree(tmp_path, **{"a.py": CUDA})
     main(["check", "--quiet", str(tmp_path)])
     assert capsys.readouterr().out.splitlines() == [
-        f"{tmp_path / 'a.py'}:2:31: DEV101 `.cuda()` hardcodes the CUDA device; use `.to(device)`"
+        f"{tmp_path / 'a.py'}:2:30: DEV101 `.cuda()` hardcodes the CUDA device; use `.to(device)`"
     ]
     for fmt in ("json", "github", "sarif", "junit", "gitlab"):
         main(["check", "--output-format", fmt, str(tmp_path)])
