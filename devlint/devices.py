@@ -203,12 +203,27 @@ class DeviceFinder:
                 and not any(name in shadowing.bindings for shadowing in inner)
                 and _usable(self.model, name, current, flow_scope, site, self.flows)
                 and not self._given_the_cpu(current, name)
+                and not self._read_before_a_move(current, name)
             ]
             if found:
                 return DeviceInScope(min(found)[1])
             inner.append(current)
             current = current.parent
         return None
+
+    def _read_before_a_move(self, scope: Scope, name: str) -> bool:
+        """``saved = t.device`` where the scope also moves ``t`` to CUDA (``t.cuda()``,
+        ``t.to("cuda")``): ``t`` was not on the GPU, so its device is where it came from, not
+        where ``.cuda()`` goes (``original = t.device; t = t.to("cuda"); ...; t.to(original)``)."""
+        read = [
+            binding.value.value.value
+            for binding in scope.bindings.get(name, [])
+            if binding.kind == "assign"
+            and isinstance(binding.value, cst.Attribute)
+            and binding.value.attr.value == "device"
+            and isinstance(binding.value.value, cst.Name)
+        ]
+        return bool(read) and bool(set(read) & _moved_to_cuda(self.model, scope.node))
 
     def _given_the_cpu(self, scope: Scope, name: str) -> bool:
         """A call in this file passes a CPU-only device for parameter ``name`` of the function
@@ -259,6 +274,30 @@ def _may_hold_a_device(model: SemanticModel, bindings: list[Binding]) -> bool:
         if binding.kind == "assign" and device_value(model, binding.value) is not None:
             return True
     return False
+
+
+def _moved_to_cuda(model: SemanticModel, node: cst.CSTNode) -> set[str]:
+    """Names the code under ``node`` moves to CUDA: ``x.cuda(...)``, ``x.to("cuda")``,
+    ``x.to(torch.device("cuda"))``, ``x.to(device="cuda:0")``."""
+    found: set[str] = set()
+    stack: list[cst.CSTNode] = [node]
+    while stack:
+        current = stack.pop()
+        stack.extend(children(current))
+        if not (isinstance(current, cst.Call) and isinstance(current.func, cst.Attribute)):
+            continue
+        receiver, method = current.func.value, current.func.attr.value
+        if not isinstance(receiver, cst.Name):
+            continue
+        if method == "cuda":
+            found.add(receiver.value)
+        elif method == "to" and current.args:
+            given = next((a.value for a in current.args if a.keyword is not None and a.keyword.value == "device"), None)
+            given = given if given is not None else current.args[0].value
+            literal = _device_literal(model, given)
+            if literal is not None and is_cuda_string(literal):
+                found.add(receiver.value)
+    return found
 
 
 def _flow_scope(scope: Scope) -> Scope | None:

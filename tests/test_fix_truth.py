@@ -434,3 +434,29 @@ def test_forward_reuses_the_inputs_device_for_a_tensor_built_from_its_shape() ->
     # `x`'s own data moved: where `x` is now is not where it goes
     moved = fixed(source.replace("torch.ones(x.shape[0], x.size(1)).cuda()", "x.float().cuda()"))
     assert "x.float().to(device)" in moved
+
+
+def test_the_device_of_a_tensor_the_scope_moves_to_cuda_is_not_where_cuda_goes() -> None:
+    """Found in torchao's tests: `original = t.device; t = t.to("cuda")` became `t.to(original)`,
+    a move to where `t` already was (verify: the fixed program never used the GPU)."""
+    source = textwrap.dedent(
+        """\
+        import torch
+
+
+        def roundtrip(t):
+            original_device = t.device
+            t = t.to("cuda")
+            return t.to(original_device)
+
+
+        def forward_batch(batch, model):
+            device = batch.device
+            return model.cuda()(batch)
+        """
+    )
+    result = fixed(source)
+    assert "t = t.to(torch_device)" in result
+    assert "t.to(original_device)" in result.split("t = t.to(torch_device)")[1]
+    # A device read from a tensor the scope does not move stays the program's device.
+    assert "return model.to(device)(batch)" in result
