@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from devlint.api_versions import SINCE
 from devlint.astutil import append_arg, arg, code_in_place, imported_qualname, keyword, prepend_arg
 from devlint.context import FileContext, Site
 from devlint.device_checks import exits
@@ -26,14 +27,14 @@ from devlint.fixes import DeviceRef, Replace
 from devlint.semantic import Binding, dotted_name, string_value
 from devlint.torch_version import TorchVersion
 
-# From which torch release (major, minor) each API exists; the sources are in the README section
-# "Moving a code base to torch.accelerator" and in tests/test_dev6_semantics.py.
-AMP_DEVICE_ARGUMENT: TorchVersion = (2, 3)  # torch.amp.GradScaler(device, ...)
-GET_DEVICE_MODULE: TorchVersion = (2, 5)  # torch.get_device_module (no earlier release documents it)
-ACCELERATOR: TorchVersion = (2, 6)  # is_available, device_count, current_accelerator, synchronize, current_stream
-ACCELERATOR_INDEX: TorchVersion = (2, 7)  # current_device_index, set_device_index
-ACCELERATOR_DEVICE_INDEX: TorchVersion = (2, 8)  # the device_index context manager
-ACCELERATOR_MEMORY: TorchVersion = (2, 9)  # empty_cache, memory_allocated, memory_stats, ...
+# From which torch release (major, minor) each API exists: devlint.api_versions' table, which also
+# holds every fix to the project's `torch-version`.
+AMP_DEVICE_ARGUMENT: TorchVersion = SINCE["torch.amp.GradScaler"]  # torch.amp.GradScaler(device, ...)
+GET_DEVICE_MODULE: TorchVersion = SINCE["torch.get_device_module"]
+ACCELERATOR: TorchVersion = SINCE["torch.accelerator.is_available"]  # and device_count, synchronize, ...
+ACCELERATOR_INDEX: TorchVersion = SINCE["torch.accelerator.current_device_index"]  # and set_device_index
+ACCELERATOR_DEVICE_INDEX: TorchVersion = SINCE["torch.accelerator.device_index"]  # the context manager
+ACCELERATOR_MEMORY: TorchVersion = SINCE["torch.accelerator.empty_cache"]  # and memory_allocated, ...
 
 AVAILABLE = "torch.accelerator.is_available()"
 CURRENT = "torch.accelerator.current_accelerator()"
@@ -247,9 +248,24 @@ def off_on_cpu(ctx: FileContext, on: str, enabled: cst.BaseExpression | None) ->
     if constant == "False":
         return "False"
     text = ctx.code(enabled)
+    if _normal(text) in _implying(on):
+        # `enabled=device.type == "cuda"` is already off on the CPU: `and device.type != "cpu"` is noise
+        return text
     if not isinstance(enabled, _TIGHT) and not enabled.lpar and not _is_and(enabled):
         text = f"({text})"
     return f"{text} and {off}"
+
+
+def _implying(on: str) -> set[str]:
+    """Tests that are false wherever ``on`` (``<type> != "cpu"``) is: ``<type> == "cuda"``, ``on`` itself."""
+    if not on.endswith(' != "cpu"'):
+        return {_normal(on)}
+    kind = on.removesuffix(' != "cpu"')
+    return {_normal(on), _normal(f'{kind} == "cuda"'), _normal(f'"cuda" == {kind}')}
+
+
+def _normal(text: str) -> str:
+    return "".join(text.split()).replace("'", '"')
 
 
 def _is_and(node: cst.BaseExpression) -> bool:

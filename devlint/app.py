@@ -128,8 +128,9 @@ def run_check(
 
 
 def _write(write, fmt: str, report: RunReport, options: Options, out: TextIO) -> None:
-    if fmt == "full" and options.quiet:
-        # --quiet: the findings only, no summary line or "All checks passed!"
+    if fmt in ("full", "concise") and options.quiet:
+        # --quiet: the findings only, no summary line or "All checks passed!"; the machine
+        # formats (json, sarif, ...) never print one
         for finding in report.findings:
             out.write(f"{where(finding)}: {finding.code} {finding.message}\n")
         return

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from devlint.api_versions import Requirement, introduced, newest
 from devlint.devices import DeviceFinder, device_expression, free_name
 from devlint.findings import Edit, Finding, Fix, Location
 from devlint.flow import Flows
@@ -19,6 +20,7 @@ from devlint.regions import CudaRegions
 from devlint.render import code_at_indent
 from devlint.semantic import Scope, SemanticModel, dotted_name, string_value
 from devlint.settings import FixSettings
+from devlint.torch_version import shown
 from devlint.tracker import ScopeTracker
 from devlint.version_guards import older_branches, runs_only_below
 from devlint.walker import children
@@ -130,53 +132,89 @@ class FileContext:
             return False
         return not (report.rule.quiet_where_cuda_is_known and self._regions.runs_only_on_cuda(report.node))
 
-    def _plan(self, report: Report) -> FixPlan | None:
-        """The report's fix, unless it needs an API newer than the project's oldest torch."""
+    def _plan(self, report: Report) -> tuple[FixPlan | None, str]:
+        """The report's fix, unless its new code needs an API newer than the project's oldest
+        torch (the rule's own ``requires``, or a name in devlint.api_versions' table); then no
+        fix, and a note for the message saying which torch the fix needs."""
         if report.fix is None:
-            return None
+            return None, ""
         plan = report.fix(report.site)
-        if plan is not None and plan.requires > self.settings.torch_version:
-            return None
-        return plan
+        if plan is None:
+            return None, ""
+        needed = self._requirement(plan)
+        if needed.since > self.settings.torch_version:
+            what = f" (`{needed.name}`)" if needed.name else ""
+            return None, (
+                f" (its fix needs torch {shown(needed.since)}{what}; `torch-version` is {shown(self.settings.torch_version)})"
+            )
+        return plan, ""
+
+    def _requirement(self, plan: FixPlan) -> Requirement:
+        """The newest API ``plan``'s new code introduces, or the rule's own bound if that is newer."""
+        names: set[str] = set()
+        for replace in plan.replacements:
+            new = replace.new
+            text = self.module.code_for_node(new) if isinstance(new, cst.CSTNode) else "\n".join(new) if isinstance(new, tuple) else new
+            names |= introduced(text, self.code(replace.node))
+        found = newest(names)
+        if found is None or plan.requires > found.since:
+            return Requirement("", plan.requires)
+        return found
 
     def findings(self) -> list[Finding]:
         self.reports = [report for report in self.reports if self._reportable(report)]
         if not self.reports:
             return []
         lines = LineIndex(self.text)
-        plans = [self._plan(report) for report in self.reports]
+        planned = [self._plan(report) for report in self.reports]
+        plans = [plan for plan, _ in planned]
         # Only these nodes' positions are needed (devlint.positions; any other is still found).
         wanted = [node for report in self.reports for node in (report.start, report.node)]
         wanted += [r.node for plan in plans if plan is not None for r in plan.replacements]
         positions = node_positions(self.module, lines, [*wanted, *self.module.body], strict=self.stitched)
-        needing = [
-            report.site
+        # A module that imports torch only inside functions runs without torch: new code goes
+        # after the function's own `import torch`, never into a new module-level import.
+        local = {
+            id(report): self._local_torch(report.site.node)
             for report, plan in zip(self.reports, plans)
             if plan is not None and (plan.needs_torch or (plan.device is not None and plan.device.inserted))
-        ]
+        }
+        needing = [report.site for report in self.reports if id(report) in local and local[id(report)] is None]
         insertions = self._insertion_edits(needing, positions, lines) if needing else {}
+        optional_torch = self._torch_only_in_functions() if needing else None
         findings: list[Finding] = []
-        for report, plan in zip(self.reports, plans):
+        for report, (plan, note) in zip(self.reports, planned):
             start = positions[report.start].start
             end = positions[report.node].end
             fix = None
             if plan is not None and not self._breaks_fstring(plan):
                 edits = [self._edit(r, positions, lines) for r in plan.replacements]
                 uses_definition = plan.device is not None and plan.device.inserted
-                if (plan.needs_torch or uses_definition) and "torch" in insertions:
-                    edits.append(insertions["torch"])
                 applicability, message = plan.applicability, plan.message
-                if uses_definition:
-                    edits.append(insertions["device"])
-                    if self._definition_hazard is not None:
-                        applicability = "unsafe"
-                        message += f" (unsafe: {self._definition_hazard})"
+                spot = local.get(id(report))
+                if spot is not None:
+                    if uses_definition:
+                        edits.append(self._local_definition(spot, positions, lines))
+                else:
+                    if (plan.needs_torch or uses_definition) and "torch" in insertions:
+                        edits.append(insertions["torch"])
+                        if optional_torch is not None:
+                            applicability = "unsafe"
+                            message += (
+                                f" (unsafe: the module imports torch only inside functions (line {positions[optional_torch].start.line}); "
+                                "a module-level `import torch` makes it fail to import where torch is missing)"
+                            )
+                    if uses_definition:
+                        edits.append(insertions["device"])
+                        if self._definition_hazard is not None:
+                            applicability = "unsafe"
+                            message += f" (unsafe: {self._definition_hazard})"
                 fix = Fix(applicability, message, tuple(sorted(edits, key=lambda e: e.start_offset)))
             findings.append(
                 Finding(
                     code=report.rule.code,
                     name=report.rule.name,
-                    message=report.message,
+                    message=report.message + note,
                     filename=self.filename,
                     location=Location(start.line, start.column + 1),
                     end_location=Location(end.line, end.column + 1),
@@ -303,6 +341,38 @@ class FileContext:
                 expression = renamed_torch(expression, self._torch_as)
             edits["device"] = lines.edit(offset, offset, f"{prefix}{self._inserted_name} = {expression}{newline}")
         return edits
+
+    def _local_torch(self, node: cst.CSTNode) -> cst.SimpleStatementLine | None:
+        """The ``import torch`` line of the function that holds ``node``, when the module binds no
+        torch at its top level and that function imports it in its own body before ``node``."""
+        if any("torch" in _torch_names(stmt) or _imports_torch(stmt) for stmt in self.module.body):
+            return None
+        child: cst.CSTNode = node
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, cst.IndentedBlock) and isinstance(self.parent(ancestor), cst.FunctionDef):
+                for stmt in ancestor.body:
+                    if stmt is child:
+                        break
+                    if "torch" in _torch_names(stmt) and isinstance(stmt, cst.SimpleStatementLine):
+                        return stmt
+            child = ancestor
+        return None
+
+    def _torch_only_in_functions(self) -> cst.CSTNode | None:
+        """The first ``import torch`` inside a function, in a module that has none at its top level."""
+        if any(_imports_torch(stmt) or _torch_names(stmt) for stmt in self.module.body):
+            return None
+        return next((n for n in _nodes(self.module) if isinstance(n, cst.SimpleStatementLine) and _imports_torch(n)), None)
+
+    def _local_definition(self, spot: cst.SimpleStatementLine, positions, lines: LineIndex) -> Edit:
+        """The device definition on the line after the function's own ``import torch``."""
+        span = positions[spot]
+        row = span.end.line
+        offset = lines.starts[row] if row < len(lines.starts) else len(self.text)
+        newline = self.module.default_newline
+        prefix = newline if offset == len(self.text) and not self.text.endswith(("\n", "\r")) else ""
+        expression = device_expression(self.settings.device_expression)
+        return lines.edit(offset, offset, f"{prefix}{lines.indent(span.start.line)}{self._inserted_name} = {expression}{newline}")
 
     @staticmethod
     def _line_mentioning(node: cst.CSTNode, word: str, positions, lines: LineIndex) -> int:

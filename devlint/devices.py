@@ -530,6 +530,8 @@ def _is_int(reader: _Reader, value: cst.BaseExpression, site: object, depth: int
         if callee in ("max", "min", "abs"):
             return bool(value.args) and all(a.keyword is None and not a.star and _is_int(reader, a.value, site, depth) for a in value.args)
         return callee is not None and callee.split(".")[-1] in _INT_CALLS
+    if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and _int_option(reader, value.attr.value, site, depth):
+        return True
     name = dotted_name(value)
     if name is None or depth <= 0:
         return False
@@ -550,6 +552,26 @@ def _is_int(reader: _Reader, value: cst.BaseExpression, site: object, depth: int
         elif not _is_int(reader, binding, site, depth - 1):
             return False
     return True
+
+
+def _int_option(reader: _Reader, dest: str, site: object, depth: int) -> bool:
+    """``args.gpu`` where the file declares ``--gpu`` only with ``type=int`` and a default that is
+    None or an int (argparse converts a string default with ``type=`` too), and assigns ``x.gpu``
+    nothing but ints: an int or None on every path, as a literal is."""
+    declared = reader.model.option_declarations(dest)
+    if not declared or not all(option.plain and option.type == "int" for option in declared):
+        return False
+    default = reader.model.option_default(dest)[1]
+    if not (default is None or _int_default(default)):
+        return False
+    return all(depth > 0 and _is_int(reader, assigned, site, depth - 1) for assigned in reader.model.attribute_assignments(dest))
+
+
+def _int_default(default: cst.BaseExpression) -> bool:
+    if isinstance(default, cst.Integer) or (isinstance(default, cst.Name) and default.value == "None"):
+        return True
+    text = string_value(default)
+    return text is not None and text.strip().lstrip("+-").isdigit()
 
 
 def _range_target(node: cst.CSTNode) -> bool:

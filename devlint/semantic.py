@@ -92,9 +92,30 @@ def _import_alias_name(alias: cst.ImportAlias) -> str | None:
     return dotted_name(alias.name)
 
 
+@dataclass(frozen=True)
+class Option:
+    """A command-line option declared with argparse's ``add_argument``: the ``type=`` it converts
+    its value with (dotted, as written) and whether it takes several values or an action of its own."""
+
+    type: str | None
+    plain: bool  # no nargs=, no action= other than "store": one value, converted by type=
+
+
 class _OptionCollector(cst.CSTVisitor):
     def __init__(self) -> None:
         self.options: dict[str, cst.BaseExpression | None] = {}
+        self.declared: dict[str, list[Option]] = {}
+        # `args.gpu = gpu`: values the program itself gives an attribute named like an option
+        self.attribute_values: dict[str, list[cst.BaseExpression]] = {}
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target.target, cst.Attribute):
+                self.attribute_values.setdefault(target.target.attr.value, []).append(node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.target, cst.Attribute):
+            self.attribute_values.setdefault(node.target.attr.value, []).append(node.value)
 
     def visit_Call(self, node: cst.Call) -> None:
         if not (isinstance(node.func, cst.Attribute) and node.func.attr.value == "add_argument"):
@@ -111,6 +132,8 @@ class _OptionCollector(cst.CSTVisitor):
             if default is None and action in ("store_true", "store_false"):
                 default = cst.Name("False" if action == "store_true" else "True")
             self.options[dest] = default
+            kind = dotted_name(given["type"]) if "type" in given else None
+            self.declared.setdefault(dest, []).append(Option(kind, "nargs" not in given and action in (None, "store")))
 
 
 class SemanticModel:
@@ -129,7 +152,7 @@ class SemanticModel:
         self.import_statements: list[tuple[Order, cst.SimpleStatementLine]] = []
         self.torch_imported_at: Order | None = None
         # argparse options the file declares: dest -> the `default=` expression (None: no default)
-        self._options: dict[str, cst.BaseExpression | None] | None = None
+        self._options: _OptionCollector | None = None
 
     # -- name resolution -------------------------------------------------------------------
 
@@ -156,11 +179,23 @@ class SemanticModel:
         """Whether the file declares a command-line option ``dest`` with argparse's
         ``add_argument`` (``"--device"`` declares ``device``), and its ``default=`` (None: none;
         a ``store_true``/``store_false`` flag without one defaults to ``False``/``True``)."""
+        collector = self._collected()
+        return dest in collector.options, collector.options.get(dest)
+
+    def option_declarations(self, dest: str) -> list[Option]:
+        """Every ``add_argument`` of the file that declares ``dest``."""
+        return self._collected().declared.get(dest, [])
+
+    def attribute_assignments(self, attribute: str) -> list[cst.BaseExpression]:
+        """The values the file assigns to any ``x.<attribute>``."""
+        return self._collected().attribute_values.get(attribute, [])
+
+    def _collected(self) -> _OptionCollector:
         if self._options is None:
             collector = _OptionCollector()
             self.module_scope.node.visit(collector)
-            self._options = collector.options
-        return dest in self._options, self._options.get(dest)
+            self._options = collector
+        return self._options
 
     def is_torch_name(self, name: str) -> bool:
         return self.imports.get(name, "").split(".")[0] == "torch"

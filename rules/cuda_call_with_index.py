@@ -77,7 +77,8 @@ class CudaCallWithIndex(Rule):
         "Safe: a literal index (`.cuda(1)` becomes `.to(\"cuda:1\" if torch.cuda.is_available() else \"cpu\")`, the "
         "same GPU), an argument that is an index or None on every path (an int literal, `int(...)`, "
         "`dist.get_rank()`, `torch.cuda.current_device()`, `t.device.index`, arithmetic of those, a `range` loop variable, "
-        "a parameter annotated `int`; it becomes `torch.device(\"cuda\", i) if ... else torch.device(\"cpu\")`, "
+        "a parameter annotated `int`, an argparse option declared only with `type=int` and an int or None default "
+        "(`args.gpu` after `add_argument(\"--gpu\", type=int, default=None)`) that the file assigns nothing else; it becomes `torch.device(\"cuda\", i) if ... else torch.device(\"cpu\")`, "
         "and `torch.device(\"cuda\", None)` is the current GPU as `.cuda(None)` is), a variable bound to a "
         "device on every path (`.to(d)` is the same call as `.cuda(d)`), `t.get_device()` or `t.device` "
         "(`.to(t.device)`: the GPU holding `t`; a CPU `t` gives -1, which `.cuda()` rejects). Unsafe: an "
@@ -114,6 +115,23 @@ class CudaCallWithIndex(Rule):
         "import torch\ny = x.cuda(*spec)\n",
     )
     INVALID = (
+        # an option argparse converts with type=int is an int or None on every path, as a literal is
+        Invalid(
+            "import argparse\nimport torch\nparser = argparse.ArgumentParser()\n"
+            "parser.add_argument('--gpu', type=int, default=None)\nargs = parser.parse_args()\nx = torch.ones(2).cuda(args.gpu)\n",
+            "import argparse\nimport torch\nparser = argparse.ArgumentParser()\n"
+            "parser.add_argument('--gpu', type=int, default=None)\nargs = parser.parse_args()\n"
+            'x = torch.ones(2).to(torch.device("cuda", args.gpu) if torch.cuda.is_available() else torch.device("cpu"))\n',
+        ),
+        # without type=int the option is a string: unsafe
+        Invalid(
+            "import argparse\nimport torch\nparser = argparse.ArgumentParser()\n"
+            "parser.add_argument('--gpu', default=None)\nargs = parser.parse_args()\nx = torch.ones(2).cuda(args.gpu)\n",
+            "import argparse\nimport torch\nparser = argparse.ArgumentParser()\n"
+            "parser.add_argument('--gpu', default=None)\nargs = parser.parse_args()\n"
+            'x = torch.ones(2).to(torch.device("cuda", args.gpu) if torch.cuda.is_available() else torch.device("cpu"))\n',
+            unsafe=True,
+        ),
         # an int literal in any spelling names a GPU by its value
         Invalid(
             "import torch\ny = x.cuda(0x1)\n",

@@ -52,8 +52,10 @@ class DeprecatedCudaAmp(Rule):
         "CUDA the deprecated classes disabled themselves, and `enabled` keeps them off on the CPU "
         "(CPU autocast would change CPU numerics); below torch-version 2.5 a device that may be another "
         'accelerator gets DEV603\'s `"cuda" if <type> == "cuda" else "cpu"` form, since older autocast '
-        'raises for "mps". `torch.amp.GradScaler(device)` needs torch 2.3; '
-        "the fix is never made in code guarded for a torch older than 2.4. An import from "
+        'raises for "mps". `torch.amp.GradScaler(device)` needs torch 2.3: below torch-version 2.3 '
+        "a GradScaler gets no fix (its message says so; no device-generic scaler exists there), while "
+        "autocast, whose `torch.amp` form exists from 1.13, still does. "
+        "The fix is never made in code guarded for a torch older than 2.4. An import from "
         "`torch.cuda.amp` that becomes unused is left for your import linter."
     )
     # Every finding names `autocast` or `GradScaler` somewhere: the call, its import, or an alias.
@@ -101,6 +103,8 @@ class DeprecatedCudaAmp(Rule):
             '        device.type,\n        dtype=dtype,\n        enabled=device.type != "cpu",\n    ):\n        return x\n',
             torch_version=(2, 5),
         ),
+        # below torch 2.3 torch.amp has no GradScaler: the scaler is reported without a fix
+        Invalid(HEAD + DEVICE + "scaler = torch.cuda.amp.GradScaler()\n", None, torch_version=(2, 2)),
         # before torch 2.5, autocast raises for "mps": a device that may be one keeps AMP to CUDA
         Invalid(
             "from torch.cuda import amp\n\ndef step(x, device: torch.device):\n    with amp.autocast():\n        return x\n",

@@ -7,12 +7,18 @@ import libcst as cst
 from devlint.astutil import code_in_place, keyword, method_call
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule
-from devlint.semantic import literal_is
+from devlint.semantic import Scope, literal_is
 
 VARIABLE = "CUDA_VISIBLE_DEVICES"
 _BASE = f"`{VARIABLE}` set in code overrides the GPUs the launcher chose"
 _ADVICE = "; set it outside the script, or use `os.environ.setdefault`"
 _LATE = ", and torch is already imported here: CUDA may be initialised and ignore it"
+_ADVICE_ARGUMENT = (
+    "; the value is the program's own argument ({source}): let the launcher set the variable, or "
+    "select the GPU from that argument in code (`setdefault` would ignore an explicit choice)"
+)
+# How deep a name's assignments are followed to find where its value comes from.
+_FOLLOW = 3
 
 
 class VisibleDevicesInCode(Rule):
@@ -36,7 +42,10 @@ class VisibleDevicesInCode(Rule):
     fix_note = (
         f"Unsafe: `os.environ[\"{VARIABLE}\"] = value` becomes `os.environ.setdefault(\"{VARIABLE}\", value)`, "
         "so a value set by the launcher now wins over the script's. Only the plain assignment is fixed; "
-        "`putenv` and `update` are reported without a fix."
+        "`putenv` and `update` are reported without a fix, and so is a value that is the program's "
+        "own argument (an argparse option, `sys.argv`, a parameter of the enclosing function, or a "
+        "name assigned from one): the user chose that GPU explicitly, and `setdefault` would "
+        "silently ignore the choice wherever the variable is already set."
     )
     triggers = (VARIABLE,)
 
@@ -61,15 +70,22 @@ class VisibleDevicesInCode(Rule):
         ),
         # after import torch, via `from os import environ`, under a condition
         Invalid(
-            f"import torch\nfrom os import environ\nif args.gpu:\n    environ['{VARIABLE}'] = args.gpu  # pick one\n",
-            f"import torch\nfrom os import environ\nif args.gpu:\n    environ.setdefault('{VARIABLE}', args.gpu)  # pick one\n",
+            f"import torch\nfrom os import environ\nif fast:\n    environ['{VARIABLE}'] = DEFAULT_GPU  # pick one\n",
+            f"import torch\nfrom os import environ\nif fast:\n    environ.setdefault('{VARIABLE}', DEFAULT_GPU)  # pick one\n",
             unsafe=True,
         ),
         Invalid(
-            f'import os as system\n\ndef main(gpus):\n    system.environ["{VARIABLE}"] = ",".join(gpus)\n',
-            f'import os as system\n\ndef main(gpus):\n    system.environ.setdefault("{VARIABLE}", ",".join(gpus))\n',
+            f'import os as system\nGPUS = ["0", "1"]\n\ndef main():\n    system.environ["{VARIABLE}"] = ",".join(GPUS)\n',
+            f'import os as system\nGPUS = ["0", "1"]\n\ndef main():\n    system.environ.setdefault("{VARIABLE}", ",".join(GPUS))\n',
             unsafe=True,
         ),
+        # the program's own argument: an explicit choice that `setdefault` would ignore
+        Invalid(
+            "import argparse, os\nparser = argparse.ArgumentParser()\nparser.add_argument('--device', default='0')\n"
+            f"args = parser.parse_args()\nos.environ['{VARIABLE}'] = args.device\n"
+        ),
+        Invalid(f'import os, sys\ngpu = sys.argv[1]\nos.environ["{VARIABLE}"] = gpu\n'),
+        Invalid(f'import os\n\ndef main(gpus):\n    os.environ["{VARIABLE}"] = ",".join(gpus)\n'),
         # reported without a fix
         Invalid(f'import os\nos.putenv("{VARIABLE}", "1")\n'),
         Invalid(f'import os\nos.environ.update({{"{VARIABLE}": "1", "A": "b"}})\n'),
@@ -84,10 +100,11 @@ class VisibleDevicesInCode(Rule):
             return
         target = targets[0]
         fixable = len(node.targets) == 1 and isinstance(target, cst.Subscript)
+        source = self._program_argument(node.value, self.ctx.site(node).scope, _FOLLOW)
         self.report(
             node,
-            self._message(node),
-            fix=(lambda site: self._fix(node, target)) if fixable else None,
+            self._message(node, source),
+            fix=(lambda site: self._fix(node, target)) if fixable and source is None else None,
             start=target,
         )
 
@@ -126,10 +143,37 @@ class VisibleDevicesInCode(Rule):
             isinstance(e, cst.DictElement) and literal_is(e.key, VARIABLE) for e in value.elements
         )
 
-    def _message(self, node: cst.CSTNode) -> str:
+    def _message(self, node: cst.CSTNode, source: str | None = None) -> str:
         imported = self.ctx.model.torch_imported_at
         late = imported is not None and imported < self.ctx.site(node).order
-        return _BASE + (_LATE if late else "") + _ADVICE
+        advice = _ADVICE if source is None else _ADVICE_ARGUMENT.format(source=source)
+        return _BASE + (_LATE if late else "") + advice
+
+    def _program_argument(self, value: cst.CSTNode, scope: Scope, depth: int) -> str | None:
+        """What in ``value`` is the program's own input, as the message names it: ``sys.argv``, an
+        argparse option (``args.device``), a parameter of the enclosing function, or a name assigned
+        from one of them; None when nothing is."""
+        if isinstance(value, (cst.Attribute, cst.Name)):
+            qualname = self.ctx.model.qualname(value)
+            if qualname is not None and (qualname == "sys.argv" or qualname.startswith("sys.argv.")):
+                return "`sys.argv`"
+        if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name):
+            if self.ctx.model.option_declarations(value.attr.value):
+                return f"the `--{value.attr.value.replace('_', '-')}` option"
+        if isinstance(value, cst.Name):
+            for _, binding in self.ctx.model.lookup(value.value, scope):
+                if binding.kind == "param":
+                    return f"the parameter `{value.value}`"
+                if binding.kind == "assign" and binding.value is not None and depth > 0:
+                    found = self._program_argument(binding.value, scope, depth - 1)
+                    if found is not None:
+                        return found
+            return None
+        for child in value.children:
+            found = self._program_argument(child, scope, depth)
+            if found is not None:
+                return found
+        return None
 
     def _fix(self, node: cst.Assign, target: cst.Subscript) -> FixPlan:
         def code(part: cst.CSTNode) -> str:

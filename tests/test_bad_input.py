@@ -195,7 +195,7 @@ def test_empty_files_are_fine(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     path.write_bytes(content)
     for command in ("check", "fix"):
         code, out, err = run(capsys, command, str(path))
-        assert (code, out, err) == (0, "", "")
+        assert (code, out, err) == (0, "All checks passed!\n", "")
     assert path.read_bytes() == content
 
 

@@ -8,6 +8,7 @@ import shlex
 from pathlib import Path
 
 import pytest
+from report_lines import finding_lines
 
 from devlint.baseline import fingerprints, normalise, relative_to
 from devlint.cli import main
@@ -33,7 +34,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def concise(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[str]]:
     status = main(["check", "--output-format", "concise", *argv])
-    return status, capsys.readouterr().out.splitlines()
+    return status, finding_lines(capsys.readouterr().out)
 
 
 def test_write_then_check_against_the_baseline(project: Path, capsys) -> None:
@@ -114,7 +115,7 @@ def test_readme_baseline_commands_run_as_written(project: Path, capsys) -> None:
     assert [argv[0] for argv in commands] == ["devlint", "devlint"]
     assert main([*commands[0][1:-1], "src"]) == 0
     assert main([*commands[1][1:-1], "--output-format", "concise", "src"]) == 0
-    assert capsys.readouterr().out == ""
+    assert capsys.readouterr().out == "All checks passed!\n"
 
 
 def test_fingerprints_accept_file_names_that_are_not_utf8(tmp_path: Path) -> None:

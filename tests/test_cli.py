@@ -58,6 +58,7 @@ def test_concise_format_is_one_line_per_finding(tmp_path, capsys) -> None:
     assert lines == [
         f"{tmp_path / 'a.py'}:2:31: DEV101 `.cuda()` hardcodes the CUDA device; use `.to(device)`",
         f"{tmp_path / 'a.py'}:3:19: DEV101 `.cuda()` hardcodes the CUDA device; use `.to(device)`",
+        "Found 2 findings (2 fixable, 0 with --unsafe-fixes).",
     ]
 
 
@@ -142,3 +143,32 @@ def test_select_ignore_and_prefixes(tmp_path, capsys) -> None:
     assert main(["check", "--select", "DEV10", "--ignore", "DEV101", "--extend-select", "DEV101", str(tmp_path)]) == 0
     assert main(["check", "--select", "DEV4", "--extend-select", "DEV101", str(tmp_path)]) == 1
     assert main(["check", "--select", "DEV101", "--ignore", "DEV1", str(tmp_path)]) == 0
+
+
+def test_concise_and_piped_output_end_with_the_summary_as_ruff_does(tmp_path, capsys) -> None:
+    _tree(tmp_path, **{"a.py": CUDA + "torch.cuda.set_device(0)\n"})
+    # piped (capsys is no terminal): concise, with the count of what is left
+    assert main(["check", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1] == "Found 2 findings (1 fixable, 0 with --unsafe-fixes)."
+    assert main(["fix", str(tmp_path)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-2:] == ["Fixed 1 finding.", "Found 1 finding (0 fixable, 0 with --unsafe-fixes)."]
+    (tmp_path / "a.py").write_text(CLEAN)
+    assert main(["check", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == "All checks passed!\n"
+
+
+def test_quiet_and_machine_formats_print_no_summary(tmp_path, capsys) -> None:
+    _tree(tmp_path, **{"a.py": CUDA})
+    main(["check", "--quiet", str(tmp_path)])
+    assert capsys.readouterr().out.splitlines() == [
+        f"{tmp_path / 'a.py'}:2:31: DEV101 `.cuda()` hardcodes the CUDA device; use `.to(device)`"
+    ]
+    for fmt in ("json", "github", "sarif", "junit", "gitlab"):
+        main(["check", "--output-format", fmt, str(tmp_path)])
+        captured = capsys.readouterr()
+        assert "Found " not in captured.out + captured.err, fmt
+    main(["check", "--output-format", "json", "--fix", str(tmp_path)])
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == [] and "Fixed" not in captured.out + captured.err

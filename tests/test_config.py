@@ -8,6 +8,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from report_lines import finding_lines
 
 import devlint.app
 from devlint.cli import main
@@ -32,7 +33,7 @@ def flagged(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, set[st
     """Exit status and the files with findings of `devlint check --output-format concise ARGV`."""
     status = main(["check", "--output-format", "concise", *argv])
     out = capsys.readouterr().out
-    return status, {Path(line.split(":", 1)[0]).as_posix() for line in out.splitlines() if line}
+    return status, {Path(line.split(":", 1)[0]).as_posix() for line in finding_lines(out)}
 
 
 def test_nearest_configuration_applies_and_pyproject_without_table_is_skipped(tmp_path: Path, capsys) -> None:

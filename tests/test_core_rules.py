@@ -102,7 +102,7 @@ def test_dev102_fix_keeps_a_multi_line_argument_layout() -> None:
 
 
 def test_dev103_device_call_uses_the_configured_expression() -> None:
-    settings = FixSettings(device_expression="accelerator")
+    settings = FixSettings(device_expression="accelerator", torch_version=(2, 6))
     text = 'import torch\ndevice = torch.device("cuda")\n'
     assert fix("DEV103", text, settings=settings) == f"import torch\ndevice = {ACCELERATOR_EXPRESSION}\n"
 
@@ -145,7 +145,7 @@ def test_a_kept_gpu_index_with_dev604_selected_leaves_nothing_dev604_flags(
 
 
 def test_dev103_conditional_expression_is_parenthesised_where_needed() -> None:
-    settings = FixSettings(device_expression="accelerator")
+    settings = FixSettings(device_expression="accelerator", torch_version=(2, 6))
     text = 'import torch\nx = x.to(torch.device("cuda") if fast else slow)\n'
     assert fix("DEV103", text, settings=settings) == f"import torch\nx = x.to(({ACCELERATOR_EXPRESSION}) if fast else slow)\n"
 

@@ -326,3 +326,87 @@ def test_a_device_chosen_by_a_flag_is_reused_only_where_the_flag_defaults_to_the
         """
     )
     assert f"model = torch.nn.Linear(3, 2).to({device})" in text
+
+
+GPU_OPTION = """\
+import argparse
+import torch
+parser = argparse.ArgumentParser()
+parser.add_argument("--gpu", type=int, default=None)
+args = parser.parse_args()
+x = torch.ones(2).cuda(args.gpu)
+"""
+
+
+def test_an_int_option_is_as_safe_an_index_as_a_literal() -> None:
+    assert applicability(GPU_OPTION)["DEV102"] == {"safe"}
+    # the program giving `args.gpu` a value of unknown type (a worker's parameter) makes it unknown
+    assert applicability(GPU_OPTION + "def worker(gpu):\n    args.gpu = gpu\n")["DEV102"] == {"unsafe"}
+    assert applicability(GPU_OPTION + "args.gpu = 1\n")["DEV102"] == {"safe"}
+    # several values, or no conversion, make it no index
+    assert applicability(GPU_OPTION.replace("default=None", 'nargs="+"'))["DEV102"] == {"unsafe"}
+    assert applicability(GPU_OPTION.replace("type=int", "type=str"))["DEV102"] == {"unsafe"}
+    assert applicability(GPU_OPTION.replace("default=None", 'default="cuda:0"'))["DEV102"] == {"unsafe"}
+
+
+@pytest.mark.parametrize(
+    ("value", "source"),
+    [
+        ("args.device", "the `--device` option"),
+        ("sys.argv[1]", "`sys.argv`"),
+        ("chosen", "`sys.argv`"),
+        ("str(gpu)", "the parameter `gpu`"),
+    ],
+)
+def test_visible_devices_from_the_programs_own_argument_get_no_fix(value: str, source: str) -> None:
+    text = textwrap.dedent(
+        f"""\
+        import argparse, os, sys
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--device", default="0")
+        args = parser.parse_args()
+        chosen = sys.argv[-1]
+
+
+        def pin(gpu):
+            os.environ["CUDA_VISIBLE_DEVICES"] = {value}
+        """
+    )
+    (finding,) = lint_text(text, "t.py", RULES)
+    assert finding.fix is None and f"the program's own argument ({source})" in finding.message
+
+
+def test_visible_devices_from_a_constant_keep_the_unsafe_fix() -> None:
+    source = 'import os\nGPU = "1"\nos.environ["CUDA_VISIBLE_DEVICES"] = GPU\n'
+    assert applicability(source)["DEV201"] == {"unsafe"}
+
+
+LAZY = """\
+import json
+
+
+def train():
+    import torch
+    return torch.nn.Linear(2, 2).cuda()
+
+
+def helper(x):
+    return x.cuda()
+"""
+
+
+def test_torch_imported_only_in_a_function_gets_its_definition_there() -> None:
+    """The module ran without torch: new code goes after the function's own import, and a fix
+    that needs a module-level `import torch` is unsafe and says why."""
+    text = fixed(LAZY)
+    assert text.splitlines()[:6] == [
+        "import json", "", "", "def train():", "    import torch",
+        '    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")',
+    ]
+    assert "x.cuda()" in text and text.count("import torch") == 1
+    helper = [f for f in lint_text(textwrap.dedent(LAZY), "t.py", RULES) if f.location.row == 10]
+    assert helper[0].fix.applicability == "unsafe" and "imports torch only inside functions (line 5)" in helper[0].fix.message
+    # a module that imports torch at its top level as well keeps the one module-level definition
+    eager = fixed("import torch\n" + LAZY)
+    assert eager.splitlines()[2].startswith("device = ") and eager.count("device = ") == 1
+    assert fixed(LAZY) == fixed(fixed(LAZY))

@@ -16,6 +16,7 @@ from itertools import count
 from pathlib import Path
 
 import pytest
+from report_lines import finding_lines
 
 from devlint.cli import main
 from devlint.notebook import cell_magic, mask
@@ -101,7 +102,7 @@ def test_the_fixture_is_the_realistic_notebook_it_claims_to_be() -> None:
 def test_check_names_every_finding_by_cell(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "check", str(BEFORE), "--output-format", "concise")
     assert code == 1, err
-    reported = [line.split(": DEV101")[0] for line in out.splitlines()]
+    reported = [line.split(": DEV101")[0] for line in finding_lines(out)]
     assert reported == expected_cuda_calls(BEFORE)
     assert len(reported) >= 3
 
@@ -211,7 +212,7 @@ def test_magics_are_masked_and_survive_the_fix(tmp_path: Path, capsys: pytest.Ca
     path = write(tmp_path / "nb.ipynb", notebook(code_cell(MAGICS, 1)))
     code, out, err = run(capsys, "check", str(path), "--output-format", "concise")
     assert (code, err) == (1, "")
-    assert out == f"{path}:cell 1:14:7: DEV101 `.cuda()` hardcodes the CUDA device; use `.to(device)`\n"
+    assert finding_lines(out) == [f"{path}:cell 1:14:7: DEV101 `.cuda()` hardcodes the CUDA device; use `.to(device)`"]
     assert run(capsys, "fix", str(path))[0] == 0
     expected = MAGICS.replace("import torch\n", "import torch\n" + DEVICE + "\n").replace("y.cuda()", "y.to(device)")
     assert sources(path) == [expected]
@@ -242,7 +243,7 @@ def test_other_cell_magics_skip_the_cell(tmp_path: Path, capsys: pytest.CaptureF
     body = f"{magic}\nimport torch\nx = torch.ones(2).cuda()\necho $((1 + 1))"
     path = write(tmp_path / "nb.ipynb", notebook(code_cell(body), code_cell("y = 1")))
     before = path.read_bytes()
-    assert run(capsys, "check", str(path))[:2] == (0, "")
+    assert run(capsys, "check", str(path))[:2] == (0, "All checks passed!\n")
     assert run(capsys, "fix", str(path))[0] == 0
     assert path.read_bytes() == before
 
@@ -273,7 +274,7 @@ def test_cell_numbers_count_every_cell_from_one_in_every_format(tmp_path: Path, 
 
 def test_noqa_works_inside_a_cell(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write(tmp_path / "nb.ipynb", notebook(code_cell("import torch\nx = torch.ones(1).cuda()  # noqa: DEV101")))
-    assert run(capsys, "check", str(path))[:2] == (0, "")
+    assert run(capsys, "check", str(path))[:2] == (0, "All checks passed!\n")
 
 
 # -- layouts and bytes -------------------------------------------------------------------------

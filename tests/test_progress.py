@@ -58,5 +58,5 @@ def test_a_check_run_shows_the_bar_on_stderr_only(tmp_path: Path, monkeypatch, e
         (tmp_path / f"m{index}.py").write_text("import torch\nx = torch.ones(1).cuda()\n")
     out, err = io.StringIO(), Terminal()
     assert run_check(Options(paths=[str(tmp_path)], output_format="concise"), out, err) == 1
-    assert len(out.getvalue().splitlines()) == MIN_FILES and "Checking" not in out.getvalue()
+    assert len(out.getvalue().splitlines()) == MIN_FILES + 1 and "Checking" not in out.getvalue()
     assert ("Checking" in err.getvalue()) is drawn

@@ -34,7 +34,10 @@ def run(data: bytes, **options) -> tuple[int, bytes, str]:
 def test_check_reports_under_the_stdin_filename() -> None:
     status, out, err = run(CUDA, stdin_filename="src/train.py")
     assert status == 1 and err == ""
-    assert out.decode() == "src/train.py:2:19: DEV101 `.cuda()` hardcodes the CUDA device; use `.to(device)`\n"
+    assert out.decode() == (
+        "src/train.py:2:19: DEV101 `.cuda()` hardcodes the CUDA device; use `.to(device)`\n"
+        "Found 1 finding (1 fixable, 0 with --unsafe-fixes).\n"
+    )
     status, out, _ = run(CUDA)
     assert status == 1 and out.startswith(b"-:2:19: DEV101")
 
@@ -53,7 +56,8 @@ def test_configuration_and_per_file_ignores_follow_the_name(tmp_path: Path) -> N
 
 def test_fix_writes_the_whole_fixed_source_to_stdout_and_findings_to_stderr() -> None:
     status, out, err = run(CUDA, stdin_filename="a.py", fix=True)
-    assert (status, out, err) == (0, FIXED, "")
+    # the source on stdout, the summary where the findings go
+    assert (status, out, err) == (0, FIXED, "Fixed 1 finding.\nAll checks passed!\n")
     left = CUDA + b"torch.cuda.set_device(0)\nz = torch.ones(1).cuda(args.gpu)\n"
     status, out, err = run(left, stdin_filename="a.py", fix=True)
     assert out.startswith(FIXED) and b".cuda(args.gpu)" in out
@@ -62,7 +66,7 @@ def test_fix_writes_the_whole_fixed_source_to_stdout_and_findings_to_stderr() ->
 
 def test_fix_echoes_unchanged_and_unparsable_input_byte_for_byte() -> None:
     clean = b"# -*- coding: latin-1 -*-\r\nname = 'caf\xe9'\r\n"
-    assert run(clean, stdin_filename="a.py", fix=True) == (0, clean, "")
+    assert run(clean, stdin_filename="a.py", fix=True) == (0, clean, "All checks passed!\n")
     broken = b"import torch\nx = torch.ones(2).cuda(\n"
     status, out, err = run(broken, stdin_filename="a.py", fix=True)
     assert status == 2 and out == broken and err.startswith("devlint: error: a.py:")

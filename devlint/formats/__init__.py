@@ -27,6 +27,34 @@ def where(finding: Finding) -> str:
     return f"{finding.filename}:{cell}{finding.location.row}:{finding.location.column}"
 
 
+def summary(report: RunReport) -> str:
+    total = len(report.findings)
+    safe = sum(1 for f in report.findings if f.fix is not None and f.fix.applicability == "safe")
+    unsafe = sum(1 for f in report.findings if f.fix is not None and f.fix.applicability == "unsafe")
+    noun = "finding" if total == 1 else "findings"
+    return f"Found {total} {noun} ({safe} fixable, {unsafe} with --unsafe-fixes)."
+
+
+def fixed_line(report: RunReport) -> str | None:
+    """``Fixed N findings.`` after a fix that changed something."""
+    count = report.fixes_applied
+    return f"Fixed {count} finding{'s' if count != 1 else ''}." if count else None
+
+
+def closing_lines(report: RunReport) -> list[tuple[str, str]]:
+    """The lines the human-readable formats (`full`, `concise`) end with, as ruff ends them in
+    every such mode, each with its style: what a fix changed, then what remains."""
+    lines: list[tuple[str, str]] = []
+    fixed = fixed_line(report)
+    if fixed is not None:
+        lines.append((fixed, "green"))
+    if report.findings:
+        lines.append((summary(report), "bold"))
+    elif not report.errors:
+        lines.append(("All checks passed!", "bold green"))
+    return lines
+
+
 Writer = Callable[[RunReport, TextIO], None]
 
 

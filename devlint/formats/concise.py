@@ -1,12 +1,15 @@
-"""``path:line:col: CODE message``, one finding a line."""
+"""``path:line:col: CODE message``, one finding a line, then the summary ruff's concise mode
+ends with too (``Found N findings ...``, ``Fixed N findings.``, ``All checks passed!``)."""
 
 from __future__ import annotations
 
 from typing import TextIO
 
-from devlint.formats import RunReport, where
+from devlint.formats import RunReport, closing_lines, where
 
 
 def write(report: RunReport, out: TextIO) -> None:
     for finding in report.findings:
         out.write(f"{where(finding)}: {finding.code} {finding.message}\n")
+    for line, _style in closing_lines(report):
+        out.write(line + "\n")

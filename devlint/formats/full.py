@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.text import Text
 
 from devlint.findings import Finding
-from devlint.formats import RunReport, where
+from devlint.formats import RunReport, closing_lines, where
 
 
 def _fixed_lines(finding: Finding) -> list[str] | None:
@@ -55,21 +55,9 @@ def _finding(console: Console, finding: Finding, show_fixes: bool) -> None:
     console.print()
 
 
-def summary(report: RunReport) -> str:
-    total = len(report.findings)
-    safe = sum(1 for f in report.findings if f.fix is not None and f.fix.applicability == "safe")
-    unsafe = sum(1 for f in report.findings if f.fix is not None and f.fix.applicability == "unsafe")
-    noun = "finding" if total == 1 else "findings"
-    return f"Found {total} {noun} ({safe} fixable, {unsafe} with --unsafe-fixes)."
-
-
 def write(report: RunReport, out: TextIO) -> None:
     console = Console(file=out, highlight=False, soft_wrap=True)
     for finding in report.findings:
         _finding(console, finding, report.show_fixes)
-    if report.fixes_applied:
-        console.print(Text(f"Fixed {report.fixes_applied} finding{'s' if report.fixes_applied != 1 else ''}.", style="green"))
-    if report.findings:
-        console.print(Text(summary(report), style="bold"))
-    elif not report.errors:
-        console.print(Text("All checks passed!", style="bold green"))
+    for line, style in closing_lines(report):
+        console.print(Text(line, style=style))
