@@ -105,6 +105,12 @@ CODE_BASES: tuple[CodeBase, ...] = (
     # Two code bases moving from torch.cuda to torch.accelerator (issue 13's DEV6 measurement).
     CodeBase("torchtitan", _github("pytorch/torchtitan"), "b5bcd76c66d0acb1a08b176d9639425bc55e0b2a"),
     CodeBase("deepspeed", _github("deepspeedai/DeepSpeed"), "edaa7221267243c7be7fb49c5d5f5c4fb97b4641"),
+    # Issue 22: four code bases new to devlint, each pinned at the parent of its maintainers' own
+    # move off torch.cuda (bench/migration_recall.py compares devlint with those commits).
+    CodeBase("peft-examples", _github("huggingface/peft"), "48f6493f946e2ebbb19fbfb4e6816f5061367f3b", "examples"),
+    CodeBase("torchao-test", _github("pytorch/ao"), "7a2a7b34877530283d4c6c1bf737b71a99169a82", "test"),
+    CodeBase("accelerate-examples", _github("huggingface/accelerate"), "ec92b1af7a5fbaf362da04401fc2576570368a1c", "examples"),
+    CodeBase("torchtune-training", _github("pytorch/torchtune"), "38edb21f4926c4b40b93d9e8b4080f05ddf2da1a", "torchtune/training"),
 )
 
 # What devlint reads in a tree: the code and the files that steer its walk.
