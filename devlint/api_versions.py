@@ -48,6 +48,10 @@ SINCE: dict[str, TorchVersion] = {
     "torch.amp.autocast": (1, 13),
     "torch.set_default_device": (2, 0),
     "torch.manual_seed": ANCIENT,
+    "torch.seed": ANCIENT,
+    # the device-generic torch.Stream / torch.Event (pytorch#123611, April 2024)
+    "torch.Stream": (2, 4),
+    "torch.Event": (2, 4),
     "torch.OutOfMemoryError": (2, 5),
     # torch.amp's device-generic GradScaler (torch.cuda.amp's takes no device)
     "torch.amp.GradScaler": (2, 3),

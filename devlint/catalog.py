@@ -59,4 +59,8 @@ RULES: tuple[RuleInfo, ...] = (
     RuleInfo("DEV602", "cuda-memory-api", True, ("cuda",), f"{_PACKAGE}.cuda_memory_api"),
     RuleInfo("DEV603", "cuda-device-type", True, ("cuda", "GradScaler"), f"{_PACKAGE}.cuda_device_type"),
     RuleInfo("DEV604", "cuda-availability-check", False, ("is_available",), f"{_PACKAGE}.cuda_availability_check"),
+    RuleInfo(
+        "DEV605", "unknown-device-api", True, ("accelerator", "amp", "Stream", "Event", "get_device_module"),
+        f"{_PACKAGE}.unknown_device_api",
+    ),
 )

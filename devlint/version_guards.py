@@ -234,10 +234,20 @@ def _from_text(text: str) -> TorchVersion | None:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
-def _names_a_version(node: cst.CSTNode, reader: Reader) -> bool:
-    """Something about torch's version: ``sys.version_info`` or ``args.version`` are not."""
+def _names_a_version(node: cst.CSTNode, reader: Reader, depth: int = 2) -> bool:
+    """Something about torch's version: ``sys.version_info`` or ``args.version`` are not. A
+    module constant derived from it counts too: ``TORCH = tuple(int(p) for p in
+    torch.__version__.split("+")[0].split(".")[:2])``, ``V = version.parse(torch.__version__)``."""
     text = reader.code(node).lower()
-    return "torch" in text and "ver" in text
+    if "torch" in text and "ver" in text:
+        return True
+    if isinstance(node, cst.Name) and depth > 0:
+        value = reader.module_constant(node.value)
+        return value is not None and _names_a_version(value, reader, depth - 1)
+    if isinstance(node, cst.Call) and depth > 0:
+        # `version.parse(TORCH_STR)`, `Version(TORCH)`
+        return any(_names_a_version(argument.value, reader, depth) for argument in node.args)
+    return False
 
 
 def _named_flag(node: cst.CSTNode, name: str | None, argument: str | None) -> Branches:

@@ -507,6 +507,21 @@ def cuda_availability_check(facts: Facts) -> bool:
     return next(calls_to(facts, "torch.cuda.is_available"), None) is not None
 
 
+# The namespaces DEV605 reads, by the name that reaches them.
+DEVICE_API_NAMESPACES = frozenset({"accelerator", "amp", "Stream", "Event"})
+
+
+def unknown_device_api(facts: Facts) -> bool:
+    # DEV605 reports a name that resolves (through imports) to torch.accelerator.X, torch.amp.X,
+    # torch.Stream.X or torch.Event.X, so that namespace's name is an attribute or a part of an
+    # import; or an attribute of a call to `get_device_module`.
+    if "get_device_module" in facts.calls:
+        return True
+    if "torch" not in facts.import_roots():
+        return False
+    return any(name in facts.attributes or name in facts.import_parts for name in DEVICE_API_NAMESPACES)
+
+
 CONDITIONS: dict[str, Condition] = {
     "DEV101": cuda_call,
     "DEV102": cuda_call_with_index,
@@ -527,4 +542,5 @@ CONDITIONS: dict[str, Condition] = {
     "DEV602": cuda_memory_api,
     "DEV603": cuda_device_type,
     "DEV604": cuda_availability_check,
+    "DEV605": unknown_device_api,
 }
