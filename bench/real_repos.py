@@ -105,6 +105,14 @@ CODE_BASES: tuple[CodeBase, ...] = (
     # Two code bases moving from torch.cuda to torch.accelerator (issue 13's DEV6 measurement).
     CodeBase("torchtitan", _github("pytorch/torchtitan"), "b5bcd76c66d0acb1a08b176d9639425bc55e0b2a"),
     CodeBase("deepspeed", _github("deepspeedai/DeepSpeed"), "edaa7221267243c7be7fb49c5d5f5c4fb97b4641"),
+    # Code bases devlint had not seen (issue 22): model and metric libraries, two of them (peft,
+    # torchtune) partly moved to torch.accelerator by hand.
+    CodeBase("torchmetrics", _github("Lightning-AI/torchmetrics"), "dab033394560ab3ce05e3d14c13f32e4cde6b351"),
+    CodeBase("gpytorch", _github("cornellius-gp/gpytorch"), "7c4ec80f0f05cf530348a8a8972d67a11dd26ed2"),
+    CodeBase("pyro", _github("pyro-ppl/pyro"), "ff6ae1c9572591791aae8842bcd702fcf0b46fd6"),
+    CodeBase("captum", _github("pytorch/captum"), "faac08773131888714b15709b28494ebeea7f6eb"),
+    CodeBase("peft", _github("huggingface/peft"), "5d602fdbff04c33c1c4de55cda9d4ae1d7cb7e40"),
+    CodeBase("torchtune", _github("pytorch/torchtune"), "bd2a0fc7c31430972728494fa01aaeeb0ebf1ba1"),
     # Issue 22: four code bases new to devlint, each pinned at the parent of its maintainers' own
     # move off torch.cuda (bench/migration_recall.py compares devlint with those commits).
     CodeBase("peft-examples", _github("huggingface/peft"), "48f6493f946e2ebbb19fbfb4e6816f5061367f3b", "examples"),

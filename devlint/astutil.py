@@ -38,11 +38,17 @@ def positional(node: cst.Call) -> list[cst.Arg]:
     return [arg for arg in node.args if arg.keyword is None and not arg.star]
 
 
+# What a tensor says about itself without its data.
+_METADATA = frozenset({"shape", "size", "dtype", "ndim", "dim", "numel"})
+
+
 def names_in(node: cst.CSTNode) -> set[str]:
     """Every plain name an expression mentions (the receiver of a call, say).
 
     The value of a ``device=`` argument is left out: it names where the data goes, not the data,
-    so ``torch.zeros(2, device=device).cuda()`` may still reuse ``device``.
+    so ``torch.zeros(2, device=device).cuda()`` may still reuse ``device``. So is a tensor whose
+    metadata only is read (``x.shape``, ``x.size(0)``, ``x.dtype``): ``torch.ones(x.shape[0]).cuda()``
+    holds none of ``x``'s data, and inside ``forward`` may go to ``x.device``.
     """
     found: set[str] = set()
     stack = [node]
@@ -51,7 +57,8 @@ def names_in(node: cst.CSTNode) -> set[str]:
         if isinstance(current, cst.Name):
             found.add(current.value)
         elif isinstance(current, cst.Attribute):
-            stack.append(current.value)
+            if current.attr.value not in _METADATA or not isinstance(current.value, cst.Name):
+                stack.append(current.value)
         elif isinstance(current, cst.Arg) and current.keyword is not None and current.keyword.value == "device":
             continue
         else:

@@ -106,6 +106,9 @@ class CudaRuntimeApi(Rule):
             count=2,
         ),
         Invalid(HEAD + 'print(f"gpu {torch.cuda.current_device()}")\n'),
+        # rewriting the call alone would leave the line CUDA-only: no fix
+        Invalid(HEAD + 'where = f"cuda:{torch.cuda.current_device()}"\n', unsafe=True),
+        Invalid(HEAD + 'where = torch.cuda.current_device() if torch.cuda.is_available() else "cpu"\n', unsafe=True),
         Invalid(HEAD + "e = torch.cuda.Event(enable_timing=True)\n"),
         Invalid(HEAD + "if torch.cuda.is_available():\n    with torch.cuda.device(rank):\n        pass\n"),
         # torch-version 2.6: torch.accelerator, guarded where it needs an accelerator
@@ -204,12 +207,30 @@ class CudaRuntimeApi(Rule):
 
     def _current_device(self, node: cst.Call) -> None:
         as_device = self._given_as_device(node)
-        self.report(
-            node,
-            "`torch.cuda.current_device()` fails without CUDA and ignores other accelerators; "
-            + ("pass the device in use" if as_device else "use `torch.accelerator.current_device_index()`"),
-            fix=(lambda site: self._device_fix(node, site)) if as_device else self._index_fix(node),
-        )
+        half = self._half_migration(node)
+        if half:
+            advice = f"{half}: pass the device in use instead"
+        else:
+            advice = "pass the device in use" if as_device else "use `torch.accelerator.current_device_index()`"
+        fix = None if half else (lambda site: self._device_fix(node, site)) if as_device else self._index_fix(node)
+        self.report(node, "`torch.cuda.current_device()` fails without CUDA and ignores other accelerators; " + advice, fix=fix)
+
+    def _half_migration(self, node: cst.Call) -> str:
+        """Why rewriting the call alone would leave its line CUDA-only for a second migration: the
+        f-string around it names CUDA (``f"cuda:{torch.cuda.current_device()}"``), or the test that
+        chooses it does (``... if torch.cuda.is_available() else "cpu"``). "" when neither does."""
+        child: cst.CSTNode = node
+        for ancestor in self.ctx.ancestors(node):
+            if isinstance(ancestor, cst.FormattedString) and any(
+                isinstance(part, cst.FormattedStringText) and "cuda" in part.value for part in ancestor.parts
+            ):
+                return "the string around it names CUDA as well"
+            if isinstance(ancestor, cst.IfExp) and child is not ancestor.test and "cuda" in self.ctx.code(ancestor.test):
+                return "the test that chooses it asks CUDA as well"
+            if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+                break
+            child = ancestor
+        return ""
 
     def _given_as_device(self, node: cst.Call) -> bool:
         parent = self.ctx.parent(node)

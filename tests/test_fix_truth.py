@@ -410,3 +410,27 @@ def test_torch_imported_only_in_a_function_gets_its_definition_there() -> None:
     eager = fixed("import torch\n" + LAZY)
     assert eager.splitlines()[2].startswith("device = ") and eager.count("device = ") == 1
     assert fixed(LAZY) == fixed(fixed(LAZY))
+
+
+def test_forward_reuses_the_inputs_device_for_a_tensor_built_from_its_shape() -> None:
+    """README: inside `forward(self, x)` that treats `x` as a tensor, `.cuda()` becomes
+    `.to(x.device)`; a tensor built from `x.shape` holds none of `x`'s data (issue 22 item 12)."""
+    source = """\
+    import torch
+    import torch.nn as nn
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.ones(3))
+
+        def forward(self, x):
+            mask = torch.ones(x.shape[0], x.size(1)).cuda()
+            return x * self.w * mask
+    """
+    text = fixed(source)
+    assert "mask = torch.ones(x.shape[0], x.size(1)).to(x.device)" in text and "device = " not in text
+    # `x`'s own data moved: where `x` is now is not where it goes
+    moved = fixed(source.replace("torch.ones(x.shape[0], x.size(1)).cuda()", "x.float().cuda()"))
+    assert "x.float().to(device)" in moved

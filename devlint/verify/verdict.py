@@ -208,7 +208,10 @@ class Judge:
             if run.outcome == "not_emulated":
                 return Cell(NA, cell.reason, cell.detail, emulated=emulated)
             if run.outcome in ("needs_cuda", "unhid_gpu") and self.program.remaining:
-                hint = f"unfixed findings: {', '.join(self.program.remaining)} (some need --unsafe-fixes)"
+                hint = (
+                    f"unfixed findings: {', '.join(self.program.remaining)} (`devlint check` says which fix each "
+                    "needs: a newer `--torch-version`, or --unsafe-fixes)"
+                )
                 cell = Cell(cell.status, cell.reason, f"{cell.detail}\n{hint}")
             return Cell(cell.status, cell.reason, cell.detail, emulated=emulated)
         original = self.runs["original"]
