@@ -112,6 +112,12 @@ CODE_BASES: tuple[CodeBase, ...] = (
     CodeBase("pyro", _github("pyro-ppl/pyro"), "ff6ae1c9572591791aae8842bcd702fcf0b46fd6"),
     CodeBase("peft", _github("huggingface/peft"), "5d602fdbff04c33c1c4de55cda9d4ae1d7cb7e40"),
     CodeBase("torchtune", _github("pytorch/torchtune"), "bd2a0fc7c31430972728494fa01aaeeb0ebf1ba1"),
+    # Issue 22: four code bases new to devlint, each pinned at the parent of its maintainers' own
+    # move off torch.cuda (bench/migration_recall.py compares devlint with those commits).
+    CodeBase("peft-examples", _github("huggingface/peft"), "48f6493f946e2ebbb19fbfb4e6816f5061367f3b", "examples"),
+    CodeBase("torchao-test", _github("pytorch/ao"), "7a2a7b34877530283d4c6c1bf737b71a99169a82", "test"),
+    CodeBase("accelerate-examples", _github("huggingface/accelerate"), "ec92b1af7a5fbaf362da04401fc2576570368a1c", "examples"),
+    CodeBase("torchtune-training", _github("pytorch/torchtune"), "38edb21f4926c4b40b93d9e8b4080f05ddf2da1a", "torchtune/training"),
 )
 
 # What devlint reads in a tree: the code and the files that steer its walk.
