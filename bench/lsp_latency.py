@@ -81,8 +81,9 @@ def initialize_seconds(root: Path, repeat: int) -> list[float]:
 
 
 def engine_seconds(text: str, path: Path, repeat: int) -> float:
-    from devlint.config import Resolver
-    from devlint.process import Job, process_source
+    from devlint.run.config import Resolver
+    from devlint.run.file_job import process_source
+    from devlint.run.job import Job
 
     settings = Resolver(cwd=path.parent).settings_for(path)
     job = Job(settings.codes, settings.fix)

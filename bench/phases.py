@@ -3,7 +3,7 @@ gate, LibCST's parse, walk, findings.
 
     python bench/phases.py PATH [--select CODES]
 
-Runs the same steps as ``devlint.runner.lint_text`` one by one on every ``.py`` file under PATH,
+Runs the same steps as ``devlint.engine.lint.lint_text`` one by one on every ``.py`` file under PATH,
 in one process with the garbage collector handled as devlint's executor does (paused during a
 file, the file's garbage collected after it), and prints the seconds spent in each step. Use it
 with ``python -m cProfile`` or pyinstrument to look inside a step.
@@ -18,15 +18,14 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-
-from devlint.context import FileContext
+from devlint.engine.context import FileContext
+from devlint.engine.lint import ParseError, parse
+from devlint.engine.walk import walk
 from devlint.gate import passing
-from devlint.prefilter import matching_rules
+from devlint.gate.prefilter import matching_rules
+from devlint.gate.syntax import cpython_tree
 from devlint.registry import select_rules
-from devlint.runner import ParseError, parse
-from devlint.source import SourceError, decode
-from devlint.syntax import cpython_tree
-from devlint.walker import walk
+from devlint.run.source import SourceError, decode
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         counts["parsed"] += 1
         try:
-            # devlint.runner.parse: the nesting scan, then LibCST (in sections for a large file).
+            # devlint.engine.lint.parse: the nesting scan, then LibCST (in sections for a large file).
             module = timed("parse (nesting scan + LibCST)", lambda: parse(text))
         except ParseError:
             counts["syntax errors"] += 1

@@ -258,9 +258,9 @@ def small_files(work: Path, env: dict[str, str], runs: int) -> dict[str, float]:
 
 def prefilter_note(corpus: Path) -> str:
     """How much of the corpus the default rules' prefilter lets through, and the gate after it."""
-    from devlint.prefilter import may_match
+    from devlint.gate.prefilter import may_match
+    from devlint.gate.screen import screen
     from devlint.registry import select_infos
-    from devlint.screen import screen
 
     rules = select_infos(None)
     sizes = []

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from devlint import __version__
 
-# devlint.app (and with it LibCST and the rules) is imported inside main(), where Ctrl-C during
+# devlint.run.command (and with it LibCST and the rules) is imported inside main(), where Ctrl-C during
 # the imports still ends in "interrupted" rather than a traceback.
 EXIT_ERROR = 2
 
@@ -20,7 +20,7 @@ def _codes(value: str) -> list[str]:
 
 
 def _torch_version(value: str) -> tuple[int, int]:
-    from devlint.torch_version import TorchVersionError, parse_version
+    from devlint.torchfacts.version import TorchVersionError, parse_version
 
     try:
         return parse_version(value)
@@ -186,7 +186,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return run_emulate(args.command_args, args.force, sys.stderr)
     if args.command == "server":
         return _serve()
-    from devlint.app import Options, run_check
+    from devlint.run.command import Options, run_check
 
     options = Options(
         # --stdin-filename without a path reads stdin, as with ruff

@@ -1,6 +1,6 @@
 """Finds the rules shipped in ``devlint.rules`` and selects them by code and prefix.
 
-Selecting rules and reading their triggers needs only devlint.catalog; the rule classes (and
+Selecting rules and reading their triggers needs only devlint.gate.catalog; the rule classes (and
 LibCST with them) are imported when a file must be parsed: ``load`` imports one rule's module,
 ``all_rules`` every one.
 """
@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from functools import cache
 from typing import TYPE_CHECKING
 
-from devlint.catalog import RULES, RuleInfo
+from devlint.gate.catalog import RULES, RuleInfo
 
 if TYPE_CHECKING:
     from devlint.rule import Rule

@@ -3,22 +3,87 @@
 A rule subclass defines ``visit_<Node>`` / ``leave_<Node>`` methods (LibCST node class names);
 the walker calls them all in one pass. Rules report through ``self.report`` and may attach a fix
 factory, which runs after the walk when every binding in the file is known.
+
+This module is what the engine and the rules both stand on: the rule base class, the report a
+rule makes, and ``RuleContext``, all that a rule (and the rule kit) may ask of the file being
+linted. The engine's ``FileContext`` implements it; nothing here imports the engine.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import ClassVar, Literal, Protocol
 
 import libcst as cst
 
-from devlint.catalog import Word  # noqa: F401 - rules import Word from here
-
-if TYPE_CHECKING:
-    from devlint.context import FileContext, FixFactory
+from devlint.analysis.reader import FileReader
+from devlint.analysis.semantic import Scope
+from devlint.analysis.tracker import ScopeTracker
+from devlint.fixes import DeviceRef, FixPlan
+from devlint.gate.catalog import Word  # noqa: F401 - rules import Word from here
+from devlint.settings import FixSettings
 
 FixAvailability = Literal["safe", "unsafe", "sometimes", "none"]
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where in the program a report was made: its scope and its place in the walk."""
+
+    scope: Scope
+    order: int
+    node: cst.CSTNode
+
+
+# Runs after the walk, when every binding of the file is known: the fix of one report, or None.
+FixFactory = Callable[[Site], "FixPlan | None"]
+
+
+@dataclass
+class Report:
+    rule: Rule
+    node: cst.CSTNode
+    start: cst.CSTNode
+    message: str
+    fix: FixFactory | None
+    site: Site
+    # The finding starts this many characters before ``start`` on its line: a token the tree
+    # holds no node of its own for (LibCST shares one object among equal dots).
+    lead: int = 0
+
+
+class RuleContext(FileReader, Protocol):
+    """All that a rule may ask of the file it lints (``self.ctx``), during the walk and in its fix
+    factories after it."""
+
+    filename: str
+    text: str
+    module: cst.Module
+    settings: FixSettings
+    tracker: ScopeTracker
+
+    def site(self, node: cst.CSTNode) -> Site: ...
+
+    def ancestors(self, node: cst.CSTNode) -> Iterable[cst.CSTNode]: ...
+
+    def report(
+        self,
+        rule: Rule,
+        node: cst.CSTNode,
+        message: str,
+        fix: FixFactory | None = None,
+        start: cst.CSTNode | None = None,
+        lead: int = 0,
+    ) -> None: ...
+
+    def device(self, site: Site, avoid: Iterable[str] = ()) -> DeviceRef:
+        """The device expression a fix at ``site`` uses (see devlint.analysis.devices)."""
+        ...
+
+    def render(self, original: cst.CSTNode, new: cst.CSTNode) -> str:
+        """The source of ``new`` as it reads where ``original`` stands, block indentation included."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -47,10 +112,10 @@ class Rule:
     default_enabled: ClassVar[bool] = True
     # The torch version from which the rule's advice holds (the API it recommends exists, or the
     # one it flags is deprecated). Code in a branch that only runs on an older torch is not
-    # flagged (devlint.version_guards).
+    # flagged (devlint.analysis.version_guards).
     advice_since: ClassVar[tuple[int, int]] = (0, 0)
     # Code that only runs where a tensor or device is known to be on CUDA (`if x.is_cuda:`) is the
-    # CUDA half of device-generic code: rules that set this do not flag it (devlint.regions).
+    # CUDA half of device-generic code: rules that set this do not flag it (devlint.analysis.cuda_regions).
     quiet_where_cuda_is_known: ClassVar[bool] = False
     # A file that contains none of these substrings (``Word``: whole identifiers) cannot hold a
     # finding of this rule.
@@ -58,7 +123,7 @@ class Rule:
     VALID: ClassVar[Sequence[str]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: RuleContext) -> None:
         self.ctx = ctx
 
     def report(

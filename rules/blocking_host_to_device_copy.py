@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.astutil import append_arg, arg, code_in_place, keyword, positional
-from devlint.dataflow import HOST_READ_METHODS, FlowRule
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid
+from devlint.rulekit.calls import append_arg, arg, code_in_place, keyword, positional
+from devlint.rulekit.value_flow import HOST_READ_METHODS, FlowRule
 
 LOADER = "import torch\nfrom torch.utils.data import DataLoader\n\nloader = DataLoader(dataset, batch_size=8)\n"
 

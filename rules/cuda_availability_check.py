@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.accelerator import ACCELERATOR, AVAILABLE, accelerator_form, conditional_in_place, guards_cuda_code, second_gpu
-from devlint.devices import ACCELERATOR_EXPRESSION, is_cuda_string
+from devlint.analysis.devices import ACCELERATOR_EXPRESSION, is_cuda_string
+from devlint.analysis.semantic import string_value
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule
-from devlint.semantic import string_value
+from devlint.rulekit.accelerator import (
+    ACCELERATOR,
+    AVAILABLE,
+    accelerator_form,
+    conditional_in_place,
+    guards_cuda_code,
+    second_gpu,
+)
 
 HEAD = "import torch\n"
 _CHECK = "torch.cuda.is_available"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.astutil import (
+from devlint.fixes import FixPlan, Replace
+from devlint.rule import FixFactory, Invalid, Rule, Site
+from devlint.rulekit.calls import (
     arg,
     delegates_to_own_method,
     duck_typed,
@@ -18,9 +20,6 @@ from devlint.astutil import (
     prepend_arg,
     receiver_is_foreign,
 )
-from devlint.context import FixFactory, Site
-from devlint.fixes import FixPlan, Replace
-from devlint.rule import Invalid, Rule
 
 HEADER = "import torch\n"
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'

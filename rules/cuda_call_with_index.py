@@ -6,8 +6,13 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from devlint.accelerator import accelerator_choice
-from devlint.astutil import (
+from devlint.analysis.devices import always_a_device, guarded_index, index_kind, reach_of
+from devlint.analysis.semantic import dotted_name
+from devlint.findings import Applicability
+from devlint.fixes import DeviceRef, FixPlan, Replace
+from devlint.rule import Invalid, Rule, Site
+from devlint.rulekit.accelerator import accelerator_choice
+from devlint.rulekit.calls import (
     arg,
     code_in_place,
     delegates_to_own_method,
@@ -23,12 +28,6 @@ from devlint.astutil import (
     receiver_is_foreign,
     with_args,
 )
-from devlint.context import Site
-from devlint.devices import always_a_device, guarded_index, index_kind, reach_of
-from devlint.findings import Applicability
-from devlint.fixes import DeviceRef, FixPlan, Replace
-from devlint.rule import Invalid, Rule
-from devlint.semantic import dotted_name
 
 HEADER = "import torch\n"
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
@@ -349,7 +348,7 @@ class CudaCallWithIndex(Rule):
 
     def _is_device_variable(self, value: cst.BaseExpression, site: Site) -> bool:
         """A name (or ``obj.attr``) that holds a device on every path where it is bound at the site
-        (devlint.flow): `.cuda(d)` and `.to(d)` are then the same call, wherever `d` points (and
+        (devlint.analysis.reaching): `.cuda(d)` and `.to(d)` are then the same call, wherever `d` points (and
         where `d` is unbound both raise the same NameError)."""
         name = dotted_name(value)
         if name is None:

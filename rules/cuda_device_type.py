@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.accelerator import AMP_DEVICE_ARGUMENT, AUTOCAST, SCALER, AmpCall, amp_device, amp_fix_text
-from devlint.astutil import imported_qualname, keyword, positional
-from devlint.context import Site
+from devlint.analysis.semantic import literal_is
 from devlint.fixes import FixPlan, Replace
-from devlint.rule import Invalid, Rule
-from devlint.semantic import literal_is
+from devlint.rule import Invalid, Rule, Site
+from devlint.rulekit.accelerator import AMP_DEVICE_ARGUMENT, AUTOCAST, SCALER, AmpCall, amp_device, amp_fix_text
+from devlint.rulekit.calls import imported_qualname, keyword, positional
 
 HEAD = "import torch\n"
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.accelerator import ACCELERATOR_MEMORY, Guarded, call_text, cuda_function, positional_device
-from devlint.device_checks import under_device_check
 from devlint.fixes import FixPlan
 from devlint.rule import Invalid, Rule
+from devlint.rulekit.accelerator import ACCELERATOR_MEMORY, Guarded, call_text, cuda_function, positional_device
+from devlint.rulekit.device_checks import under_device_check
 
 HEAD = "import torch\n"
 # torch.cuda function -> what it returns on a machine without CUDA (the fix's fallback there);

@@ -6,7 +6,9 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from devlint.accelerator import (
+from devlint.fixes import FixPlan, Replace
+from devlint.rule import Invalid, Rule, Site
+from devlint.rulekit.accelerator import (
     ACCELERATOR,
     ACCELERATOR_INDEX,
     GET_DEVICE_MODULE,
@@ -17,10 +19,7 @@ from devlint.accelerator import (
     guards_cuda_code,
     positional_device,
 )
-from devlint.context import Site
-from devlint.device_checks import hardcoded_gpu_index, under_device_check
-from devlint.fixes import FixPlan, Replace
-from devlint.rule import Invalid, Rule
+from devlint.rulekit.device_checks import hardcoded_gpu_index, under_device_check
 
 HEAD = "import torch\n"
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'

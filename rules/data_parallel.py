@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.astutil import imported_qualname
+from devlint.analysis.semantic import dotted_name
 from devlint.rule import Invalid, Rule
-from devlint.semantic import dotted_name
+from devlint.rulekit.calls import imported_qualname
 
 _QUALNAMES = frozenset(
     {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel"}

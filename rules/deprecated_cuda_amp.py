@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.accelerator import CUDA_AMP_AUTOCAST, CUDA_AMP_SCALER, AmpCall, amp_device, amp_fix_text
-from devlint.astutil import imported_qualname
-from devlint.context import Site
 from devlint.fixes import FixPlan, Replace
-from devlint.rule import Invalid, Rule
+from devlint.rule import Invalid, Rule, Site
+from devlint.rulekit.accelerator import CUDA_AMP_AUTOCAST, CUDA_AMP_SCALER, AmpCall, amp_device, amp_fix_text
+from devlint.rulekit.calls import imported_qualname
 
 HEAD = "import torch\n"
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.astutil import imported_qualname
-from devlint.device_checks import hardcoded_gpu_index, under_device_check
 from devlint.rule import Invalid, Rule
+from devlint.rulekit.calls import imported_qualname
+from devlint.rulekit.device_checks import hardcoded_gpu_index, under_device_check
 
 HEAD = "import torch\n"
 _SET_DEVICE = "torch.cuda.set_device"

@@ -8,14 +8,13 @@ from functools import lru_cache
 
 import libcst as cst
 
-from devlint.accelerator import ACCELERATOR, accelerator_choice
-from devlint.astutil import keyword, names_in, positional, receiver_is_foreign
-from devlint.context import FixFactory, Site
-from devlint.devices import checks_cuda_available, device_expression, is_guarded_device_choice
+from devlint.analysis.devices import checks_cuda_available, device_expression, is_guarded_device_choice
+from devlint.analysis.semantic import dotted_name, string_value
+from devlint.analysis.tree import children
 from devlint.fixes import FixPlan, Replace
-from devlint.rule import Invalid, Rule
-from devlint.semantic import dotted_name, string_value
-from devlint.walker import children
+from devlint.rule import FixFactory, Invalid, Rule, Site
+from devlint.rulekit.accelerator import ACCELERATOR, accelerator_choice
+from devlint.rulekit.calls import keyword, names_in, positional, receiver_is_foreign
 
 HEADER = "import torch\n"
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'

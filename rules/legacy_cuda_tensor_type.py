@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.astutil import arg, code_in_place, keyword, method_call, names_in, positional, with_args
-from devlint.context import Site
-from devlint.devices import checks_cuda_available
+from devlint.analysis.devices import checks_cuda_available
+from devlint.analysis.semantic import Binding, dotted_name, string_value
 from devlint.fixes import FixPlan, Replace
-from devlint.rule import Invalid, Rule
-from devlint.semantic import Binding, dotted_name, string_value
+from devlint.rule import Invalid, Rule, Site
+from devlint.rulekit.calls import arg, code_in_place, keyword, method_call, names_in, positional, with_args
 
 HEADER = "import torch\n"
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.astutil import append_arg, arg, code_in_place, imported_qualname, keyword, positional
-from devlint.context import Site
 from devlint.fixes import FixPlan, Replace
-from devlint.rule import Invalid, Rule, Word
+from devlint.rule import Invalid, Rule, Site, Word
+from devlint.rulekit.calls import append_arg, arg, code_in_place, imported_qualname, keyword, positional
 
 HEAD = "import torch\n"
 # Where CUDA is available, `None`: torch's own default, exactly. Without CUDA, a GPU storage stays

@@ -6,12 +6,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from devlint.astutil import append_arg, arg, calls_in, code_in_place, imported_qualname, keyword, positional
-from devlint.dataflow import FlowRule
+from devlint.analysis.semantic import Scope, dotted_name, string_value
 from devlint.fixes import FixPlan, Replace
-from devlint.rule import Invalid
-from devlint.context import Site
-from devlint.semantic import Scope, dotted_name, string_value
+from devlint.rule import Invalid, Site
+from devlint.rulekit.calls import append_arg, arg, calls_in, code_in_place, imported_qualname, keyword, positional
+from devlint.rulekit.value_flow import FlowRule
 
 _DATALOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory, ...)

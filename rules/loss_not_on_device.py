@@ -7,13 +7,12 @@ from enum import Enum
 
 import libcst as cst
 
-from devlint.astutil import code_in_place, keyword, method_call, positional
-from devlint.context import Site
-from devlint.devices import device_value
+from devlint.analysis.devices import device_value
+from devlint.analysis.semantic import dotted_name
 from devlint.fixes import FixPlan, Replace
-from devlint.dataflow import FlowRule, Kind
-from devlint.rule import Invalid
-from devlint.semantic import dotted_name
+from devlint.rule import Invalid, Site
+from devlint.rulekit.calls import code_in_place, keyword, method_call, positional
+from devlint.rulekit.value_flow import FlowRule, Kind
 
 HEADER = "import torch\n"
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
@@ -165,7 +164,7 @@ class LossNotOnDevice(FlowRule):
         self._candidates: list[_Candidate] = []
         self._moved: set[str] = set()
         self._file_moves = False
-        # names of losses called with a value known to be on the device (devlint.dataflow)
+        # names of losses called with a value known to be on the device (devlint.rulekit.value_flow)
         self._called_on_device: set[str] = set()
 
     def visit_Call(self, node: cst.Call) -> None:

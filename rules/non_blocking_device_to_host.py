@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.astutil import keyword
-from devlint.dataflow import FlowRule, Kind, host_read, is_synchronize, literal_true
 from devlint.rule import Invalid
+from devlint.rulekit.calls import keyword
+from devlint.rulekit.value_flow import FlowRule, Kind, host_read, is_synchronize, literal_true
 
 HEAD = "import torch\n\n"
 

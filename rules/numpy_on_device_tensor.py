@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.astutil import keyword, method_call
-from devlint.dataflow import FlowRule, Kind
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid
+from devlint.rulekit.calls import keyword, method_call
+from devlint.rulekit.value_flow import FlowRule, Kind
 
 HEAD = "import torch\n"
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.context import Site
+from devlint.analysis.semantic import string_value
 from devlint.fixes import FixPlan, Replace
-from devlint.rule import Invalid, Rule
-from devlint.semantic import string_value
+from devlint.rule import Invalid, Rule, Site
 
 HEADER = "import torch\n"
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.context import Site
-from devlint.device_api_table import ACCELERATOR, AMP, DEVICE_MODULE, EVENT, STREAM
+from devlint.analysis.semantic import dotted_name
+from devlint.analysis.version_guards import branches
 from devlint.fixes import FixPlan, Replace
-from devlint.rule import Invalid, Rule
-from devlint.semantic import dotted_name
-from devlint.torch_version import TorchVersion, shown
-from devlint.version_guards import branches
+from devlint.rule import Invalid, Rule, Site
+from devlint.torchfacts.device_api_table import ACCELERATOR, AMP, DEVICE_MODULE, EVENT, STREAM
+from devlint.torchfacts.version import TorchVersion, shown
 
 HEAD = "import torch\n"
 

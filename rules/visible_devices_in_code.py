@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.astutil import code_in_place, keyword, method_call
+from devlint.analysis.semantic import Scope, literal_is
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule
-from devlint.semantic import Scope, literal_is
+from devlint.rulekit.calls import code_in_place, keyword, method_call
 
 VARIABLE = "CUDA_VISIBLE_DEVICES"
 _BASE = f"`{VARIABLE}` set in code overrides the GPUs the launcher chose"

@@ -13,8 +13,9 @@ from lsp_client import LspClient, utf16_position
 
 SYNTAX_ERROR = "syntax-error"
 
-from devlint.config import Resolver
-from devlint.process import Job, process_source
+from devlint.run.config import Resolver
+from devlint.run.file_job import process_source
+from devlint.run.job import Job
 
 
 @contextmanager

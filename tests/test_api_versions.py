@@ -1,5 +1,5 @@
 """No fix writes an API newer than the project's `torch-version` (issue 22, item 1): every name a
-fix introduces is in devlint.api_versions' table, and from a release no newer than the one
+fix introduces is in devlint.torchfacts.api_versions' table, and from a release no newer than the one
 configured, at every version boundary, over every rule's examples and the bundled fixtures."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from devlint.api_versions import SINCE, introduced, names_in
-from devlint.context import FixSettings
+from devlint.engine.lint import fix_text, lint_text
 from devlint.registry import all_rules
-from devlint.runner import fix_text, lint_text
+from devlint.settings import FixSettings
+from devlint.torchfacts.api_versions import SINCE, introduced, names_in
 
 RULES = list(all_rules())
 ROOT = Path(__file__).resolve().parent.parent

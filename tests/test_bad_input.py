@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from devlint.cli import main
-from devlint.process import Job, process_file
+from devlint.run.file_job import process_file
+from devlint.run.job import Job
 
 CUDA = "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n"
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
@@ -141,7 +142,7 @@ def test_an_encoding_that_does_not_round_trip_is_checked_but_never_rewritten(tmp
 
 
 def test_a_fix_that_needs_a_character_the_encoding_lacks_is_refused() -> None:
-    from devlint.source import SourceError, decode
+    from devlint.run.source import SourceError, decode
 
     decoded = decode(b"# coding: latin-1\nname = 'caf\xe9'\n")
     assert decoded.encode(decoded.text) == b"# coding: latin-1\nname = 'caf\xe9'\n"

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from report_lines import finding_lines
 
-from devlint.baseline import fingerprints, normalise, relative_to
 from devlint.cli import main
 from devlint.findings import Finding, Location
+from devlint.formats.baseline import fingerprints, normalise, relative_to
 
 TRAIN = (
     "import torch\n"
@@ -119,8 +119,8 @@ def test_readme_baseline_commands_run_as_written(project: Path, capsys) -> None:
 
 
 def test_fingerprints_accept_file_names_that_are_not_utf8(tmp_path: Path) -> None:
-    from devlint.baseline import fingerprints
     from devlint.findings import Finding, Location
+    from devlint.formats.baseline import fingerprints
 
     name = str(tmp_path / "caf\udce9.py")  # the byte 0xE9 from a latin-1 file name
     finding = Finding("DEV101", "cuda-call", "m", name, Location(1, 1), Location(1, 2), source_line="x.cuda()")

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from report_lines import finding_lines
 
-import devlint.app
+import devlint.run.command
 from devlint.cli import main
-from devlint.config import ConfigError, Overrides, Resolver, load
+from devlint.run.config import ConfigError, Overrides, Resolver, load
 
 CUDA = "import torch\nx = torch.ones(2).cuda()\n"
 
@@ -131,9 +131,9 @@ def test_files_with_different_settings_get_different_jobs(tmp_path: Path, monkey
 
     def capture(work):
         seen.update({path.as_posix(): job for path, job in work})
-        return devlint.app.execute(work)
+        return devlint.run.command.execute(work)
 
-    monkeypatch.setattr(devlint.app, "run_with_progress", lambda run, work, err: capture(work))
+    monkeypatch.setattr(devlint.run.command, "run_with_progress", lambda run, work, err: capture(work))
     assert main(["check", "--output-format", "concise", "."]) == 1
     assert seen["a.py"] is seen["b.py"]
     assert seen["a.py"].codes == ("DEV101",) and seen["x_c.py"].codes == ()
@@ -176,7 +176,7 @@ def test_config_flag_errors(tmp_path: Path, capsys) -> None:
 def test_resolver_reads_each_file_once_and_caches_folders(tmp_path: Path, monkeypatch) -> None:
     write(tmp_path / "devlint.toml", 'select = ["DEV101"]\n')
     calls = []
-    import devlint.config as config
+    import devlint.run.config as config
 
     real = config.load
     monkeypatch.setattr(config, "load", lambda path, forced=False: calls.append(path) or real(path, forced))

@@ -5,11 +5,11 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from devlint.context import FixSettings
-from devlint.devices import ACCELERATOR_EXPRESSION
+from devlint.analysis.devices import ACCELERATOR_EXPRESSION
+from devlint.engine.lint import fix_text, lint_text
 from devlint.findings import Finding
 from devlint.registry import rule_by_code
-from devlint.runner import fix_text, lint_text
+from devlint.settings import FixSettings
 
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
 

@@ -9,11 +9,11 @@ import inspect
 import libcst as cst
 import pytest
 
-from devlint.context import FileContext
-from devlint.dataflow import FlowRule
+from devlint.engine.context import FileContext
+from devlint.engine.lint import fix_text, lint_text
+from devlint.engine.walk import walk
 from devlint.registry import rule_by_code
-from devlint.runner import fix_text, lint_text
-from devlint.walker import walk
+from devlint.rulekit.value_flow import FlowRule
 
 DEV101, DEV202, DEV301, DEV302, DEV303, DEV304, DEV501 = (
     rule_by_code(code) for code in ("DEV101", "DEV202", "DEV301", "DEV302", "DEV303", "DEV304", "DEV501")
@@ -189,7 +189,7 @@ def test_device_selection_guards(code: str, flagged: bool) -> None:
 
 def test_amp_replacements_keep_every_argument_meaning() -> None:
     torch = pytest.importorskip("torch")
-    from devlint.accelerator import AUTOCAST, CUDA_AMP_AUTOCAST, CUDA_AMP_SCALER, SCALER
+    from devlint.rulekit.accelerator import AUTOCAST, CUDA_AMP_AUTOCAST, CUDA_AMP_SCALER, SCALER
 
     def params(cls) -> list[str]:
         return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]

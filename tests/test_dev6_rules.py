@@ -5,19 +5,18 @@ of PyTorch's own TEST_DEVICE_BIAS lint."""
 from __future__ import annotations
 
 import re
-
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from devlint.accelerator import ACCELERATOR, ACCELERATOR_INDEX, ACCELERATOR_MEMORY, AMP_DEVICE_ARGUMENT, GET_DEVICE_MODULE
+from devlint.analysis.devices import ACCELERATOR_EXPRESSION, DEFAULT_EXPRESSION
 from devlint.cli import main
-from devlint.config import Overrides, Resolver
-from devlint.context import FixSettings
-from devlint.devices import ACCELERATOR_EXPRESSION, DEFAULT_EXPRESSION
+from devlint.engine.lint import fix_text, lint_text
 from devlint.registry import all_rules, select_rules
-from devlint.runner import fix_text, lint_text
+from devlint.rulekit.accelerator import ACCELERATOR, ACCELERATOR_INDEX, ACCELERATOR_MEMORY, AMP_DEVICE_ARGUMENT, GET_DEVICE_MODULE
+from devlint.run.config import Overrides, Resolver
+from devlint.settings import FixSettings
 
 ALL = list(all_rules())
 HEAD = "import torch\n"

@@ -6,7 +6,7 @@ documentation (cited in each rule's fix note): the accelerator of a CUDA machine
 ``torch.get_device_module(cuda_device)`` is ``torch.cuda`` itself. (b) is tested here: what the
 original CUDA calls do without CUDA, why the obvious generic replacements are wrong, and that
 every form the fixes write runs and gives the original's value. (c) is tested in
-tests/test_dev6_rules.py against the version table in devlint.accelerator.
+tests/test_dev6_rules.py against the version table in devlint.rulekit.accelerator.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from devlint.context import FixSettings  # noqa: E402
+from devlint.engine.lint import fix_text  # noqa: E402
 from devlint.registry import select_rules  # noqa: E402
-from devlint.runner import fix_text  # noqa: E402
+from devlint.settings import FixSettings  # noqa: E402
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available() or torch.accelerator.is_available(), reason="claims about a machine without an accelerator")
 

@@ -85,7 +85,7 @@ def test_the_pytest_option_emulates_in_the_session_and_its_xdist_workers(option_
 def test_the_pytest_option_is_offered_and_costs_no_torch_import(package: Path) -> None:
     help_run = _run([sys.executable, "-m", "pytest", "--help"], package)
     assert "--emulate-cuda" in help_run.stdout
-    probe = "import sys, devlint.verify.pytest_plugin; print('torch' in sys.modules)"
+    probe = "import sys, devlint.verify.child.pytest_plugin; print('torch' in sys.modules)"
     assert _run([sys.executable, "-c", probe], package).stdout.strip() == "False"
 
 

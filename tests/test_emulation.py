@@ -28,7 +28,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
-from devlint.verify.emulation import Emulation, EmulationUnsupportedError
+from devlint.verify.child.emulation import Emulation, EmulationUnsupportedError
 
 HAS_GPU = torch.cuda.is_available()
 ORIGINAL_CUDA_VERSION = torch.version.cuda

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-import devlint.writer as writer
+import devlint.run.writer as writer
 from devlint.cli import main
-from devlint.writer import TEMP_SUFFIX
+from devlint.run.writer import TEMP_SUFFIX
 
 ROOT = Path(__file__).resolve().parent.parent
 CUDA = "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n"

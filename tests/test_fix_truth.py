@@ -9,8 +9,8 @@ import textwrap
 
 import pytest
 
+from devlint.engine.lint import fix_text, lint_text
 from devlint.registry import all_rules
-from devlint.runner import fix_text, lint_text
 
 RULES = list(all_rules())
 
@@ -156,7 +156,7 @@ def test_new_code_uses_the_name_the_file_imports_torch_under() -> None:
 
 
 def test_renaming_torch_leaves_strings_alone() -> None:
-    from devlint.context import renamed_torch
+    from devlint.engine.context import renamed_torch
 
     assert renamed_torch('f("torch.pt", torch.float32)  # torch.x', "th") == 'f("torch.pt", th.float32)  # torch.x'
 
@@ -227,8 +227,9 @@ def test_map_location_moves_only_gpu_storages_and_only_without_cuda(tmp_path) ->
     default, so an MPS checkpoint stays on an Apple GPU and a CPU one on the CPU. Under emulated
     CUDA the expression is None: torch's default itself."""
     torch = pytest.importorskip("torch")
-    from devlint.verify.emulation import Emulation
     from devlint.rules.load_without_map_location import MAP_LOCATION
+
+    from devlint.verify.child.emulation import Emulation
 
     with Emulation(visible=True):
         torch.save({"gpu": torch.ones(2, device="cuda"), "cpu": torch.zeros(2)}, tmp_path / "c.pt")
@@ -248,7 +249,7 @@ def test_map_location_moves_only_gpu_storages_and_only_without_cuda(tmp_path) ->
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
 def test_renaming_torch_follows_any_line_ending(newline: str) -> None:
-    from devlint.context import renamed_torch
+    from devlint.engine.context import renamed_torch
 
     code = newline.join(["torch.set_default_dtype(torch.float32)", 'torch.set_default_device("cuda")'])
     assert renamed_torch(code, "t") == code.replace("torch.", "t.")

@@ -20,10 +20,10 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from devlint.config import Overrides, Resolver
-from devlint.context import FixSettings
+from devlint.engine.lint import fix_text, lint_text
 from devlint.registry import all_rules
-from devlint.runner import fix_text, lint_text
+from devlint.run.config import Overrides, Resolver
+from devlint.settings import FixSettings
 
 PAIRS = Path(__file__).resolve().parent.parent / "fixtures" / "pairs"
 BEFORE = sorted(p for p in PAIRS.rglob("*.py") if not p.name.endswith((".fixed.py", ".unsafe.py")))

@@ -1,4 +1,4 @@
-"""devlint.flow: which bindings of a name reach a point, and whether it is bound on every path."""
+"""devlint.analysis.reaching: which bindings of a name reach a point, and whether it is bound on every path."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import textwrap
 import libcst as cst
 import pytest
 
-from devlint.flow import Reach, reaching_at, reaching_at_end
+from devlint.analysis.reaching import Reach, reaching_at, reaching_at_end
 
 
 def _parents(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode]:

@@ -19,9 +19,10 @@ import libcst as cst
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from devlint.process import Job, process_source
 from devlint.registry import all_rules
-from devlint.source import decode
+from devlint.run.file_job import process_source
+from devlint.run.job import Job
+from devlint.run.source import decode
 
 EXAMPLES = int(os.environ.get("DEVLINT_FUZZ_EXAMPLES", "20"))
 FUZZ = settings(

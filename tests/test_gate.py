@@ -16,18 +16,18 @@ from pathlib import Path
 import pytest
 
 from devlint import registry
-from devlint.catalog import RULES, Word
+from devlint.engine.lint import ParseError, fix_text, lint_text
 from devlint.gate import conditions
+from devlint.gate.catalog import RULES, Word
 from devlint.gate.conditions import CONDITIONS
 from devlint.gate.facts import collect
-from devlint.notebook import CELL_BREAK, Program, read_notebook
-from devlint.prefilter import matching_rules
+from devlint.gate.prefilter import matching_rules
+from devlint.gate.screen import screen
 from devlint.registry import all_rules, rule_by_code
 from devlint.rule import Rule
-from devlint.runner import ParseError, fix_text, lint_text
-from devlint.screen import screen
+from devlint.run.notebook import CELL_BREAK, Program, read_notebook
+from devlint.run.source import SourceError, decode
 from devlint.settings import FixSettings
-from devlint.source import SourceError, decode
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES_ALL = list(all_rules())
@@ -74,7 +74,7 @@ def test_the_catalog_describes_the_rules_exactly() -> None:
         (info.code, info.name, info.default_enabled, [(str(t), isinstance(t, Word)) for t in info.triggers], info.module)
         for info in RULES
     ]
-    assert listed == real, "devlint/catalog.py must list every rule of devlint.rules as it is"
+    assert listed == real, "devlint/gate/catalog.py must list every rule of devlint.rules as it is"
     assert registry.infos() is RULES
     assert all(registry.load(info.code) is rule_by_code(info.code) for info in RULES)
 
@@ -92,7 +92,6 @@ def test_a_rule_module_missing_from_the_catalog_falls_back_to_the_rule_classes(m
 
 
 def test_the_gates_copies_of_rule_tables_match_the_rules() -> None:
-    from devlint import accelerator
     from devlint.rules import (
         cuda_device_type,
         cuda_memory_api,
@@ -105,6 +104,8 @@ def test_the_gates_copies_of_rule_tables_match_the_rules() -> None:
         loss_not_on_device,
         visible_devices_in_code,
     )
+
+    from devlint.rulekit import accelerator
 
     assert conditions.LEGACY_TYPES == set(legacy_cuda_tensor_type._DTYPES)
     assert conditions.DEVICE_METHODS == set(hardcoded_device_string._DEVICE_METHODS)

@@ -19,7 +19,7 @@ import pytest
 from report_lines import finding_lines
 
 from devlint.cli import main
-from devlint.notebook import cell_magic, mask
+from devlint.run.notebook import cell_magic, mask
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "notebooks"
 BEFORE = FIXTURES / "regression.ipynb"

@@ -14,21 +14,22 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-import devlint.execute
-from devlint import prefilter
-from devlint.app import Options, run_check
-from devlint.cache import CACHEDIR_TAG, Cache
-from devlint.context import FileContext
-from devlint.execute import Executor, execute
+import devlint.run.pool
+from devlint.analysis.tree import children
+from devlint.engine.context import FileContext
+from devlint.engine.interning import SHARED_KINDS
+from devlint.engine.lint import ParseError, lint_text, parse
+from devlint.engine.positions import positions
+from devlint.engine.walk import walk
 from devlint.fixes import LineIndex
-from devlint.interning import SHARED_KINDS
-from devlint.positions import positions
-from devlint.process import FileResult, Job
+from devlint.gate import prefilter
 from devlint.registry import all_rules, select_rules
 from devlint.rule import Rule, Word
-from devlint.runner import ParseError, lint_text, parse
-from devlint.source import SourceError, decode
-from devlint.walker import children, walk
+from devlint.run.cache import CACHEDIR_TAG, Cache
+from devlint.run.command import Options, run_check
+from devlint.run.job import FileResult, Job
+from devlint.run.pool import Executor, execute
+from devlint.run.source import SourceError, decode
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = select_rules(None)
@@ -160,7 +161,7 @@ def test_positions_equal_libcsts_for_every_node_and_for_any_few(text: str) -> No
     module = parse(text)
     expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     lines = LineIndex(text)
-    # Whitespace and punctuation nodes are shared while parsing (devlint.interning): one object
+    # Whitespace and punctuation nodes are shared while parsing (devlint.engine.interning): one object
     # stands in many places, so it has no one position, and no rule ever asks for one.
     nodes = [node for node in expected if not isinstance(node, SHARED_KINDS)]
     every = positions(module, lines, nodes)
@@ -265,7 +266,7 @@ def test_where_no_process_can_start_files_are_checked_in_this_process(tmp_path: 
 
     work = [(path, JOB) for path in _tree(tmp_path, 12)]
     expected = _summary(execute(work, jobs=1))
-    monkeypatch.setattr(devlint.execute.multiprocessing, "get_context", lambda method: NoProcesses())
+    monkeypatch.setattr(devlint.run.pool.multiprocessing, "get_context", lambda method: NoProcesses())
     assert _summary(execute(work, jobs=2)) == expected
 
 
@@ -294,8 +295,8 @@ def test_a_few_files_are_checked_in_this_process(tmp_path: Path, monkeypatch) ->
 
 
 def test_chunks_start_with_the_largest_files_and_stay_small() -> None:
-    tasks = [devlint.execute._Task(i, Path(f"{i}.py"), JOB, size) for i, size in enumerate([10, 500_000, 30, 70_000])]
-    chunks = devlint.execute._chunks(sorted(tasks, key=lambda task: -task.size))
+    tasks = [devlint.run.pool._Task(i, Path(f"{i}.py"), JOB, size) for i, size in enumerate([10, 500_000, 30, 70_000])]
+    chunks = devlint.run.pool._chunks(sorted(tasks, key=lambda task: -task.size))
     assert [index for index, _, _ in chunks[0]] == [1]
     assert [index for index, _, _ in chunks[1]] == [3]
     assert sorted(index for chunk in chunks for index, _, _ in chunk) == [0, 1, 2, 3]
@@ -314,7 +315,7 @@ def test_a_warm_run_parses_nothing_and_reports_the_same(tmp_path: Path, monkeypa
     paths = _tree(tmp_path / "src", 12)
     work = [(path, JOB) for path in paths]
     cold = execute(work, jobs=1, cache=Cache(tmp_path / "cache"))
-    monkeypatch.setattr(devlint.execute, "_process", lambda *a: pytest.fail("a cached file was checked again"))
+    monkeypatch.setattr(devlint.run.pool, "_process", lambda *a: pytest.fail("a cached file was checked again"))
     warm = execute(work, jobs=1, cache=Cache(tmp_path / "cache"))
     assert _summary(warm) == _summary(cold)
     assert [r.findings for r in warm] == [r.findings for r in cold]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from devlint.app import Options, run_check
-from devlint.progress import MIN_FILES, batches, run_with_progress, wanted
+from devlint.run.command import Options, run_check
+from devlint.run.progress import MIN_FILES, batches, run_with_progress, wanted
 
 
 class Terminal(io.StringIO):

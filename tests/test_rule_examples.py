@@ -8,9 +8,9 @@ import sys
 import libcst as cst
 import pytest
 
-from devlint.context import FixSettings
+from devlint.engine.lint import fix_text, lint_text
 from devlint.registry import all_rules
-from devlint.runner import fix_text, lint_text
+from devlint.settings import FixSettings
 
 VALID = [(rule, i, code) for rule in all_rules() for i, code in enumerate(rule.VALID)]
 INVALID = [(rule, i, case) for rule in all_rules() for i, case in enumerate(rule.INVALID)]

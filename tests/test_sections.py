@@ -1,5 +1,5 @@
-"""A large file parsed in sections gives the very tree one parse gives (devlint.sections), and
-sharing whitespace nodes while parsing (devlint.interning) changes no tree either."""
+"""A large file parsed in sections gives the very tree one parse gives (devlint.engine.sections), and
+sharing whitespace nodes while parsing (devlint.engine.interning) changes no tree either."""
 
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from devlint.engine.interning import SHARED_KINDS, shared_trivia
+from devlint.engine.lint import lint_text, parse
+from devlint.engine.sections import parse_in_sections
 from devlint.findings import Finding
-from devlint.interning import SHARED_KINDS, shared_trivia
 from devlint.registry import select_rules
-from devlint.runner import lint_text, parse
-from devlint.sections import parse_in_sections
 
 
 def _torch_directory() -> Path | None:
@@ -289,7 +290,7 @@ def test_a_tree_that_does_not_print_back_is_dropped_for_one_parse(monkeypatch: p
         module = cst.parse_module(text)
         return module.with_changes(body=module.body[1:])
 
-    monkeypatch.setattr("devlint.runner.parse_in_sections", broken)
+    monkeypatch.setattr("devlint.engine.lint.parse_in_sections", broken)
     found: list[Finding] = lint_text(text, "m.py", rules)
     assert [(f.code, f.location) for f in found] == [(f.code, f.location) for f in expected] and expected
 

@@ -16,8 +16,7 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from lsprotocol import types  # noqa: E402
 
-from devlint.config import FileSettings  # noqa: E402
-from devlint.context import FixSettings  # noqa: E402
+from devlint.run.config import FileSettings  # noqa: E402
 from devlint.server.analysis import analyze, fix_all  # noqa: E402
 from devlint.server.configuration import ConfigTracker, default_settings  # noqa: E402
 from devlint.server.documents import Documents  # noqa: E402
@@ -27,6 +26,7 @@ from devlint.server.severity import severity, tags  # noqa: E402
 from devlint.server.textdiff import minimal_edits  # noqa: E402
 from devlint.server.textlines import UTF8, UTF16, UTF32, Lines, apply_change  # noqa: E402
 from devlint.server.trees import SectionTrees  # noqa: E402
+from devlint.settings import FixSettings  # noqa: E402
 
 P = types.Position
 
@@ -278,8 +278,8 @@ SECTIONED = [*sorted((ROOT / "fixtures" / "pairs").rglob("*.py")), ROOT / "examp
 
 
 def _lint(text: str, trees: SectionTrees | None = None, chars: int = 256) -> list:
+    from devlint.engine.lint import lint_text
     from devlint.registry import all_rules
-    from devlint.runner import lint_text
 
     sections = None if trees is None else (trees.parser(), chars)
     return lint_text(text, "t.py", list(all_rules()), FixSettings(), sections=sections)

@@ -65,7 +65,7 @@ def project(tmp_path: Path) -> Path:
 def test_a_run_without_findings_imports_nothing_heavy_and_says_the_same(project: Path, fmt: str) -> None:
     args = ("check", "clean.py", "quiet.py", "clean.ipynb", "--no-cache", "--output-format", fmt)
     status, out, modules = _run(project, *args)
-    assert "devlint.app" in modules and "devlint.screen" in modules
+    assert "devlint.run.command" in modules and "devlint.gate.screen" in modules
     assert _heavy(modules) == []
     assert (status, out) == _run(project, *args, eager=True)[:2]
     assert status == 0

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from devlint.app import Options, run_check
+from devlint.run.command import Options, run_check
 
 CUDA = b"import torch\nx = torch.ones(2).cuda()\n"
 FIXED = b'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\nx = torch.ones(2).to(device)\n'

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
-import devlint.suppress
+import devlint.run.suppressions
 from devlint.cli import main
-from devlint.process import Job, process_source
+from devlint.engine.lint import fix_text, lint_text
 from devlint.registry import all_rules
-from devlint.runner import fix_text, lint_text
-from devlint.suppress import add_noqa, apply_noqa, noqa_codes, scan, skip_file
-from devlint.writer import WriteError
+from devlint.run.file_job import process_source
+from devlint.run.job import Job
+from devlint.run.suppressions import add_noqa, apply_noqa, noqa_codes, scan, skip_file
+from devlint.run.writer import WriteError
 
 RULES = list(all_rules())
 CALL = "torch.ones(2).cuda()"
@@ -162,7 +163,7 @@ def test_add_noqa_refuses_fix_and_reports_unwritable_files(tmp_path: Path, capsy
     def refuse(path, data, expected):
         raise WriteError("changed on disk since it was read; not overwritten")
 
-    monkeypatch.setattr(devlint.suppress, "write_atomic", refuse)
+    monkeypatch.setattr(devlint.run.suppressions, "write_atomic", refuse)
     assert main(["check", "--add-noqa", str(target)]) == 2
     err = capsys.readouterr().err
     assert f"devlint: error: {target}: changed on disk since it was read" in err

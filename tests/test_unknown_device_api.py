@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from devlint.context import FixSettings
+from devlint.engine.lint import fix_text, lint_text
 from devlint.gate import passing
 from devlint.registry import all_rules, rule_by_code
-from devlint.runner import fix_text, lint_text
+from devlint.settings import FixSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 RULE = rule_by_code("DEV605")
@@ -30,7 +30,7 @@ def found(source: str, version: tuple[int, int] = (2, 9)) -> list[tuple[int, str
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the table is generated from an installed torch")
 def test_the_committed_table_is_what_the_generator_writes_from_torchs_sources() -> None:
     run = subprocess.run([sys.executable, "tools/device_api_table.py", "--check"], cwd=ROOT, capture_output=True, text=True)
-    assert run.returncode == 0, "devlint/device_api_table.py is out of date: run tools/device_api_table.py"
+    assert run.returncode == 0, "devlint/torchfacts/device_api_table.py is out of date: run tools/device_api_table.py"
 
 
 def test_names_resolve_through_imports_and_aliases() -> None:

@@ -20,9 +20,10 @@ import pytest
 import torch
 
 from devlint.cli import main
+from devlint.engine.lint import lint_text
 from devlint.registry import all_rules
-from devlint.runner import lint_text
-from devlint.verify import compare, harness, targets
+from devlint.verify import targets
+from devlint.verify.child import compare, harness
 from devlint.verify.command import verify_programs
 from devlint.verify.environment import HIDE_GPUS, base_environment, run_environment, torch_root
 from devlint.verify.report import Report, write_full
@@ -216,7 +217,7 @@ def test_harness_classifies_failures(error: BaseException, emulation, outcome: s
 
 
 def test_what_emulation_does_not_model_is_classified_as_such() -> None:
-    from devlint.verify.emulation import EmulationUnsupportedError
+    from devlint.verify.child.emulation import EmulationUnsupportedError
 
     failure = harness._failure(EmulationUnsupportedError("CUDA graphs"), "p.py", _Emulation(True), 1)
     assert failure["outcome"] == "not_emulated"

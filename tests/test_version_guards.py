@@ -1,4 +1,4 @@
-"""Code in a branch written for an older torch is neither flagged nor fixed (devlint.version_guards),
+"""Code in a branch written for an older torch is neither flagged nor fixed (devlint.analysis.version_guards),
 and no fix uses an API newer than the project's `torch-version`."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from devlint.config import ConfigError, Resolver
-from devlint.context import FixSettings
+from devlint.engine.lint import fix_text, lint_text
 from devlint.registry import all_rules
-from devlint.runner import fix_text, lint_text
-from devlint.torch_version import TorchVersionError, lower_bound, parse_version
+from devlint.run.config import ConfigError, Resolver
+from devlint.settings import FixSettings
+from devlint.torchfacts.version import TorchVersionError, lower_bound, parse_version
 
 RULES = list(all_rules())
 
@@ -251,7 +251,7 @@ def test_torch_version_comes_from_a_requirements_file_where_pyproject_names_none
 
 
 def test_torch_version_key_and_flag_win_over_the_requirement(tmp_path: Path) -> None:
-    from devlint.config import Overrides
+    from devlint.run.config import Overrides
 
     _project(tmp_path, ["torch>=2.1"], '[tool.devlint]\ntorch-version = "2.6"\n')
     assert Resolver().settings_for(tmp_path / "a.py").fix.torch_version == (2, 6)

@@ -1,4 +1,4 @@
-"""Writes devlint/device_api_table.py, DEV605's table of the device-generic API, from the sources
+"""Writes devlint/torchfacts/device_api_table.py, DEV605's table of the device-generic API, from the sources
 of an installed torch (read with `ast`, never imported):
 
 - ``torch/accelerator/__init__.py`` and ``torch/amp/__init__.py``: ``__all__`` and the submodules;
@@ -23,7 +23,7 @@ import sys
 from importlib.util import find_spec
 from pathlib import Path
 
-OUTPUT = Path(__file__).resolve().parent.parent / "devlint" / "device_api_table.py"
+OUTPUT = Path(__file__).resolve().parent.parent / "devlint" / "torchfacts" / "device_api_table.py"
 DEVICE_MODULES = ("cpu", "cuda", "mps", "xpu", "mtia")
 
 # name -> (major, minor) of the first torch release that has it.

@@ -11,9 +11,9 @@ import os
 from pathlib import Path
 from typing import TextIO
 
-from devlint.baseline import relative_to
 from devlint.findings import FileError, Finding
 from devlint.formats import RunReport
+from devlint.formats.baseline import relative_to
 
 
 def escape_data(text: str) -> str:

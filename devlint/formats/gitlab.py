@@ -1,6 +1,6 @@
 """GitLab Code Quality report (JSON): the `codequality` artifact a merge request widget reads.
 
-Fingerprints are the baseline's (see devlint.baseline): stable across runs and across edits that
+Fingerprints are the baseline's (see devlint.formats.baseline): stable across runs and across edits that
 only shift lines, so GitLab tells new findings from old ones.
 """
 
@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 from typing import Any, TextIO
 
-from devlint.baseline import fingerprints, relative_to
 from devlint.formats import RunReport
+from devlint.formats.baseline import fingerprints, relative_to
 
 
 def issues(report: RunReport) -> list[dict[str, Any]]:

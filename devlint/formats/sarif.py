@@ -13,10 +13,10 @@ from typing import Any, TextIO
 from urllib.parse import quote
 
 from devlint import __version__
-from devlint.baseline import fingerprints, relative_to
 from devlint.docs import rule_markdown
 from devlint.findings import FileError, Finding
 from devlint.formats import RunReport
+from devlint.formats.baseline import fingerprints, relative_to
 from devlint.registry import all_rules
 from devlint.rule import Rule
 

@@ -1,6 +1,6 @@
 """The gate: CPython's parser decides which files LibCST must parse.
 
-After the textual prefilter (devlint.prefilter) a file still holds some rule's trigger, yet most
+After the textual prefilter (devlint.gate.prefilter) a file still holds some rule's trigger, yet most
 such files hold no finding: `torch.cuda` is everywhere in torch, and a `.cuda()` call is rare.
 CPython's ``ast`` reads a file about twenty times faster than LibCST; one walk over its tree
 records a few facts (devlint.gate.facts), and each rule's condition over those facts
@@ -25,7 +25,7 @@ Writing the condition of a new rule (say DEV601):
    add the field to ``Facts`` and fill it in ``collect``.
 3. Add it to ``CONDITIONS`` in devlint/gate/conditions.py under the rule's code, with a comment
    saying which of the rule's code makes each part necessary; add the rule's line to
-   devlint/catalog.py.
+   devlint/gate/catalog.py.
 4. ``tests/test_gate.py`` fails until both exist, and compares the findings with and without the
    gate on the rule's own VALID and INVALID examples, the fixtures and the torch sources; give
    the rule examples that exercise aliases (``import torch as t``, ``from torch import x as y``).
@@ -41,7 +41,7 @@ from devlint.gate.conditions import CONDITIONS
 from devlint.gate.facts import collect
 
 if TYPE_CHECKING:
-    from devlint.catalog import Triggered
+    from devlint.gate.catalog import Triggered
 
 R = TypeVar("R", bound="Triggered")
 

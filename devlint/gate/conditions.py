@@ -12,7 +12,7 @@ of ``args``; a string literal (implicitly concatenated or not) is an ``ast.Const
 value; an f-string is an ``ast.JoinedStr`` whose literal parts are constants; ``True`` is
 ``ast.Constant(True)``.
 
-Names resolve as devlint.semantic resolves them: ``SemanticModel.qualname`` follows imports only
+Names resolve as devlint.analysis.semantic resolves them: ``SemanticModel.qualname`` follows imports only
 (``may_be``), ``SemanticModel.qualnames`` also value aliases (``x = torch.cuda.FloatTensor``).
 Either way a qualified name is an imported name followed by attribute names, so each of its
 parts is a part of some import or the name of some attribute access in the file (``mentions``),
@@ -58,7 +58,7 @@ MEMORY_API = frozenset(
 CUDA_SUBMODULES = ("torch.cuda.", "torch.cuda.memory.", "torch.cuda.streams.")
 AMP_MODULES = ("torch.amp.", "torch.autocast", "torch.cpu.amp.")
 AMP_DEVICE_TYPE = ("torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast", "torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler")
-# Calls a loop looks through to the loader they wrap (devlint.dataflow).
+# Calls a loop looks through to the loader they wrap (devlint.rulekit.value_flow).
 LOOP_WRAPPERS = frozenset({"tqdm", "iter", "trange", "enumerate"})
 
 
@@ -305,7 +305,7 @@ def hardcoded_device_selection(facts: Facts) -> bool:
 
 
 def _batches(facts: Facts) -> bool:
-    """Some value may be a DataLoader batch moved to the device (devlint.dataflow): a batch comes
+    """Some value may be a DataLoader batch moved to the device (devlint.rulekit.value_flow): a batch comes
     from a loop or `next(iter(...))` over a loader (`Flow._loop_items`, `Flow._call_value`),
     and a move is `.to`/`.cuda`."""
     if not moves(facts):
@@ -367,7 +367,7 @@ def _elements(value: ast.expr) -> list[ast.expr]:
 
 
 def _last_name(expr: ast.expr) -> str | None:
-    """The last part of a dotted name, None for anything else (``devlint.dataflow.last_name``)."""
+    """The last part of a dotted name, None for anything else (``devlint.rulekit.value_flow.last_name``)."""
     if type(expr) is ast.Name:
         return expr.id
     if type(expr) is not ast.Attribute:
@@ -405,7 +405,7 @@ def non_blocking_device_to_host(facts: Facts) -> bool:
 
 def numpy_on_device_tensor(facts: Facts) -> bool:
     # DEV304 reports `x.numpy()` without `force=` on a value on the device; a value is on the
-    # device only through a `.to`/`.cuda` move or a call given `device=` (devlint.dataflow).
+    # device only through a `.to`/`.cuda` move or a call given `device=` (devlint.rulekit.value_flow).
     calls = (call for call in method_calls(facts, "numpy") if keyword(call, "force") is None)
     return next(calls, None) is not None and (moves(facts) or "device" in facts.keywords)
 
@@ -458,7 +458,7 @@ def deprecated_cuda_amp(facts: Facts) -> bool:
 
 def _cuda_functions(facts: Facts, names: frozenset[str]) -> bool:
     """Some call of `torch.cuda.X` (through any import) for X in ``names``, calls in `with` items
-    included (devlint.accelerator.cuda_function resolves through imports only)."""
+    included (devlint.rulekit.accelerator.cuda_function resolves through imports only)."""
     for name in names:
         for prefix in CUDA_SUBMODULES:
             if next(calls_to(facts, prefix + name), None) is not None:

@@ -2,7 +2,7 @@
 
 The walk is flow-insensitive on purpose: every import of the file counts, wherever and whenever
 it runs, so the names it records are a superset of what devlint's semantic model
-(devlint.semantic) can resolve at any point of its own walk.
+(devlint.analysis.semantic) can resolve at any point of its own walk.
 """
 
 from __future__ import annotations

@@ -14,19 +14,18 @@ from pathlib import Path
 
 import libcst as cst
 
+from devlint.engine.lint import ParseError, fix_text, lint_text
 from devlint.findings import Finding
 from devlint.fixes import apply_fixes
-from devlint.nesting import call_with_deep_stack
-from devlint.notebook import CELL_BREAK, NotebookError, Program, place
+from devlint.gate.nesting import call_with_deep_stack
 from devlint.registry import rule_by_code
 from devlint.rule import Rule
-from devlint.runner import ParseError, fix_text, lint_text
+from devlint.run.notebook import CELL_BREAK, NotebookError, Program, place
+from devlint.run.suppressions import Comments, apply_noqa, noqa_edit, noqa_target, scan, skip_file
 from devlint.server.cells import build_program, locate, unfinished
 from devlint.server.model import Analysis, Change, Item, Problem, Source
 from devlint.server.textdiff import minimal_edits
 from devlint.server.trees import SECTION_CHARS, SectionTrees
-from devlint.suppress import Comments, apply_noqa, noqa_edit, noqa_target, scan, skip_file
-
 
 # The worker's trees of the sections it parsed lately: this module runs in the worker only, for
 # as long as it lives, and the trees only spare parses (a check gives what a fresh one gives).

@@ -1,4 +1,4 @@
-"""A notebook the editor holds (a list of cell texts, no JSON) as the program devlint.notebook
+"""A notebook the editor holds (a list of cell texts, no JSON) as the program devlint.run.notebook
 lints: its code cells joined in order, as the CLI lints an .ipynb file."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import re
 from collections.abc import Sequence
 from itertools import count
 
-from devlint.notebook import CELL_BREAK, PYTHON_CELL_MAGICS, Cell, Notebook, NotebookError, Program, cell_magic, mask
-from devlint.runner import ParseError, check_syntax
+from devlint.engine.lint import ParseError, check_syntax
+from devlint.run.notebook import CELL_BREAK, PYTHON_CELL_MAGICS, Cell, Notebook, NotebookError, Program, cell_magic, mask
 from devlint.server.model import Problem
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")

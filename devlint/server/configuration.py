@@ -1,6 +1,6 @@
 """The settings the CLI would use for a file, found again when a configuration file changes.
 
-devlint.config's Resolver caches each folder's configuration for a run; an editor session
+devlint.run.config's Resolver caches each folder's configuration for a run; an editor session
 outlives many edits of pyproject.toml. Before each check the configuration files that could
 apply to the file (devlint.toml and pyproject.toml in its folder and every folder above) are
 stat()ed; when one appeared, vanished or changed, the caches start afresh. A configuration that
@@ -14,8 +14,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from devlint.config import CONFIG_NAMES, ConfigError, FileSettings, Resolver
 from devlint.registry import select_infos
+from devlint.run.config import CONFIG_NAMES, ConfigError, FileSettings, Resolver
 from devlint.settings import FixSettings
 
 Stamp = tuple[tuple[int, int, int] | None, ...]

@@ -22,7 +22,7 @@ def _contains(span: types.Range, position: types.Position) -> bool:
 
 def _noqa_code(lines: Lines, position: types.Position, encoding: str) -> tuple[str, types.Range] | None:
     """The code of a `# noqa: ...` list the position is on, with its range."""
-    from devlint.suppress import NOQA
+    from devlint.run.suppressions import NOQA
 
     line = lines.line(position.line)
     for match in NOQA.finditer(line):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from devlint.config import FileSettings
 from devlint.findings import Finding
+from devlint.run.config import FileSettings
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from pygls.exceptions import JsonRpcContentModified, JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
-from devlint.config import CONFIG_NAMES
+from devlint.run.config import CONFIG_NAMES
 from devlint.server.actions import FIX_ALL, fix_all_action, has_safe_fixes, quick_fixes, wanted, workspace_edit
 from devlint.server.configuration import ConfigTracker
 from devlint.server.diagnostics import diagnostics

@@ -1,7 +1,7 @@
 """LibCST's trees of the sections of a document checked before, reused for the next check.
 
 An edit changes one place of a file; the worker parses the file in small sections
-(devlint.sections: cut between top-level statements, stitched into the very tree one parse
+(devlint.engine.sections: cut between top-level statements, stitched into the very tree one parse
 gives) and takes each section whose text it parsed lately from here, so that only the sections
 an edit touched are parsed again. Nodes are immutable, so a tree can sit in many checks; within
 one check a section met twice (two identical statements) is parsed twice, since a node must

@@ -12,8 +12,8 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
-from devlint.config import ConfigError, Overrides, Resolver
 from devlint.findings import FileError
+from devlint.run.config import ConfigError, Overrides, Resolver
 from devlint.verify.environment import base_environment, run_environment, torch_root
 from devlint.verify.report import Report, write_full, write_json
 from devlint.verify.runners import SubprocessRunner, hidden_gpu_runner

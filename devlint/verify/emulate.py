@@ -19,7 +19,7 @@ from typing import TextIO
 
 from devlint.verify.gpu_probe import probe
 
-BOOTSTRAP = Path(__file__).resolve().with_name("bootstrap")
+BOOTSTRAP = Path(__file__).resolve().parent / "child" / "bootstrap"
 FLAG = "DEVLINT_EMULATE_CUDA"
 EXIT_ERROR = 2
 # Signals that end a command, passed on to it: a launcher that dies alone leaves its command running.

@@ -13,7 +13,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from devlint.discovery import DEFAULT_EXCLUDES, SOURCE_SUFFIXES, GitIgnore, ignored_by, is_excluded, parent_gitignores
+from devlint.run.discovery import DEFAULT_EXCLUDES, SOURCE_SUFFIXES, GitIgnore, ignored_by, is_excluded, parent_gitignores
 
 
 def copy_project(source: Path, targets: list[Path]) -> int:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
 
-HARNESS = Path(__file__).with_name("harness.py")
+HARNESS = Path(__file__).parent / "child" / "harness.py"
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from devlint.verify.harness import _NEEDS_CUDA as NEEDS_CUDA
+from devlint.verify.child.harness import _NEEDS_CUDA as NEEDS_CUDA
 from devlint.verify.project_copy import FixedFile
 from devlint.verify.suite_runs import Outcome, RunResult
 from devlint.verify.textcompare import compare_text

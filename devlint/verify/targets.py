@@ -7,12 +7,13 @@ import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from devlint.config import FileSettings
-from devlint.context import FixSettings
 from devlint.findings import FileError
-from devlint.process import Job, process_source
 from devlint.registry import select_rules
-from devlint.source import SourceError, decode
+from devlint.run.config import FileSettings
+from devlint.run.file_job import process_source
+from devlint.run.job import Job
+from devlint.run.source import SourceError, decode
+from devlint.settings import FixSettings
 
 DEFAULT_TARGET = Path("fixtures") / "programs"
 

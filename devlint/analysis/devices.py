@@ -1,0 +1,626 @@
+"""Which device a fix uses: one already in scope, else one module-level definition.
+
+Order of preference at a fix site:
+1. inside ``forward(self, x, ...)`` of a class, when the method treats ``x`` as a tensor
+   (``x.shape``, ``x.view(...)``, ``x * w``, an annotation): ``x.device`` (unless the fixed
+   expression is ``x`` itself: moving ``x`` to its own device would do nothing);
+2. the device the program itself chose: a name every binding of which that can reach the site
+   (devlint.analysis.reaching) is a device, bound on every path there: ``torch.device(...)``, the
+   ``"cuda" if ... else "cpu"`` idiom, ``something.device``, the accelerator API, or a parameter
+   named or annotated as a device whose default is not None or the CPU. A choice between CUDA (or
+   an accelerator) and the CPU is the program's choice and is reused; a name that is only ever
+   the CPU, or one GPU picked by index, is not what ``.cuda()`` meant;
+3. one module-level ``device = <device-expression>`` inserted after the imports, under a name that
+   appears nowhere else in the file (see devlint.engine.context for where it goes).
+
+This module also answers what a ``.cuda(arg)`` argument is (``index_kind``) and spells the GPU
+of an index where CUDA is available (``guarded_index``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import libcst as cst
+
+from devlint.analysis.reaching import Flows, ParamBinding, Reach, Unknown
+from devlint.analysis.reader import FileReader
+from devlint.analysis.semantic import Binding, Scope, SemanticModel, dotted_name, string_value
+from devlint.analysis.tree import children
+
+DEFAULT_EXPRESSION = 'torch.device("cuda" if torch.cuda.is_available() else "cpu")'
+ACCELERATOR_EXPRESSION = (
+    'torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")'
+)
+_NON_CUDA_PREFIXES = ("cpu", "meta")
+
+
+def device_expression(setting: str) -> str:
+    if setting in ("", "default"):
+        return DEFAULT_EXPRESSION
+    if setting == "accelerator":
+        return ACCELERATOR_EXPRESSION
+    return setting
+
+
+def is_cuda_string(value: str | None) -> bool:
+    return value is not None and (value == "cuda" or value.startswith("cuda:"))
+
+
+def is_guarded_device_choice(model: SemanticModel, node: cst.CSTNode) -> bool:
+    """``"cuda" if <cond> else "cpu"`` (strings or torch.device calls on either side)."""
+    if not isinstance(node, cst.IfExp):
+        return False
+    sides = [_device_literal(model, node.body), _device_literal(model, node.orelse)]
+    return any(is_cuda_string(s) for s in sides) and any(s is not None and not is_cuda_string(s) for s in sides)
+
+
+_AVAILABILITY_CHECKS = ("torch.cuda.is_available", "torch.cuda.device_count")
+
+
+def checks_cuda_available(
+    model: SemanticModel, test: cst.BaseExpression, scope: Scope, order: int, depth: int = 2
+) -> bool:
+    """True when ``test`` can only hold where torch sees a CUDA device: ``torch.cuda.is_available()``,
+    ``torch.cuda.device_count() > 0``, ``True if <such a test> else False``, an ``and`` containing
+    one, or a variable assigned one of those."""
+    if isinstance(test, cst.BooleanOperation):
+        checks = [checks_cuda_available(model, part, scope, order, depth) for part in (test.left, test.right)]
+        return any(checks) if isinstance(test.operator, cst.And) else all(checks)
+    if isinstance(test, cst.Comparison):
+        return len(test.comparisons) == 1 and isinstance(
+            test.comparisons[0].operator, (cst.GreaterThan, cst.GreaterThanEqual, cst.NotEqual)
+        ) and checks_cuda_available(model, test.left, scope, order, depth)
+    if isinstance(test, cst.IfExp):
+        falsy = isinstance(test.orelse, cst.Name) and test.orelse.value == "False"
+        return falsy and checks_cuda_available(model, test.test, scope, order, depth)
+    if isinstance(test, cst.Call):
+        return model.qualname(test.func) in _AVAILABILITY_CHECKS
+    if isinstance(test, (cst.Name, cst.Attribute)) and depth > 0:
+        # a flag: `use_cuda = torch.cuda.is_available()`, `self.cuda = torch.cuda.is_available() and ...`
+        name = dotted_name(test)
+        if name is None:
+            return False
+        bindings = model.visible_bindings(name, scope, order)
+        return bool(bindings) and all(
+            b.kind == "assign" and b.value is not None
+            and checks_cuda_available(model, b.value, scope, order, depth - 1)
+            for b in bindings
+        )
+    return False
+
+
+def _device_literal(model: SemanticModel, node: cst.CSTNode) -> str | None:
+    value = string_value(node)
+    if value is not None:
+        return value
+    if isinstance(node, cst.Call) and model.qualname(node.func) == "torch.device" and node.args:
+        return string_value(node.args[0].value)
+    return None
+
+
+def device_value(model: SemanticModel, value: cst.BaseExpression | None) -> bool | None:
+    """True: a device a CUDA run keeps on CUDA (or an unknown one); False: a CPU-only device;
+    None: not a device at all."""
+    if value is None:
+        return None
+    if is_guarded_device_choice(model, value):
+        return True
+    literal = _device_literal(model, value)
+    if isinstance(value, cst.Call) and model.qualname(value.func) == "torch.device":
+        return not (literal is not None and literal.startswith(_NON_CUDA_PREFIXES))
+    if literal is not None and isinstance(value, (cst.SimpleString, cst.ConcatenatedString)):
+        if is_cuda_string(literal):
+            return True
+        return False if literal.startswith(_NON_CUDA_PREFIXES) else None
+    if isinstance(value, cst.Attribute) and value.attr.value == "device":
+        declared, default = model.option_default("device") if isinstance(value.value, cst.Name) else (False, None)
+        if declared:
+            # `args.device` of an argparse `--device` option: what its default says (none: None,
+            # which `.to()` takes as "stay where you are"); `default="cpu"` is no GPU
+            return None if default is None or _names_gpu_index(model, default) else device_value(model, default)
+        return True
+    if isinstance(value, cst.Call) and (model.qualname(value.func) or "").startswith("torch.accelerator."):
+        return True
+    if isinstance(value, cst.IfExp):
+        sides = (device_value(model, value.body), device_value(model, value.orelse))
+        return None if None in sides else any(sides)
+    return None
+
+
+def _is_device_param(model: SemanticModel, param: cst.Param) -> bool:
+    """A parameter named or annotated as a device whose default, if any, is a CUDA-capable device:
+    ``device=None`` is no device (``.to(None)`` leaves the tensor where it is), and
+    ``device="cpu"`` would move a CUDA program onto the CPU whenever a caller leaves it out."""
+    annotation = param.annotation.annotation if param.annotation is not None else None
+    named = False
+    if annotation is not None:
+        text = string_value(annotation) or dotted_name(annotation) or ""
+        named = text in ("torch.device", "device") or model.qualname(annotation) == "torch.device"
+    name = param.name.value
+    named = named or name in ("device", "dev") or name.endswith("_device")
+    return named and (param.default is None or bool(device_value(model, param.default)))
+
+
+@dataclass(frozen=True)
+class DeviceInScope:
+    expr: str
+
+
+# Tensor attributes and methods: a forward() input used with one of these (or in arithmetic) is a
+# tensor, and its `.device` is where the computation runs (a dict or a list of inputs has none).
+_TENSOR_ATTRIBUTES = frozenset(
+    {
+        "shape", "size", "dim", "ndim", "device", "dtype", "view", "reshape", "permute", "transpose",
+        "unsqueeze", "squeeze", "flatten", "expand", "expand_as", "contiguous", "float", "half", "double",
+        "numel", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "type_as", "matmul",
+        "mean", "sum", "max", "min", "softmax", "masked_fill", "repeat", "chunk", "split", "clone", "detach",
+    }
+)
+
+
+class DeviceFinder:
+    """Finds the device a fix at a site can use (see the module docstring). One per file: which
+    names of a scope may hold a device at all is worked out once per scope, since a file with
+    thousands of findings asks at thousands of sites."""
+
+    def __init__(self, model: SemanticModel, flows: Flows, preferred: str = "device") -> None:
+        self.model = model
+        self.flows = flows
+        self.preferred = preferred
+        self._candidates: dict[int, list[str]] = {}
+        # calls in the file by the name they call (`f(...)`, `obj.f(...)`), found on first need
+        self._calls: dict[str, list[cst.Call]] | None = None
+
+    def find(self, scope: Scope, site: cst.CSTNode, avoid: Iterable[str] = ()) -> DeviceInScope | None:
+        """A device expression usable at ``site`` (in ``scope``): the program's own device, bound
+        to a device on every path that reaches the site (devlint.analysis.reaching)."""
+        avoid = set(avoid)
+        function = scope.function_scope()
+        if (
+            function is not None
+            and function.name == "forward"
+            and function.parent is not None
+            and function.parent.kind == "class"
+            and not _places_own_parts(function.parent.node)
+        ):
+            tensor_input = _tensor_input(function)
+            if tensor_input is not None and tensor_input not in avoid:
+                return DeviceInScope(f"{tensor_input}.device")
+        flow_scope = _flow_scope(scope)
+        inner: list[Scope] = []
+        current: Scope | None = scope
+        while current is not None:
+            if current.kind in ("class", "comprehension"):
+                current = current.parent
+                continue
+            found = [
+                (0 if name == self.preferred else 1, name)
+                for name in self._names_holding_devices(current)
+                if name.split(".")[0] not in avoid
+                and not any(name in shadowing.bindings for shadowing in inner)
+                and _usable(self.model, name, current, flow_scope, site, self.flows)
+                and not self._given_the_cpu(current, name)
+                and not self._read_before_a_move(current, name)
+            ]
+            if found:
+                return DeviceInScope(min(found)[1])
+            inner.append(current)
+            current = current.parent
+        return None
+
+    def _read_before_a_move(self, scope: Scope, name: str) -> bool:
+        """``saved = t.device`` where the scope also moves ``t`` to CUDA (``t.cuda()``,
+        ``t.to("cuda")``): ``t`` was not on the GPU, so its device is where it came from, not
+        where ``.cuda()`` goes (``original = t.device; t = t.to("cuda"); ...; t.to(original)``)."""
+        read = [
+            binding.value.value.value
+            for binding in scope.bindings.get(name, [])
+            if binding.kind == "assign"
+            and isinstance(binding.value, cst.Attribute)
+            and binding.value.attr.value == "device"
+            and isinstance(binding.value.value, cst.Name)
+        ]
+        return bool(read) and bool(set(read) & _moved_to_cuda(self.model, scope.node))
+
+    def _given_the_cpu(self, scope: Scope, name: str) -> bool:
+        """A call in this file passes a CPU-only device for parameter ``name`` of the function
+        ``scope``: there the parameter is no GPU, whatever `.cuda()` in the body meant."""
+        if scope.kind != "function" or name not in scope.params or not isinstance(scope.node, cst.FunctionDef):
+            return False
+        if self._calls is None:
+            self._calls = _calls_by_name(self.model.module_scope.node)
+        position = scope.params.index(name)
+        for call in self._calls.get(scope.name, []):
+            shift = 1 if isinstance(call.func, cst.Attribute) and scope.params[:1] in (["self"], ["cls"]) else 0
+            given = [a for a in call.args if a.keyword is not None and a.keyword.value == name]
+            plain = [a for a in call.args if a.keyword is None and not a.star]
+            if not given and 0 <= position - shift < len(plain) and not any(a.star for a in call.args):
+                given = [plain[position - shift]]
+            if given and device_value(self.model, given[0].value) is False:
+                return True
+        return False
+
+    def _names_holding_devices(self, scope: Scope) -> list[str]:
+        key = id(scope)
+        if key not in self._candidates:
+            self._candidates[key] = [
+                name for name, bindings in scope.bindings.items() if _may_hold_a_device(self.model, bindings)
+            ]
+        return self._candidates[key]
+
+
+def _calls_by_name(module: cst.CSTNode) -> dict[str, list[cst.Call]]:
+    found: dict[str, list[cst.Call]] = {}
+    stack: list[cst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call):
+            func = node.func
+            name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
+            if name is not None:
+                found.setdefault(name, []).append(node)
+        stack.extend(children(node))
+    return found
+
+
+def _may_hold_a_device(model: SemanticModel, bindings: list[Binding]) -> bool:
+    """A cheap first look before the flow analysis: some binding is a device."""
+    for binding in bindings:
+        if binding.kind == "param" and binding.param is not None and _is_device_param(model, binding.param):
+            return True
+        if binding.kind == "assign" and device_value(model, binding.value) is not None:
+            return True
+    return False
+
+
+def _moved_to_cuda(model: SemanticModel, node: cst.CSTNode) -> set[str]:
+    """Names the code under ``node`` moves to CUDA: ``x.cuda(...)``, ``x.to("cuda")``,
+    ``x.to(torch.device("cuda"))``, ``x.to(device="cuda:0")``."""
+    found: set[str] = set()
+    stack: list[cst.CSTNode] = [node]
+    while stack:
+        current = stack.pop()
+        stack.extend(children(current))
+        if not (isinstance(current, cst.Call) and isinstance(current.func, cst.Attribute)):
+            continue
+        receiver, method = current.func.value, current.func.attr.value
+        if not isinstance(receiver, cst.Name):
+            continue
+        if method == "cuda":
+            found.add(receiver.value)
+        elif method == "to" and current.args:
+            given = next((a.value for a in current.args if a.keyword is not None and a.keyword.value == "device"), None)
+            given = given if given is not None else current.args[0].value
+            literal = _device_literal(model, given)
+            if literal is not None and is_cuda_string(literal):
+                found.add(receiver.value)
+    return found
+
+
+def _flow_scope(scope: Scope) -> Scope | None:
+    """The function or module whose statements run the site (lambdas and comprehensions run inside
+    them); None for a class body."""
+    current: Scope | None = scope
+    while current is not None and current.kind in ("lambda", "comprehension"):
+        current = current.parent
+    return current if current is not None and current.kind in ("function", "module") else None
+
+
+def _places_own_parts(class_node: cst.CSTNode) -> bool:
+    """A class that moves some of its own parts (`self.head = nn.Linear(4, 1).cuda()`,
+    `self.head.to(device)`) outside ``forward``: its parts may live apart (an embedding on the CPU,
+    a head on the GPU), so where an input comes in says nothing about where ``.cuda()`` goes."""
+    if not isinstance(class_node, cst.ClassDef):
+        return False
+    stack: list[cst.CSTNode] = [
+        statement for statement in class_node.body.body
+        if not (isinstance(statement, cst.FunctionDef) and statement.name.value == "forward")
+    ]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Assign) and any(_on_self(t.target) for t in node.targets) and _moves(node.value):
+            return True
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in ("cuda", "to"):
+            if _on_self(node.func.value):
+                return True
+        stack.extend(children(node))
+    return False
+
+
+def _on_self(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"
+
+
+def _moves(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in ("cuda", "to")
+
+
+def _tensor_input(function: Scope) -> str | None:
+    """The first input of ``forward(self, x, ...)`` when the method treats it as a tensor."""
+    if len(function.params) < 2 or not isinstance(function.node, cst.FunctionDef):
+        return None
+    name = function.params[1]
+    node = function.node
+    if name in _rebound_names(node.body):
+        # `x = x.cuda()`, `x = x.detach().cpu()`: where `x` is at the fix is not where it came in
+        return None
+    params = [*node.params.posonly_params, *node.params.params]
+    param = next((p for p in params if p.name.value == name), None)
+    if param is not None and param.annotation is not None:
+        annotation = dotted_name(param.annotation.annotation) or ""
+        if annotation.split(".")[-1] == "Tensor":
+            return name
+    stack: list[cst.CSTNode] = [node.body]
+    while stack:
+        current = stack.pop()
+        if (
+            isinstance(current, cst.Attribute)
+            and isinstance(current.value, cst.Name)
+            and current.value.value == name
+            and current.attr.value in _TENSOR_ATTRIBUTES
+        ):
+            return name
+        if isinstance(current, cst.BinaryOperation) and any(
+            isinstance(side, cst.Name) and side.value == name for side in (current.left, current.right)
+        ):
+            return name
+        if not isinstance(current, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            stack.extend(current.children)
+    return None
+
+
+def reach_of(name: str, site_scope: Scope, site: cst.CSTNode, flows: Flows) -> tuple[Scope, Reach | None] | None:
+    """The scope that binds ``name`` as seen from ``site``, and what the name may hold there;
+    None for a name bound nowhere in sight."""
+    flow_scope = _flow_scope(site_scope)
+    current: Scope | None = site_scope
+    while current is not None:
+        if current.kind not in ("class", "comprehension") and name in current.bindings:
+            return current, _reach_in(name, current, flow_scope, site, flows)
+        current = current.parent
+    return None
+
+
+def _reach_in(name: str, scope: Scope, flow_scope: Scope | None, site: cst.CSTNode, flows: Flows) -> Reach | None:
+    if scope.kind == "lambda":
+        return None
+    if scope is flow_scope:
+        return flows.at(name, scope.node, site)
+    # A function defined here runs later, when this scope has (typically) run to its end.
+    return flows.at_end(name, scope.node)
+
+
+def always_a_device(model: SemanticModel, reach: Reach | None, where_bound: bool = False) -> bool:
+    """Bound on every path, and to a device each time (CPU devices included). ``where_bound``:
+    paths where the name is unbound do not count (code that already reads the name fails there
+    whatever it does with it)."""
+    if reach is None or not reach.bindings or reach.unknown or (reach.maybe_unbound and not where_bound):
+        return False
+    if where_bound and not (reach.values or reach.params):
+        return False
+    if not all(_is_device_param(model, param) for param in reach.params):
+        return False
+    return all(device_value(model, value) is not None for value in reach.values)
+
+
+def _rebound_names(body: cst.CSTNode) -> set[str]:
+    """Plain names a function body assigns (nested functions and classes aside)."""
+    found: set[str] = set()
+    stack: list[cst.CSTNode] = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        targets: list[cst.CSTNode] = []
+        if isinstance(node, cst.Assign):
+            targets = [t.target for t in node.targets]
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr)):
+            targets = [node.target]
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            targets = [node.target]
+        elif isinstance(node, cst.WithItem) and node.asname is not None:
+            targets = [node.asname.name]
+        for target in targets:
+            pending = [target]
+            while pending:
+                current = pending.pop()
+                if isinstance(current, cst.Name):
+                    found.add(current.value)
+                elif isinstance(current, (cst.Tuple, cst.List)):
+                    pending.extend(element.value for element in current.elements)
+                elif isinstance(current, cst.StarredElement):
+                    pending.append(current.value)
+        stack.extend(children(node))
+    return found
+
+
+def _usable(
+    model: SemanticModel,
+    name: str,
+    scope: Scope,
+    flow_scope: Scope | None,
+    site: cst.CSTNode,
+    flows: Flows,
+) -> bool:
+    """Every binding of ``name`` that can reach ``site`` is a device the program chose, and one
+    reaches on every path: the device ``.cuda()`` can give way to."""
+    if scope.kind == "lambda":
+        params = [b for b in scope.bindings.get(name, []) if b.kind == "param"]
+        return bool(params) and all(_lambda_param_is_device(model, scope, b.name) for b in params)
+    reach = _reach_in(name, scope, flow_scope, site, flows)
+    if reach is None or not always_a_device(model, reach):
+        return False
+    values = reach.values
+    if any(_names_gpu_index(model, value) for value in values):
+        return False
+    if any(device_value(model, _chosen_by_default(model, value)) is False for value in values):
+        # `torch.device("cuda" if args.cuda else "cpu")` with `--cuda` off by default: the CPU
+        return False
+    # The program's own choice, CPU on some paths included; a device that is only ever the CPU
+    # is not the device `.cuda()` meant.
+    return bool(reach.params) or any(device_value(model, value) for value in values)
+
+
+def _chosen_by_default(model: SemanticModel, value: cst.BaseExpression) -> cst.BaseExpression | None:
+    """For a choice on a command-line flag (`"cuda" if args.cuda else "cpu"`, also inside
+    `torch.device(...)`), the side the flag's declared default picks; None when that is unknown."""
+    if isinstance(value, cst.Call) and model.qualname(value.func) == "torch.device" and len(value.args) == 1:
+        value = value.args[0].value
+    if not isinstance(value, cst.IfExp):
+        return None
+    test, negated = value.test, False
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, negated = test.expression, True
+    if not (isinstance(test, cst.Attribute) and isinstance(test.value, cst.Name)):
+        return None
+    declared, default = model.option_default(test.attr.value)
+    truth = _literal_truth(default) if declared else None
+    if truth is None:
+        return None
+    return value.body if truth != negated else value.orelse
+
+
+def _literal_truth(value: cst.BaseExpression | None) -> bool | None:
+    if value is None:
+        return False  # argparse's default default
+    if isinstance(value, cst.Name) and value.value in ("True", "False", "None"):
+        return value.value == "True"
+    if isinstance(value, cst.Integer):
+        return value.evaluated_value != 0
+    text = string_value(value)
+    return bool(text) if text is not None else None
+
+
+def _lambda_param_is_device(model: SemanticModel, scope: Scope, name: str) -> bool:
+    node = scope.node
+    if not isinstance(node, cst.Lambda):
+        return False
+    every = [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]
+    return any(p.name.value == name and _is_device_param(model, p) for p in every)
+
+
+def _names_gpu_index(model: SemanticModel, node: cst.BaseExpression | None) -> bool:
+    """One GPU picked by index: `"cuda:1"`, `f"cuda:{rank}"`, `torch.device("cuda", i)`, and
+    those inside `torch.device(...)` or either side of a conditional expression."""
+    if node is None:
+        return False
+    if isinstance(node, cst.IfExp):
+        return _names_gpu_index(model, node.body) or _names_gpu_index(model, node.orelse)
+    if isinstance(node, cst.FormattedString):
+        first = node.parts[0] if node.parts else None
+        return isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda:")
+    literal = _device_literal(model, node)
+    if literal is not None and literal.startswith("cuda:"):
+        return True
+    if isinstance(node, cst.Call) and model.qualname(node.func) == "torch.device":
+        return len(node.args) > 1 or (len(node.args) == 1 and _names_gpu_index(model, node.args[0].value))
+    return False
+
+
+GUARD = " if torch.cuda.is_available() else "
+
+
+def guarded_index(index: str, literal: bool = False) -> str:
+    """The GPU ``.cuda(index)`` means where CUDA is available, else the CPU: the same device on a
+    CUDA machine (``torch.device("cuda", None)`` is the current GPU, as ``.cuda(None)`` is)."""
+    if literal:
+        return f'"cuda:{index}"{GUARD}"cpu"'
+    return f'torch.device("cuda", {index}){GUARD}torch.device("cpu")'
+
+
+# Callees that return a GPU index (or a count, or a rank) as an int.
+_INT_CALLS = frozenset({"int", "len", "current_device", "get_rank", "get_local_rank", "get_world_size", "device_count"})
+_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
+_DEVICE_NAMES = re.compile(r"(^|_)(device|dev)$")
+
+
+def index_kind(reader: FileReader, value: cst.BaseExpression, site: object, depth: int = 2) -> str | None:
+    """What ``.cuda(value)`` was given: ``"int"`` (an index, or None, on every path), ``"device"``
+    (named like a device: it may be a torch.device, an index or None), else None (unknown)."""
+    if _is_int(reader, value, site, depth):
+        return "int"
+    name = dotted_name(value)
+    if name is not None and _DEVICE_NAMES.search(name.split(".")[-1]):
+        return "device"
+    return None
+
+
+def _is_int(reader: FileReader, value: cst.BaseExpression, site: object, depth: int) -> bool:
+    if isinstance(value, cst.Integer) or (isinstance(value, cst.Name) and value.value == "None"):
+        return True
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+        return _is_int(reader, value.expression, site, depth)
+    if isinstance(value, cst.Attribute) and value.attr.value == "index":
+        # `t.device.index`: an int on a GPU, None on the CPU
+        inner = value.value
+        return isinstance(inner, cst.Attribute) and inner.attr.value == "device"
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, _ARITHMETIC):
+        return _is_int(reader, value.left, site, depth) and _is_int(reader, value.right, site, depth)
+    if isinstance(value, cst.Call):
+        callee = dotted_name(value.func)
+        if callee in ("max", "min", "abs"):
+            return bool(value.args) and all(a.keyword is None and not a.star and _is_int(reader, a.value, site, depth) for a in value.args)
+        return callee is not None and callee.split(".")[-1] in _INT_CALLS
+    if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and _int_option(reader, value.attr.value, site, depth):
+        return True
+    name = dotted_name(value)
+    if name is None or depth <= 0:
+        return False
+    found = reach_of(name, site.scope, site.node, reader.flows)  # type: ignore[attr-defined]
+    if found is None or found[1] is None:
+        return False
+    reach = found[1]
+    if not reach.bindings or reach.maybe_unbound:
+        return False
+    for binding in reach.bindings:
+        if isinstance(binding, ParamBinding):
+            annotation = binding.param.annotation
+            if annotation is None or dotted_name(annotation.annotation) != "int":
+                return False
+        elif isinstance(binding, Unknown):
+            if not _range_target(binding.node):
+                return False
+        elif not _is_int(reader, binding, site, depth - 1):
+            return False
+    return True
+
+
+def _int_option(reader: FileReader, dest: str, site: object, depth: int) -> bool:
+    """``args.gpu`` where the file declares ``--gpu`` only with ``type=int`` and a default that is
+    None or an int (argparse converts a string default with ``type=`` too), and assigns ``x.gpu``
+    nothing but ints: an int or None on every path, as a literal is."""
+    declared = reader.model.option_declarations(dest)
+    if not declared or not all(option.plain and option.type == "int" for option in declared):
+        return False
+    default = reader.model.option_default(dest)[1]
+    if not (default is None or _int_default(default)):
+        return False
+    return all(depth > 0 and _is_int(reader, assigned, site, depth - 1) for assigned in reader.model.attribute_assignments(dest))
+
+
+def _int_default(default: cst.BaseExpression) -> bool:
+    if isinstance(default, cst.Integer) or (isinstance(default, cst.Name) and default.value == "None"):
+        return True
+    text = string_value(default)
+    return text is not None and text.strip().lstrip("+-").isdigit()
+
+
+def _range_target(node: cst.CSTNode) -> bool:
+    """The target of ``for i in range(...)``."""
+    return (
+        isinstance(node, cst.For)
+        and isinstance(node.target, cst.Name)
+        and isinstance(node.iter, cst.Call)
+        and dotted_name(node.iter.func) == "range"
+    )
+
+
+def free_name(model: SemanticModel, preferred: str) -> str:
+    """``preferred`` unless the file already uses that identifier for anything."""
+    for candidate in (preferred, f"torch_{preferred}", *(f"{preferred}_{i}" for i in range(2, 100))):
+        if candidate not in model.identifiers:
+            return candidate
+    raise RuntimeError("no free name for the device variable")  # 100 taken names: not real code

@@ -1,0 +1,417 @@
+"""Which bindings of a name can reach a point of the code, and whether the name is bound on every
+path there.
+
+A fix that reuses a variable (``device``) in place of ``.cuda()`` is only right when every value
+the variable can hold at that point is a device, and when it holds one on every path: a variable
+set in one branch of an ``if`` and read where the other branch flows is an ``UnboundLocalError``.
+This module answers that question for one name at one point, by a small reaching-definitions
+analysis over the structured statements of the function (or module) in which the name is local.
+
+Precision is traded for safety everywhere: a path that cannot be followed exactly (a ``break``, an
+exception inside a ``try``, a loop running again) adds possibilities instead of removing them, so
+the answer may say "maybe unbound" or "maybe something else" where it is not, never the reverse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+
+from devlint.analysis.semantic import dotted_name
+from devlint.analysis.tree import children
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """A binding whose value is not an expression we can read: a loop target, an import, a
+    ``with ... as``, an augmented assignment, a ``global`` declaration, a nested def."""
+
+    node: cst.CSTNode
+
+
+@dataclass(frozen=True)
+class Unbound:
+    """No binding: the name may be unbound on this path."""
+
+
+@dataclass(frozen=True)
+class ParamBinding:
+    param: cst.Param
+
+
+# A binding that reaches: the assigned expression, a parameter, or something unknown.
+Reaching = cst.BaseExpression | ParamBinding | Unknown | Unbound
+# The set of bindings that may reach a point; None: no path reaches it (after return/raise).
+State = frozenset[Reaching] | None
+
+_UNBOUND = Unbound()
+_LOOP_PASSES = 3
+
+
+@dataclass(frozen=True)
+class Reach:
+    """What ``name`` may hold at a point: every binding that can reach it."""
+
+    bindings: frozenset[Reaching]
+
+    @property
+    def maybe_unbound(self) -> bool:
+        return _UNBOUND in self.bindings
+
+    @property
+    def values(self) -> list[cst.BaseExpression]:
+        return [b for b in self.bindings if isinstance(b, cst.BaseExpression)]
+
+    @property
+    def params(self) -> list[cst.Param]:
+        return [b.param for b in self.bindings if isinstance(b, ParamBinding)]
+
+    @property
+    def unknown(self) -> bool:
+        return any(isinstance(b, Unknown) for b in self.bindings)
+
+
+def reaching_at(
+    name: str, scope: cst.CSTNode, site: cst.CSTNode, parent_of: Callable[[cst.CSTNode], cst.CSTNode | None]
+) -> Reach | None:
+    """The bindings of ``name`` that may reach ``site`` inside ``scope`` (a Module or FunctionDef
+    in which ``name`` is local); None when ``site`` is not inside ``scope``'s own statements."""
+    return Flows(parent_of).at(name, scope, site)
+
+
+def reaching_at_end(name: str, scope: cst.CSTNode, walrus: bool = True) -> Reach:
+    """The bindings of ``name`` that may be live when ``scope`` (a Module or FunctionDef) has run to
+    its end: what a function defined in it sees when it is called later."""
+    analysis = _Analysis(name, walrus)
+    state = analysis.run(_body(scope), analysis.entry(scope))
+    return Reach(state if state is not None else frozenset())
+
+
+class Flows:
+    """The analyses of one file. Fix sites ask the same questions again and again (one per site
+    and candidate name): the state before each top-level statement of a scope, and what a scope
+    leaves at its end, are computed once per name."""
+
+    def __init__(self, parent_of: Callable[[cst.CSTNode], cst.CSTNode | None], walrus: bool = True) -> None:
+        self.parent_of = parent_of
+        # Whether the file has `:=` at all: if not, expressions need no search for one.
+        self.walrus = walrus
+        self._ends: dict[tuple[str, int], Reach] = {}
+        self._prefixes: dict[tuple[str, int], dict[int, State]] = {}
+
+    def at(self, name: str, scope: cst.CSTNode, site: cst.CSTNode) -> Reach | None:
+        path: list[cst.CSTNode] = [site]
+        current = self.parent_of(site)
+        while current is not None and current is not scope:
+            path.append(current)
+            current = self.parent_of(current)
+        if current is None:
+            return None
+        path.reverse()
+        depth = 0
+        if isinstance(scope, cst.FunctionDef):
+            if path[0] is not scope.body:
+                return None  # a decorator, a default, an annotation: evaluated outside the function
+            depth = 1
+        if depth >= len(path):
+            return None
+        before = self._prefix(name, scope).get(id(path[depth]))
+        if before is None:
+            return Reach(frozenset())
+        found = _Analysis(name, self.walrus)._inside(path[depth], path, depth, before)
+        return Reach(found if found is not None else frozenset())
+
+    def at_end(self, name: str, scope: cst.CSTNode) -> Reach:
+        key = (name, id(scope))
+        if key not in self._ends:
+            self._ends[key] = reaching_at_end(name, scope, self.walrus)
+        return self._ends[key]
+
+    def _prefix(self, name: str, scope: cst.CSTNode) -> dict[int, State]:
+        """The state just before each top-level statement of ``scope`` (None: unreachable)."""
+        key = (name, id(scope))
+        if key not in self._prefixes:
+            analysis = _Analysis(name, self.walrus)
+            state = analysis.entry(scope)
+            states: dict[int, State] = {}
+            for statement in _body(scope):
+                states[id(statement)] = state
+                state = analysis.step(statement, state) if state is not None else None
+            self._prefixes[key] = states
+        return self._prefixes[key]
+
+
+def _body(scope: cst.CSTNode) -> list[cst.CSTNode]:
+    return _statements(scope.body) if isinstance(scope, cst.FunctionDef) else list(scope.body)  # type: ignore[attr-defined]
+
+
+def _statements(block: cst.BaseSuite | cst.CSTNode) -> list[cst.CSTNode]:
+    if isinstance(block, cst.IndentedBlock):
+        return list(block.body)
+    if isinstance(block, cst.SimpleStatementSuite):
+        return list(block.body)
+    return [block]
+
+
+def _join(*states: State) -> State:
+    live = [s for s in states if s is not None]
+    if not live:
+        return None
+    joined: frozenset[Reaching] = frozenset()
+    for s in live:
+        joined |= s
+    return joined
+
+
+class _Analysis:
+    def __init__(self, name: str, walrus: bool = True) -> None:
+        self.name = name
+        self.walrus = walrus
+
+    def entry(self, scope: cst.CSTNode) -> State:
+        if isinstance(scope, cst.FunctionDef):
+            params = scope.params
+            every = [*params.posonly_params, *params.params, *params.kwonly_params]
+            every += [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+            for param in every:
+                if param.name.value == self.name:
+                    return frozenset({ParamBinding(param)})
+        return frozenset({_UNBOUND})
+
+    # -- whole statements ----------------------------------------------------------------------
+
+    def run(self, statements: Sequence[cst.CSTNode], state: State) -> State:
+        for statement in statements:
+            if state is None:
+                return None
+            state = self.step(statement, state)
+        return state
+
+    def step(self, node: cst.CSTNode, state: State) -> State:
+        if state is None:
+            return None
+        if isinstance(node, cst.SimpleStatementLine):
+            return self.run(node.body, state)
+        if isinstance(node, cst.If):
+            state = self._walrus(node.test, state)
+            orelse = self.step(node.orelse, state) if node.orelse is not None else state
+            return _join(self.run(_statements(node.body), state), orelse)
+        if isinstance(node, cst.Else):
+            return self.run(_statements(node.body), state)
+        if isinstance(node, (cst.For, cst.While)):
+            head = self._loop_head(node, state)
+            return self.step(node.orelse, head) if node.orelse is not None else head
+        if isinstance(node, (cst.Try, cst.TryStar)):
+            return self._try(node, state)
+        if isinstance(node, cst.With):
+            return self.run(_statements(node.body), self._with_items(node, state))
+        if isinstance(node, cst.Match):
+            outs = [self.run(_statements(case.body), self._captures(case.pattern, state)) for case in node.cases]
+            return _join(state, *outs)
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            return self._bind(node.name.value, Unknown(node), state)
+        return self._small(node, state)
+
+    def _small(self, node: cst.CSTNode, state: State) -> State:
+        if isinstance(node, (cst.Return, cst.Raise)):
+            return None
+        if isinstance(node, cst.Assign):
+            state = self._walrus(node.value, state)
+            for target in node.targets:
+                state = self._assign(target.target, node.value, state)
+            return state
+        if isinstance(node, cst.AnnAssign):
+            if node.value is None:
+                return state
+            return self._assign(node.target, node.value, self._walrus(node.value, state))
+        if isinstance(node, cst.AugAssign):
+            return self._bind(dotted_name(node.target), Unknown(node), state)
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            return self._import(node, state)
+        if isinstance(node, cst.Del):
+            return frozenset({_UNBOUND}) if self.name in _names_of(node.target) else state
+        if isinstance(node, (cst.Global, cst.Nonlocal)):
+            named = any(n.name.value == self.name for n in node.names)
+            return frozenset({Unknown(node)}) if named else state
+        return self._walrus(node, state)
+
+    # -- bindings ------------------------------------------------------------------------------
+
+    def _bind(self, bound: str | None, value: Reaching, state: State) -> State:
+        if state is None or bound != self.name:
+            return state
+        return frozenset({value})
+
+    def _assign(self, target: cst.BaseExpression, value: cst.BaseExpression, state: State) -> State:
+        if dotted_name(target) == self.name:
+            return frozenset({value})
+        if self.name in _names_of(target):
+            return frozenset({Unknown(target)})
+        return state
+
+    def _import(self, node: cst.Import | cst.ImportFrom, state: State) -> State:
+        if isinstance(node.names, cst.ImportStar):
+            return state
+        for alias in node.names:
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            else:
+                full = dotted_name(alias.name) or ""
+                local = full.split(".")[0] if isinstance(node, cst.Import) else full
+            state = self._bind(local, Unknown(node), state)
+        return state
+
+    def _walrus(self, node: cst.CSTNode, state: State) -> State:
+        """``(name := value)`` anywhere in an expression, nested functions aside."""
+        if not self.walrus:
+            return state
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if isinstance(current, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+                continue
+            if isinstance(current, cst.NamedExpr) and dotted_name(current.target) == self.name:
+                state = frozenset({current.value}) if state is not None else None
+            stack.extend(children(current))
+        return state
+
+    def _with_items(self, node: cst.With, state: State) -> State:
+        for item in node.items:
+            state = self._walrus(item.item, state)
+            if item.asname is not None and self.name in _names_of(item.asname.name):
+                state = frozenset({Unknown(item)})
+        return state
+
+    def _captures(self, pattern: cst.MatchPattern, state: State) -> State:
+        names = {n.value for n in _descendants(pattern) if isinstance(n, cst.Name)}
+        return frozenset({Unknown(pattern)}) if self.name in names else state
+
+    # -- control flow ----------------------------------------------------------------------------
+
+    def _loop_entry(self, node: cst.For | cst.While, head: State) -> State:
+        if isinstance(node, cst.For):
+            head = self._walrus(node.iter, head)
+            if self.name in _names_of(node.target):
+                return frozenset({Unknown(node)}) if head is not None else None
+            return head
+        return self._walrus(node.test, head)
+
+    def _loop_head(self, node: cst.For | cst.While, state: State) -> State:
+        """The state at the top of the loop: before the first pass or after any number of passes.
+        ``break`` and ``continue`` are followed as if they fell through (more paths, never fewer)."""
+        head = state
+        for _ in range(_LOOP_PASSES):
+            out = self.run(_statements(node.body), self._loop_entry(node, head))
+            joined = _join(head, out)
+            if joined == head:
+                break
+            head = joined
+        return head
+
+    def _try(self, node: cst.Try | cst.TryStar, state: State) -> State:
+        body = self.run(_statements(node.body), state)
+        # An exception may come from anywhere in the body: a handler starts from any state in it.
+        raised = _join(state, body)
+        outs = [self.run(_statements(h.body), self._handler_entry(h, raised)) for h in node.handlers]
+        normal = self.step(node.orelse, body) if node.orelse is not None else body
+        out = _join(normal, *outs)
+        if node.finalbody is not None:
+            return self.run(_statements(node.finalbody.body), out)
+        return out
+
+    def _handler_entry(self, handler: cst.ExceptHandler | cst.ExceptStarHandler, state: State) -> State:
+        if handler.name is not None and self.name in _names_of(handler.name.name):
+            return frozenset({Unknown(handler)}) if state is not None else None
+        return state
+
+    # -- the state just before a node deep inside the statements ---------------------------------
+
+    def before(self, statements: Sequence[cst.CSTNode], path: list[cst.CSTNode], depth: int, state: State) -> frozenset[Reaching] | None:
+        """The state right before ``path[-1]``, where ``path[depth]`` is one of ``statements``."""
+        target = path[depth]
+        for statement in statements:
+            if state is None:
+                return None
+            if statement is target:
+                return self._inside(statement, path, depth, state)
+            state = self.step(statement, state)
+        return state
+
+    def _inside(self, node: cst.CSTNode, path: list[cst.CSTNode], depth: int, state: State) -> frozenset[Reaching] | None:
+        if depth + 1 >= len(path) or state is None:
+            return state
+        child = path[depth + 1]
+        if isinstance(node, cst.SimpleStatementLine):
+            return self.before(node.body, path, depth + 1, state)
+        if isinstance(node, cst.If):
+            if child is node.body:
+                return self._in_block(node.body, path, depth + 2, self._walrus(node.test, state))
+            if child is node.orelse:
+                return self._inside(child, path, depth + 1, self._walrus(node.test, state))
+            return state
+        if isinstance(node, cst.Else):
+            return self._in_block(node.body, path, depth + 2, state)
+        if isinstance(node, (cst.For, cst.While)):
+            head = self._loop_head(node, state)
+            if child is node.body:
+                return self._in_block(node.body, path, depth + 2, self._loop_entry(node, head))
+            if child is node.orelse:
+                return self._inside(child, path, depth + 1, head)
+            return head if isinstance(node, cst.While) else state
+        if isinstance(node, (cst.Try, cst.TryStar)):
+            return self._in_try(node, child, path, depth, state)
+        if isinstance(node, cst.With):
+            if child is node.body:
+                return self._in_block(node.body, path, depth + 2, self._with_items(node, state))
+            return state
+        if isinstance(node, cst.Match):
+            for case in node.cases:
+                if child is case:
+                    return self._in_block(case.body, path, depth + 3, self._captures(case.pattern, state))
+            return state
+        # Inside an expression of this statement (or a decorator, a default): what held before it.
+        return state
+
+    def _in_try(self, node: cst.Try | cst.TryStar, child: cst.CSTNode, path: list[cst.CSTNode], depth: int, state: State) -> frozenset[Reaching] | None:
+        if child is node.body:
+            return self._in_block(node.body, path, depth + 2, state)
+        body = self.run(_statements(node.body), state)
+        raised = _join(state, body)
+        for handler in node.handlers:
+            if child is handler:
+                return self._in_block(handler.body, path, depth + 3, self._handler_entry(handler, raised))
+        if node.orelse is not None and child is node.orelse:
+            return self._inside(child, path, depth + 1, body)
+        if node.finalbody is not None and child is node.finalbody:
+            outs = [self.run(_statements(h.body), self._handler_entry(h, raised)) for h in node.handlers]
+            normal = self.step(node.orelse, body) if node.orelse is not None else body
+            return self._in_block(node.finalbody.body, path, depth + 3, _join(normal, raised, *outs))
+        return state
+
+    def _in_block(self, block: cst.BaseSuite, path: list[cst.CSTNode], depth: int, state: State) -> frozenset[Reaching] | None:
+        """``path[depth - 1]`` is ``block`` (an IndentedBlock or a one-line suite)."""
+        if depth >= len(path):
+            return state
+        return self.before(_statements(block), path, depth, state)
+
+
+def _names_of(target: cst.CSTNode) -> set[str]:
+    """Every name (or dotted name) a target binds: ``a``, ``a.b``, the parts of ``a, (b, *c)``;
+    a subscript ``a[i]`` binds none."""
+    dotted = dotted_name(target)
+    if dotted is not None:
+        return {dotted}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {n for element in target.elements for n in _names_of(element.value)}
+    if isinstance(target, cst.StarredElement):
+        return _names_of(target.value)
+    return set()
+
+
+def _descendants(node: cst.CSTNode) -> list[cst.CSTNode]:
+    found = [node]
+    for child in children(node):
+        found.extend(_descendants(child))
+    return found

@@ -1,0 +1,113 @@
+"""Keeps the semantic model in step with the walk: scopes, bindings, imports, textual order."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from devlint.analysis.semantic import Binding, SemanticModel
+
+_COMPOUND = (cst.If, cst.Try, cst.TryStar, cst.With, cst.For, cst.While, cst.Match)
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+# Every node passes through enter/leave and LibCST classes are ABCs (a slow isinstance): the
+# classes above have no subclasses, so the type alone decides whether a node needs work.
+_SCOPES = frozenset((cst.FunctionDef, cst.Lambda, cst.ClassDef, *_COMPREHENSIONS))
+_COMPOUND_TYPES = frozenset(_COMPOUND)
+_RECORDED = _SCOPES | _COMPOUND_TYPES | {
+    cst.Import, cst.ImportFrom, cst.Module, cst.Assign, cst.AnnAssign, cst.AugAssign,
+    cst.CompFor, cst.WithItem, cst.NamedExpr, cst.ExceptHandler,
+}
+
+
+class ScopeTracker:
+    # The node types whose leave() does something: the walker leaves no other node.
+    LEFT_TYPES = _SCOPES | _COMPOUND_TYPES
+
+    def __init__(self, model: SemanticModel) -> None:
+        self.model = model
+        self.order = 0
+        # Nesting of if/try/with/for/while at module level: bindings there are conditional.
+        self._module_compound_depth = 0
+        # Top-level statements in order, for placing a module-level definition.
+        self.top_level: list[cst.BaseStatement] = []
+        # `x.device` and `f(device=...)` name no variable: their Name nodes are not identifiers.
+        self._not_identifiers: set[int] = set()
+
+    def enter(self, node: cst.CSTNode) -> None:
+        self.order += 1
+        model = self.model
+        order = self.order
+        kind = type(node)
+        if kind is cst.Name:
+            if id(node) in self._not_identifiers:
+                self._not_identifiers.discard(id(node))
+            else:
+                model.identifiers.add(node.value)
+            return
+        if kind is cst.Attribute:
+            self._not_identifiers.add(id(node.attr))
+            return
+        if kind is cst.Arg:
+            if node.keyword is not None:
+                self._not_identifiers.add(id(node.keyword))
+            return
+        if kind not in _RECORDED:
+            return
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            model.record_import(node, order)
+            return
+        if isinstance(node, cst.Module):
+            self.top_level = list(node.body)
+            return
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                model.record_assignment(target.target, node.value, order, self._conditional())
+        elif isinstance(node, cst.AnnAssign):
+            model.record_assignment(node.target, node.value, order, self._conditional())
+        elif isinstance(node, cst.AugAssign):
+            model.record_assignment(node.target, None, order, self._conditional())
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            model.record_assignment(node.target, None, order, self._conditional())
+        elif isinstance(node, cst.WithItem) and node.asname is not None:
+            model.record_assignment(node.asname.name, None, order, self._conditional())
+        elif isinstance(node, cst.NamedExpr):
+            model.record_assignment(node.target, node.value, order, self._conditional())
+        elif isinstance(node, cst.ExceptHandler) and node.name is not None:
+            model.record_assignment(node.name.name, None, order, self._conditional())
+        elif isinstance(node, cst.FunctionDef):
+            model.bind(node.name.value, order, "def")
+            scope = model.push_scope("function", node, node.name.value)
+            self._bind_params(node.params, order, scope)
+        elif isinstance(node, cst.Lambda):
+            scope = model.push_scope("lambda", node)
+            self._bind_params(node.params, order, scope)
+        elif isinstance(node, cst.ClassDef):
+            model.bind(node.name.value, order, "class")
+            model.record_class(node)
+            model.push_scope("class", node, node.name.value)
+        elif isinstance(node, _COMPREHENSIONS):
+            model.push_scope("comprehension", node)
+        if isinstance(node, _COMPOUND) and model.scope.kind == "module":
+            self._module_compound_depth += 1
+
+    def leave(self, node: cst.CSTNode) -> None:
+        kind = type(node)
+        if kind in _SCOPES:
+            self.model.pop_scope()
+        elif kind in _COMPOUND_TYPES and self.model.scope.kind == "module":
+            self._module_compound_depth -= 1
+
+    def _conditional(self) -> bool:
+        return self.model.scope.kind == "module" and self._module_compound_depth > 0
+
+    def _bind_params(self, params: cst.Parameters, order: int, scope) -> None:
+        every = [*params.posonly_params, *params.params, *params.kwonly_params]
+        for extra in (params.star_arg, params.star_kwarg):
+            if isinstance(extra, cst.Param):
+                every.append(extra)
+        for param in every:
+            name = param.name.value
+            annotation = param.annotation.annotation if param.annotation is not None else None
+            scope.bind(Binding(name, order, "param", param.default, annotation=annotation, param=param))
+            if param in params.params or param in params.posonly_params:
+                scope.params.append(name)
+            self.model.identifiers.add(name)

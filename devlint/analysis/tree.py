@@ -1,0 +1,65 @@
+"""Generic helpers over LibCST's tree that the analyses, the engine's walk and rules share.
+
+LibCST's own ``children`` rebuilds every node it returns; these read the dataclass fields
+directly and skip the whitespace and punctuation nodes no analysis or rule looks at.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import libcst as cst
+
+_SKIPPED_FIELDS = frozenset(
+    {
+        "lpar", "rpar", "comma", "dot", "semicolon", "colon", "equal", "header", "footer",
+        "leading_lines", "lines_after_decorators", "trailing_whitespace", "operator",
+        "whitespace_before", "whitespace_after", "star", "asynchronous", "newline", "default_comma",
+    }
+)
+_SKIPPED_TYPES: tuple[type, ...] = (
+    cst.BaseParenthesizableWhitespace, cst.TrailingWhitespace, cst.EmptyLine, cst.Newline,
+    cst.Comment, cst.LeftParen, cst.RightParen, cst.Comma, cst.Dot, cst.Semicolon,
+    cst.AssignEqual, cst.Colon, cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp,
+    cst.BaseUnaryOp, cst.BaseAugOp, cst.ImportStar,
+)
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def child_fields(node_type: type) -> tuple[str, ...]:
+    fields = _CHILD_FIELDS.get(node_type)
+    if fields is None:
+        fields = tuple(
+            f.name
+            for f in dataclasses.fields(node_type)
+            if f.name not in _SKIPPED_FIELDS and not f.name.startswith("whitespace")
+        )
+        _CHILD_FIELDS[node_type] = fields
+    return fields
+
+
+class Walked(dict):
+    """Concrete type -> whether the walk visits values of it. LibCST node classes are ABCs, so an
+    ``isinstance`` against them runs Python code; one dict lookup on ``type(value)`` does not."""
+
+    def __missing__(self, kind: type) -> bool:
+        walked = issubclass(kind, cst.CSTNode) and not issubclass(kind, _SKIPPED_TYPES)
+        self[kind] = walked
+        return walked
+
+
+WALKED = Walked()
+
+
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The child nodes rules care about, in dataclass field order (close to source order)."""
+    result: list[cst.CSTNode] = []
+    walked = WALKED
+    for name in child_fields(type(node)):
+        value = getattr(node, name)
+        kind = type(value)
+        if kind is tuple or kind is list:
+            result.extend([v for v in value if walked[type(v)]])
+        elif walked[kind]:
+            result.append(value)
+    return result

@@ -1,0 +1,160 @@
+"""One file's text through the pipeline: prefilter, parse once, one walk, findings, fix rounds."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+
+from devlint.engine.context import FileContext, FixSettings
+from devlint.engine.interning import shared_trivia
+from devlint.engine.positions import TreeMismatch
+from devlint.engine.sections import SECTION_CHARS, Parser, parse_in_sections
+from devlint.engine.walk import walk
+from devlint.findings import Finding
+from devlint.fixes import applicable, apply_fixes
+from devlint.gate.nesting import nesting_problem
+from devlint.gate.prefilter import matching_rules
+from devlint.gate.screen import screen
+from devlint.gate.syntax import ParseError, cpython_error, cpython_tree
+from devlint.rule import Rule
+
+# Fixes that overlap (a `.cuda()` inside another `.cuda()` receiver) land over several rounds.
+MAX_FIX_ROUNDS = 10
+
+
+def parse(text: str, section_chars: int = SECTION_CHARS) -> cst.Module:
+    """LibCST's tree of ``text``; a large file is parsed in sections (devlint.engine.sections)."""
+    return _parse(text, section_chars)[0]
+
+
+def _parse(text: str, section_chars: int, parser: Parser = cst.parse_module) -> tuple[cst.Module, bool]:
+    """The tree, and whether it was stitched from sections (each parsed by ``parser``)."""
+    problem = nesting_problem(text)
+    if problem is not None:
+        # Checked first: LibCST's native parser would overflow the C stack on such input.
+        raise ParseError(f"syntax error: {problem.message}", problem.row, problem.column)
+    try:
+        with shared_trivia():
+            if len(text) > 2 * section_chars:
+                module = parse_in_sections(text, parser, section_chars)
+                if module is not None:
+                    return module, True
+            return cst.parse_module(text), False
+    except cst.ParserSyntaxError as error:
+        raise cpython_error(text) or ParseError(
+            f"syntax error: {error.message}", error.raw_line, error.raw_column + 1
+        ) from None
+    except (RecursionError, MemoryError):
+        raise ParseError("too deeply nested to parse") from None
+
+
+def check_syntax(text: str) -> None:
+    """A file skipped by the prefilter must still be reported when it does not parse.
+
+    CPython's own parser is ~20x cheaper than LibCST; LibCST decides only when CPython rejects
+    the file (it may be newer syntax than this interpreter knows)."""
+    if cpython_tree(text) is None:
+        parse(text)
+
+
+def lint_text(
+    text: str,
+    filename: str,
+    rules: Sequence[type[Rule]],
+    settings: FixSettings = FixSettings(),
+    prefilter: bool = True,
+    gate: bool = True,
+    sections: tuple[Parser, int] | None = None,
+) -> list[Finding]:
+    """The findings of ``rules`` on ``text``. ``prefilter``: only the rules that may report walk
+    the tree, and a file where none may is not parsed (devlint.gate.screen); ``gate``: that decision
+    reads CPython's tree too, not only the text (devlint.gate); ``sections``: the parser of each
+    section and their size, for a caller that keeps the trees of sections it parsed before (the
+    tree stitched from them is the one a single parse gives, devlint.engine.sections)."""
+    if prefilter:
+        screened = screen(text, rules, gate)
+        if screened is None:
+            # CPython cannot read the text: LibCST parses it (for the rules whose triggers it
+            # holds, or only to report the error or accept syntax newer than this Python's).
+            rules = matching_rules(text, rules)
+            if not rules:
+                parse(text)
+                return []
+        elif not screened:
+            return []
+        else:
+            rules = screened
+    parser, section_chars = sections or (cst.parse_module, SECTION_CHARS)
+    try:
+        return _lint_module(_parse(text, section_chars, parser), text, filename, rules, settings)
+    except TreeMismatch:
+        # A tree stitched from sections that does not print back to its text: parse it whole.
+        return _lint_module(_parse(text, len(text)), text, filename, rules, settings)
+
+
+def _lint_module(
+    parsed: tuple[cst.Module, bool], text: str, filename: str, rules: Sequence[type[Rule]], settings: FixSettings
+) -> list[Finding]:
+    ctx = FileContext(filename, text, parsed[0], settings, stitched=parsed[1])
+    try:
+        walk(ctx, [rule(ctx) for rule in rules])
+        return ctx.findings()
+    except RecursionError:
+        raise ParseError("too deeply nested to analyse") from None
+
+
+@dataclass
+class FixResult:
+    text: str
+    applied: int
+    remaining: list[Finding]
+
+
+def fix_text(
+    text: str,
+    filename: str,
+    rules: Sequence[type[Rule]],
+    settings: FixSettings = FixSettings(),
+    unsafe: bool = False,
+    keep: Callable[[str, list[Finding]], list[Finding]] | None = None,
+    gate: bool = True,
+    screened: Sequence[type[Rule]] | None = None,
+) -> FixResult:
+    """Apply fixes until none is left to apply; the findings that remain come back too.
+    ``keep(text, findings)`` drops findings that must be neither fixed nor reported (noqa);
+    ``screened``: the rules the screen already chose for ``text`` (the first round walks them
+    without screening the same text again; later rounds screen the rewritten text)."""
+    applied = 0
+    original = text
+    if screened is None:
+        findings = lint_text(text, filename, rules, settings, gate=gate)
+    else:
+        findings = lint_text(text, filename, screened, settings, prefilter=False)
+    findings = keep(text, findings) if keep is not None else findings
+    for _ in range(MAX_FIX_ROUNDS):
+        fixes = [f.fix for f in findings if applicable(f, unsafe) and f.fix is not None]
+        if not fixes:
+            break
+        new_text, count = apply_fixes(text, fixes)
+        try:
+            findings = lint_text(new_text, filename, rules, settings, gate=gate)
+            findings = keep(new_text, findings) if keep is not None else findings
+        except ParseError as error:
+            # A fix must never leave code that does not parse: keep the last good text.
+            raise ParseError(f"internal error: a fix produced code that does not parse ({error.message}); file left unchanged") from None
+        text = new_text
+        applied += count
+    if applied:
+        _refuse_what_cpython_rejects(original, text)
+    return FixResult(text, applied, findings)
+
+
+def _refuse_what_cpython_rejects(original: str, fixed: str) -> None:
+    """LibCST accepts syntax newer than the running interpreter (quotes reused inside an
+    f-string, PEP 701): a fix must not turn a file this Python compiles into one it rejects."""
+    error = cpython_error(fixed)
+    if error is not None and cpython_error(original) is None:
+        where = f" at line {error.row}" if error.row is not None else ""
+        raise ParseError(f"internal error: a fix produced code this Python rejects ({error.message}{where}); file left unchanged")

@@ -1,0 +1,27 @@
+"""Which rules must walk LibCST's tree of a text, decided without LibCST.
+
+First the textual prefilter (devlint.gate.prefilter): the rules whose triggers the text holds. Then
+CPython's parser, which every file pays anyway (a file the prefilter skips is still checked for
+syntax errors), and the gate's conditions over its tree (devlint.gate). Neither imports LibCST.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from devlint.gate import R, gated, passing
+from devlint.gate.prefilter import matching_rules
+from devlint.gate.syntax import cpython_tree
+
+
+def screen(text: str, rules: Sequence[R], gate: bool = True) -> list[R] | None:
+    """The rules of ``rules`` that may report on ``text``, in their order: empty when LibCST need
+    not parse the file at all; None when CPython cannot read it, so that LibCST must decide
+    (its syntax may be newer than this interpreter's, or the error is to be reported)."""
+    candidates = matching_rules(text, rules)
+    if candidates and not (gate and gated(candidates)):
+        return candidates
+    tree = cpython_tree(text)
+    if tree is None:
+        return None
+    return passing(tree, candidates) if candidates else []

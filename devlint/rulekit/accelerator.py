@@ -1,0 +1,354 @@
+"""What the DEV6 rules share: from which torch release each device-generic API exists, and the
+rewrites that keep a fixed call doing on a CUDA machine what it did, while it also runs on a
+machine with no accelerator at all.
+
+The trap every DEV6 fix avoids: on a CPU-only build ``torch.accelerator.synchronize()``,
+``empty_cache()``, ``memory_allocated()`` and ``current_device_index()`` raise "Cannot access
+accelerator device when none is available", where ``torch.cuda.memory_allocated()`` returns 0 and
+``torch.cuda.empty_cache()`` does nothing. A call that returns nothing is therefore guarded by
+``torch.accelerator.is_available()``; one that returns a value gets the value the CUDA call
+returns without CUDA (``0``, ``{}``); a call that needs a device module takes the one of the
+device in scope (``torch.get_device_module(device)``), which is ``torch.cpu`` on the CPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+
+from devlint.analysis.devices import is_cuda_string, reach_of
+from devlint.analysis.semantic import Binding, dotted_name, string_value
+from devlint.fixes import DeviceRef, Replace
+from devlint.rule import RuleContext, Site
+from devlint.rulekit.calls import append_arg, arg, code_in_place, imported_qualname, keyword, prepend_arg
+from devlint.rulekit.device_checks import exits
+from devlint.torchfacts.api_versions import SINCE
+from devlint.torchfacts.version import TorchVersion
+
+# From which torch release (major, minor) each API exists: devlint.torchfacts.api_versions' table, which also
+# holds every fix to the project's `torch-version`.
+AMP_DEVICE_ARGUMENT: TorchVersion = SINCE["torch.amp.GradScaler"]  # torch.amp.GradScaler(device, ...)
+GET_DEVICE_MODULE: TorchVersion = SINCE["torch.get_device_module"]
+ACCELERATOR: TorchVersion = SINCE["torch.accelerator.is_available"]  # and device_count, synchronize, ...
+ACCELERATOR_INDEX: TorchVersion = SINCE["torch.accelerator.current_device_index"]  # and set_device_index
+ACCELERATOR_DEVICE_INDEX: TorchVersion = SINCE["torch.accelerator.device_index"]  # the context manager
+ACCELERATOR_MEMORY: TorchVersion = SINCE["torch.accelerator.empty_cache"]  # and memory_allocated, ...
+
+AVAILABLE = "torch.accelerator.is_available()"
+CURRENT = "torch.accelerator.current_accelerator()"
+# torch.cuda is a package: its functions also answer to their submodule's name.
+_CUDA_SUBMODULES = ("torch.cuda.", "torch.cuda.memory.", "torch.cuda.streams.")
+# Parents under which `a if b else c` needs no parentheses of its own.
+_LOOSE = (
+    cst.Arg, cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return, cst.Element, cst.DictElement, cst.Expr, cst.Lambda,
+)
+# Expressions that bind at least as tightly as `and`: `E and x` reads as `(E) and x`.
+_TIGHT = (
+    cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Comparison, cst.UnaryOperation,
+    cst.SimpleString, cst.Integer, cst.Float,
+)
+
+
+def cuda_function(ctx: RuleContext, node: cst.Call, names: frozenset[str]) -> str | None:
+    """``X`` when ``node`` calls ``torch.cuda.X`` (through any import or alias) for X in ``names``."""
+    qual = imported_qualname(ctx.model, node.func, names)
+    if qual is None:
+        return None
+    last = qual.rsplit(".", 1)[-1]
+    if last in names and any(qual == prefix + last for prefix in _CUDA_SUBMODULES):
+        return last
+    return None
+
+
+def positional_device(node: cst.Call, name: str = "device") -> list[cst.Arg]:
+    """The call's arguments with a ``name=`` keyword made positional: the torch.accelerator
+    functions take their device positionally only (``synchronize(device=None, /)``)."""
+    return [a.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT) if _named(a, name) else a for a in node.args]
+
+
+def _named(argument: cst.Arg, name: str) -> bool:
+    return argument.keyword is not None and argument.keyword.value == name
+
+
+def call_text(ctx: RuleContext, node: cst.Call, func: str, args: Sequence[cst.Arg] | None = None) -> str:
+    """``node`` calling ``func`` instead, with ``args`` (default: its own), as it reads in place."""
+    new = node.with_changes(func=cst.parse_expression(func), args=list(node.args if args is None else args))
+    return code_in_place(ctx, node, new)
+
+
+def sole_statement(ctx: RuleContext, node: cst.Call) -> cst.Expr | None:
+    """The expression statement ``node`` is, when it stands alone on its line in a block."""
+    statement = ctx.parent(node)
+    line = ctx.parent(statement) if statement is not None else None
+    if not (isinstance(statement, cst.Expr) and isinstance(line, cst.SimpleStatementLine)):
+        return None
+    return statement if len(line.body) == 1 else None
+
+
+@dataclass(frozen=True)
+class Guarded:
+    """How a call to a torch.accelerator function that needs an accelerator is written in place
+    of ``node``: bare where an enclosing check already ensures a GPU, else as a statement under
+    ``if torch.accelerator.is_available():``, else as ``(call if available else fallback)``."""
+
+    node: cst.Call
+    already_checked: bool
+    fallback: str
+
+    def replace(self, ctx: RuleContext, new_call: str) -> Replace:
+        if self.already_checked:
+            return Replace(self.node, new_call)
+        statement = sole_statement(ctx, self.node) if self.fallback == "None" else None
+        if statement is not None:
+            return Replace(statement, (f"if {AVAILABLE}:", ctx.module.default_indent + new_call))
+        return Replace(self.node, conditional_in_place(ctx, self.node, f"{new_call} if {AVAILABLE} else {self.fallback}"))
+
+
+def conditional_in_place(ctx: RuleContext, node: cst.CSTNode, expression: str) -> str:
+    """``a if b else c`` to stand where ``node`` stands: parenthesized unless nothing there binds tighter."""
+    return expression if isinstance(ctx.parent(node), _LOOSE) else f"({expression})"
+
+
+def guards_cuda_code(ctx: RuleContext, node: cst.CSTNode) -> bool:
+    """``node`` is part of a test that decides whether CUDA code runs: the rest of the test, the
+    code it guards (the ``if``/``else`` blocks, what follows an early exit, a function or class
+    under ``@skipUnless(...)``) names CUDA. A device-generic test would run that code on other
+    accelerators, where it fails."""
+    child: cst.CSTNode = node
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, _TEST_PARTS):
+            child = ancestor
+            continue
+        if isinstance(ancestor, (cst.If, cst.IfExp)) and child is ancestor.test:
+            guarded = [ancestor.test.deep_replace(node, cst.Name("_")), ancestor.body, ancestor.orelse]
+            return any(_names_cuda(ctx, part) for part in guarded if part is not None) or _cuda_after_exit(ctx, ancestor)
+        if isinstance(ancestor, cst.Decorator):
+            return _names_cuda(ctx, ctx.parent(ancestor))
+        return False
+    return False
+
+
+# What a test is made of between a call and the `if` that holds it.
+_TEST_PARTS = (cst.Comparison, cst.ComparisonTarget, cst.BooleanOperation, cst.UnaryOperation, cst.Arg, cst.Call)
+
+
+def _names_cuda(ctx: RuleContext, node: cst.CSTNode | None) -> bool:
+    return node is not None and "cuda" in ctx.code(node).lower()
+
+
+def _cuda_after_exit(ctx: RuleContext, guard: cst.If | cst.IfExp) -> bool:
+    """``if not <check>: return`` protects the rest of its block."""
+    block = ctx.parent(guard)
+    if not isinstance(guard, cst.If) or not exits(guard.body) or not isinstance(block, (cst.IndentedBlock, cst.Module)):
+        return False
+    after = list(block.body)[list(block.body).index(guard) + 1 :]
+    return any(_names_cuda(ctx, statement) for statement in after)
+
+
+def device_module(ctx: RuleContext, site: Site, avoid: Iterable[str] = ()) -> tuple[str, DeviceRef]:
+    """``torch.get_device_module(<device in scope>)``: ``torch.cuda`` where the device is CUDA,
+    ``torch.cpu`` on the CPU, the backend's module on other accelerators."""
+    device = ctx.device(site, avoid)
+    return f"torch.get_device_module({device.expr})", device
+
+
+def device_type(ctx: RuleContext, site: Site, avoid: Iterable[str] = ()) -> tuple[str, DeviceRef]:
+    """The device type of the device in scope: ``device.type``, or ``torch.device(device).type``
+    where the device may be a string (``device = "cuda" if ... else "cpu"``), whose ``.type``
+    would fail."""
+    device = ctx.device(site, avoid)
+    if _is_device_object(ctx, site, device):
+        return f"{device.expr}.type", device
+    return f"torch.device({device.expr}).type", device
+
+
+def _is_device_object(ctx: RuleContext, site: Site, device: DeviceRef) -> bool:
+    if device.inserted:
+        # the built-in expressions are torch.device objects; a configured one may be a string
+        return ctx.settings.device_expression in ("", "default", "accelerator")
+    if device.expr.endswith(".device"):
+        return True
+    # Every binding that can reach the site (devlint.analysis.reaching), as the device finder saw them.
+    found = reach_of(device.expr, site.scope, site.node, ctx.flows)
+    reach = found[1] if found is not None else None
+    if reach is None or not reach.bindings:
+        return False
+    return all(_annotated_device(ctx, param) for param in reach.params) and all(
+        _device_object(ctx, value) for value in reach.values
+    )
+
+
+def _annotated_device(ctx: RuleContext, param: cst.Param) -> bool:
+    annotation = param.annotation.annotation if param.annotation is not None else None
+    if annotation is None:
+        return False
+    written = string_value(annotation) or dotted_name(annotation)
+    return written == "torch.device" or ctx.model.qualname(annotation) == "torch.device"
+
+
+# torch.autocast and GradScaler take "mps" (Apple) from torch 2.5; before, they raise for it.
+AMP_ON_OTHER_ACCELERATORS = (2, 5)
+
+
+def amp_device(ctx: RuleContext, site: Site) -> tuple[str, str, DeviceRef]:
+    """The device type an AMP call gets, the test that keeps it ``enabled`` only where the CUDA-only
+    original was, and the device used. Before torch 2.5 autocast and GradScaler raise for a device
+    type such as "mps" (Apple), where the original only disabled itself: unless the device is CUDA
+    or the CPU on every path, the type is then "cuda" on CUDA and "cpu" elsewhere, off there."""
+    kind, device = device_type(ctx, site)
+    if _may_be_another_accelerator(ctx, site, device) and ctx.settings.torch_version < AMP_ON_OTHER_ACCELERATORS:
+        return f'"cuda" if {kind} == "cuda" else "cpu"', f'{kind} == "cuda"', device
+    return kind, f'{kind} != "cpu"', device
+
+
+def _may_be_another_accelerator(ctx: RuleContext, site: Site, device: DeviceRef) -> bool:
+    """False when ``device`` is CUDA or the CPU on every path: the default inserted definition, or
+    the program's own `"cuda" if ... else "cpu"` choice."""
+    if device.inserted:
+        return ctx.settings.device_expression not in ("", "default")
+    if device.expr.endswith(".device"):
+        return True
+    found = reach_of(device.expr, site.scope, site.node, ctx.flows)
+    reach = found[1] if found is not None else None
+    if reach is None or not reach.bindings or reach.params:
+        return True
+    return not all(_cuda_or_cpu(ctx, value) for value in reach.values)
+
+
+def _cuda_or_cpu(ctx: RuleContext, value: cst.BaseExpression) -> bool:
+    """A device that is CUDA or the CPU, whatever the machine."""
+    if isinstance(value, cst.IfExp):
+        return _cuda_or_cpu(ctx, value.body) and _cuda_or_cpu(ctx, value.orelse)
+    if isinstance(value, cst.Call) and ctx.model.qualname(value.func) == "torch.device" and value.args:
+        return _cuda_or_cpu(ctx, value.args[0].value)
+    literal = string_value(value)
+    return literal is not None and (literal == "cpu" or is_cuda_string(literal))
+
+
+def _device_object(ctx: RuleContext, value: cst.BaseExpression) -> bool:
+    if isinstance(value, cst.IfExp):
+        return _device_object(ctx, value.body) and _device_object(ctx, value.orelse)
+    if isinstance(value, cst.Attribute):
+        return value.attr.value == "device"
+    if isinstance(value, cst.Call):
+        qual = ctx.model.qualname(value.func) or ""
+        return qual == "torch.device" or qual == "torch.accelerator.current_accelerator"
+    return False
+
+
+def off_on_cpu(ctx: RuleContext, on: str, enabled: cst.BaseExpression | None) -> str:
+    """The ``enabled=`` value that keeps autocast or scaling off where the CUDA-only original
+    disabled itself (``on`` is false there), and otherwise as ``enabled`` says."""
+    off = on
+    constant = enabled.value if isinstance(enabled, cst.Name) and enabled.value in ("True", "False") else None
+    if enabled is None or constant == "True":
+        return off
+    if constant == "False":
+        return "False"
+    text = ctx.code(enabled)
+    if _normal(text) in _implying(on):
+        # `enabled=device.type == "cuda"` is already off on the CPU: `and device.type != "cpu"` is noise
+        return text
+    if not isinstance(enabled, _TIGHT) and not enabled.lpar and not _is_and(enabled):
+        text = f"({text})"
+    return f"{text} and {off}"
+
+
+def _implying(on: str) -> set[str]:
+    """Tests that are false wherever ``on`` (``<type> != "cpu"``) is: ``<type> == "cuda"``, ``on`` itself."""
+    if not on.endswith(' != "cpu"'):
+        return {_normal(on)}
+    kind = on.removesuffix(' != "cpu"')
+    return {_normal(on), _normal(f'{kind} == "cuda"'), _normal(f'"cuda" == {kind}')}
+
+
+def _normal(text: str) -> str:
+    return "".join(text.split()).replace("'", '"')
+
+
+def _is_and(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And)
+
+
+@dataclass(frozen=True)
+class AmpCall:
+    """An autocast or GradScaler call to rewrite: its device-type parameter (``None`` for the
+    torch.cuda.amp classes, which have none) and the names of the positional parameters after it."""
+
+    device_parameter: str | None
+    parameters: tuple[str, ...]
+
+
+AUTOCAST = AmpCall("device_type", ("dtype", "enabled", "cache_enabled"))
+SCALER = AmpCall("device", ("init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled"))
+# torch.cuda.amp's classes: no device parameter; autocast's other parameters in another order
+CUDA_AMP_AUTOCAST = AmpCall(None, ("enabled", "dtype", "cache_enabled"))
+CUDA_AMP_SCALER = AmpCall(None, SCALER.parameters)
+
+
+def amp_fix_text(ctx: RuleContext, node: cst.Call, func: str | None, call: AmpCall, kind: str, on: str) -> str:
+    """``node`` with the device type ``kind`` and ``enabled=`` only where ``on``; positional
+    arguments after the device type become keywords (the torch.amp signatures order them
+    differently from the torch.cuda.amp ones)."""
+    rest = [a for a in node.args if not _is_device_argument(a, node, call)]
+    if call.device_parameter is not None and any(a.keyword is None for a in node.args):
+        # the first positional argument was the device type
+        first = next(a for a in node.args if a.keyword is None)
+        rest = [a for a in node.args if a is not first]
+    given = [a for a in rest if a.keyword is None]
+    names = iter(call.parameters)
+    args = [_as_keyword(a, next(names)) if a in given else a for a in rest]
+    enabled = next((a for a in args if _named(a, "enabled")), None)
+    value = off_on_cpu(ctx, on, enabled.value if enabled is not None else None)
+    args = [a.with_changes(value=cst.parse_expression(value)) if a is enabled else a for a in args]
+    new = node.with_changes(args=args) if func is None else node.with_changes(func=cst.parse_expression(func), args=args)
+    if enabled is None:
+        new = append_arg(new, arg(value, "enabled"))
+    device_keyword = keyword(node, call.device_parameter) if call.device_parameter is not None else None
+    new = prepend_arg(new, arg(kind, device_keyword.keyword.value if device_keyword is not None else None))
+    return code_in_place(ctx, node, new)
+
+
+def _is_device_argument(argument: cst.Arg, node: cst.Call, call: AmpCall) -> bool:
+    return call.device_parameter is not None and _named(argument, call.device_parameter)
+
+
+def _as_keyword(argument: cst.Arg, name: str) -> cst.Arg:
+    return argument.with_changes(
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+    )
+
+
+def accelerator_form(literal: str, as_string: bool, quote: str) -> str | None:
+    """The accelerator's counterpart of the CUDA device ``literal`` (``"cuda"``, ``"cuda:1"``), as a
+    string or a torch.device; the same value on a CUDA machine. None for what is no such literal."""
+    if literal == "cuda":
+        return CURRENT + ".type" if as_string else CURRENT
+    index = literal.removeprefix("cuda:")
+    if not index.isdigit():
+        return None
+    if as_string:
+        return f"f{quote}{{{CURRENT}.type}}:{index}{quote}"
+    return f"torch.device({CURRENT}.type, {index})"
+
+
+def second_gpu(literal: str) -> bool:
+    """``"cuda:N"`` for N > 0."""
+    index = literal.removeprefix("cuda:")
+    return index != literal and index.isdigit() and int(index) > 0
+
+
+def accelerator_choice(literal: str, quote: str) -> tuple[str, str] | None:
+    """``"cuda:1"`` chosen as DEV604 writes it: that index of the accelerator where one is
+    available, else the CPU; with the caveat that makes it unsafe (an index above 0, which an
+    accelerator with a single device, Apple's MPS, lacks), else "". None for what is no such
+    literal."""
+    current = accelerator_form(literal, True, quote)
+    if current is None:
+        return None
+    index = literal.removeprefix("cuda:")
+    caveat = f" (unsafe: an accelerator with a single device has no device {index})" if second_gpu(literal) else ""
+    return f"{current} if {AVAILABLE} else {quote}cpu{quote}", caveat

@@ -1,0 +1,140 @@
+"""Whether code runs only where torch has a GPU: the guards around it (`if torch.cuda.is_available():`,
+`if device.type == "cuda":`, an early return when there is none, ...).
+
+DEV202 leaves a GPU selection alone under such a guard; the DEV6 rules need no second guard there.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from devlint.analysis.semantic import dotted_name, string_value
+from devlint.rule import RuleContext
+from devlint.rulekit.calls import keyword, positional
+
+_EXITS = (cst.Return, cst.Raise, cst.Continue, cst.Break)
+_EXIT_CALLS = ("sys.exit", "exit", "quit", "os._exit")
+
+
+def _availability_call(ctx: RuleContext, node: cst.CSTNode) -> bool:
+    if not isinstance(node, cst.Call):
+        return False
+    qual = ctx.model.qualname(node.func) or ""
+    return qual.startswith("torch.") and qual.endswith(".is_available")
+
+
+def device_present_if(ctx: RuleContext, test: cst.BaseExpression, depth: int = 0) -> bool | None:
+    """True: ``test`` holds only where torch has a GPU (``torch.cuda.is_available()``,
+    ``torch.cuda.device_count() > 0``, ``device.type == "cuda"``, ``x.is_cuda``, a name bound to
+    one of those, an ``and`` with one); False: it fails wherever there is one
+    (``not torch.cuda.is_available()``, ``device.type == "cpu"``); None: it tells nothing."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = device_present_if(ctx, test.expression, depth)
+        return None if inner is None else not inner
+    if isinstance(test, cst.BooleanOperation):
+        sides = [device_present_if(ctx, test.left, depth), device_present_if(ctx, test.right, depth)]
+        if isinstance(test.operator, cst.And):
+            return True if True in sides else None
+        return False if False in sides else (True if sides == [True, True] else None)
+    if _availability_call(ctx, test):
+        return True
+    if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
+        return True
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        return _comparison(ctx, test.left, test.comparisons[0])
+    if isinstance(test, cst.Name) and depth == 0:
+        # `use_cuda = torch.cuda.is_available()` ... `if use_cuda:`
+        for _, binding in ctx.model.lookup(test.value, ctx.model.scope):
+            if binding.order < ctx.tracker.order and binding.kind == "assign" and binding.value is not None:
+                return device_present_if(ctx, binding.value, depth + 1)
+            return None
+    return None
+
+
+def _comparison(ctx: RuleContext, left: cst.BaseExpression, target: cst.ComparisonTarget) -> bool | None:
+    operator, right = target.operator, target.comparator
+    if isinstance(left, cst.Call) and (ctx.model.qualname(left.func) or "").endswith(".device_count"):
+        bound = right.value if isinstance(right, cst.Integer) else None
+        if isinstance(operator, cst.GreaterThan) and bound is not None:
+            return True
+        if isinstance(operator, cst.GreaterThanEqual) and bound not in (None, "0"):
+            return True
+        return None
+    if not (isinstance(left, cst.Attribute) and left.attr.value == "type"):
+        return None
+    kind = string_value(right)
+    if kind is None or not isinstance(operator, (cst.Equal, cst.NotEqual)):
+        return None
+    equal = isinstance(operator, cst.Equal)
+    if kind == "cuda":
+        return equal
+    if kind == "cpu":
+        return not equal
+    return None
+
+
+def exits(block: cst.BaseSuite) -> bool:
+    """The block always leaves: it ends in return/raise/continue/break or ``sys.exit()``."""
+    if isinstance(block, cst.SimpleStatementSuite):
+        last = block.body[-1] if block.body else None
+    else:
+        statement = block.body[-1] if block.body else None
+        last = statement.body[-1] if isinstance(statement, cst.SimpleStatementLine) and statement.body else None
+    if isinstance(last, _EXITS):
+        return True
+    return isinstance(last, cst.Expr) and isinstance(last.value, cst.Call) and dotted_name(last.value.func) in _EXIT_CALLS
+
+
+def under_device_check(ctx: RuleContext, node: cst.CSTNode) -> bool:
+    """``node`` runs only where torch has a GPU: in the body of ``if <check>:``, the ``else`` of
+    ``if <no GPU>:``, either side of the matching conditional expression, or after an
+    ``assert <check>`` / ``if <no GPU>: return`` (raise, ``sys.exit()``) earlier in the same block."""
+    child: cst.CSTNode = node
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, (cst.If, cst.IfExp)) and child is not ancestor.test:
+            # the body runs where the test holds; `else`/`elif` where it fails
+            present = device_present_if(ctx, ancestor.test)
+            if present is not None and present == (child is ancestor.body):
+                return True
+        if isinstance(ancestor, (cst.IndentedBlock, cst.Module)) and _checked_earlier(ctx, ancestor, child):
+            return True
+        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return False
+        child = ancestor
+    return False
+
+
+def _checked_earlier(ctx: RuleContext, block: cst.IndentedBlock | cst.Module, statement: cst.CSTNode) -> bool:
+    for earlier in block.body:
+        if earlier is statement:
+            return False
+        if isinstance(earlier, cst.If) and device_present_if(ctx, earlier.test) is False and exits(earlier.body):
+            return True
+        if isinstance(earlier, cst.SimpleStatementLine):
+            for small in earlier.body:
+                if isinstance(small, cst.Assert) and device_present_if(ctx, small.test) is True:
+                    return True
+    return False
+
+
+def hardcoded_gpu_index(ctx: RuleContext, node: cst.Call) -> bool:
+    """The GPU is written into the code: an integer, a ``"cuda:N"`` string, ``torch.device("cuda", N)``."""
+    given = keyword(node, "device")
+    args = positional(node)
+    value = given.value if given is not None else args[0].value if args else None
+    if isinstance(value, cst.Integer):
+        return True
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.expression, cst.Integer):
+        return True
+    text = string_value(value) if value is not None else None
+    if text is not None:
+        return text.startswith("cuda")
+    if isinstance(value, cst.Call) and ctx.model.qualname(value.func) == "torch.device":
+        return any(_literal(a.value) for a in value.args)
+    return False
+
+
+def _literal(value: cst.BaseExpression) -> bool:
+    return isinstance(value, (cst.Integer, cst.SimpleString)) and (
+        not isinstance(value, cst.SimpleString) or ":" in (string_value(value) or "")
+    )

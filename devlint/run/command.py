@@ -1,0 +1,248 @@
+"""A check or fix run from top to bottom: discover files, process each, report, exit status."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO, TextIO
+
+from devlint.findings import FileError, Finding
+from devlint.formats import RunReport, where, writers
+from devlint.formats.baseline import BaselineError
+from devlint.formats.baseline import load as load_baseline
+from devlint.formats.baseline import write as write_baseline
+from devlint.registry import UnknownCodeError, select_infos
+from devlint.run.cache import Cache
+from devlint.run.config import ConfigError, FileSettings, Overrides, Resolver
+from devlint.run.discovery import discover
+from devlint.run.file_job import process_source
+from devlint.run.job import FileResult, Job
+from devlint.run.pool import Executor, execute  # noqa: F401 - tests patch around app.execute
+from devlint.run.progress import run_with_progress
+from devlint.run.source import SourceError
+from devlint.run.suppressions import add_noqa_to_file
+from devlint.run.writer import WriteError
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+@dataclass
+class Options:
+    paths: list[str] = field(default_factory=lambda: ["."])
+    select: list[str] | None = None
+    ignore: list[str] = field(default_factory=list)
+    extend_select: list[str] = field(default_factory=list)
+    output_format: str | None = None
+    fix: bool = False
+    diff: bool = False
+    unsafe_fixes: bool = False
+    statistics: bool = False
+    exit_zero: bool = False
+    quiet: bool = False
+    # None: take the value from the configuration file, else the built-in default.
+    device_name: str | None = None
+    device_expression: str | None = None
+    torch_version: tuple[int, int] | None = None
+    config: str | None = None
+    no_cache: bool = False
+    jobs: int | None = None
+    baseline: str | None = None
+    write_baseline: str | None = None
+    add_noqa: bool = False
+    stdin_filename: str | None = None
+
+
+def default_format(out: TextIO) -> str:
+    return "full" if out.isatty() else "concise"
+
+
+def run_check(
+    options: Options, out: TextIO | None = None, err: TextIO | None = None, stdin: BinaryIO | None = None
+) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        select_infos(options.select, options.ignore, options.extend_select)
+    except UnknownCodeError as error:
+        err.write(f"devlint: error: {error}\n")
+        return EXIT_ERROR
+    usage = _usage_error(options)
+    if usage:
+        err.write(f"devlint: error: {usage}\n")
+        return EXIT_ERROR
+    from_stdin = options.paths == ["-"]
+    # `devlint fix -` prints the fixed source on stdout; the findings go to stderr.
+    report_out = err if from_stdin and options.fix and not options.diff else out
+    fmt = options.output_format or default_format(report_out)
+    write = writers().get(fmt)
+    if write is None:
+        err.write(f"devlint: error: unknown output format {fmt!r}\n")
+        return EXIT_ERROR
+    try:
+        resolver = Resolver(_overrides(options), Path(options.config) if options.config else None)
+        known = load_baseline(Path(options.baseline)) if options.baseline else None
+        job_for = _jobs(resolver, options)
+        if from_stdin:
+            name = options.stdin_filename or "-"
+            data = (stdin or sys.stdin.buffer).read()
+            result, new = process_source(data, name, job_for(Path(name)))
+            results, files, found_errors = [result], [name], []
+            if report_out is err:
+                _write_source(new if new is not None else data, out)
+        else:
+            found = discover(options.paths, exclude=(), skip=resolver.excluded)
+            work = [(path, job_for(path)) for path in found.files]
+            with Executor(options.jobs, None if options.no_cache else Cache()) as run:
+                results = run_with_progress(run, work, err)
+            files, found_errors = [str(path) for path in found.files], found.errors
+    except (ConfigError, BaselineError) as error:
+        err.write(f"devlint: error: {error}\n")
+        return EXIT_ERROR
+    errors: list[FileError] = list(found_errors) + [r.error for r in results if r.error is not None]
+    findings: list[Finding] = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
+    for error in errors:
+        err.write(f"devlint: error: {error}\n")
+    if options.diff:
+        return _report_diff(results, errors, out, err, options)
+    if options.write_baseline:
+        return _write_baseline(Path(options.write_baseline), findings, errors, err)
+    if known is not None:
+        findings = known.new(findings)
+    if options.add_noqa:
+        return _add_noqa(findings, errors, err)
+    report = RunReport(
+        findings,
+        errors,
+        fixes_applied=sum(r.fixes_applied for r in results),
+        files_checked=len(files),
+        files=files,
+    )
+    if options.quiet and fmt == "full":
+        report.show_fixes = False
+    _write(write, fmt, report, options, report_out)
+    if options.statistics:
+        _statistics(findings, report_out)
+    return _exit_status(findings, errors, options)
+
+
+def _write(write, fmt: str, report: RunReport, options: Options, out: TextIO) -> None:
+    if fmt in ("full", "concise") and options.quiet:
+        # --quiet: the findings only, no summary line or "All checks passed!"; the machine
+        # formats (json, sarif, ...) never print one
+        for finding in report.findings:
+            out.write(f"{where(finding)}: {finding.code} {finding.message}\n")
+        return
+    write(report, out)
+
+
+def _statistics(findings: list[Finding], out: TextIO) -> None:
+    counts = Counter((f.code, f.name, f.fix is not None and f.fix.applicability == "safe") for f in findings)
+    for (code, name, fixable), count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        out.write(f"{count:>5}\t{code}\t{'[*] ' if fixable else '    '}{name}\n")
+
+
+def _report_diff(results: list[FileResult], errors: list[FileError], out: TextIO, err: TextIO, options: Options) -> int:
+    diffs = [r.diff for r in results if r.diff]
+    for diff in diffs:
+        out.write(diff)
+    fixes = sum(r.fixes_applied for r in results)
+    if not options.quiet:
+        err.write(f"Would fix {fixes} finding{'s' if fixes != 1 else ''} in {len(diffs)} file{'s' if len(diffs) != 1 else ''}.\n")
+    if errors:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if diffs and not options.exit_zero else EXIT_CLEAN
+
+
+def _usage_error(options: Options) -> str | None:
+    if "-" in options.paths and len(options.paths) > 1:
+        return "`-` (read stdin) cannot be combined with other paths"
+    if options.stdin_filename and options.paths != ["-"]:
+        return "--stdin-filename needs `-` as the path"
+    if options.add_noqa and (options.fix or options.diff):
+        return "--add-noqa cannot be combined with --fix or --diff"
+    if options.add_noqa and options.paths == ["-"]:
+        return "--add-noqa cannot write to stdin"
+    return None
+
+
+def _overrides(options: Options) -> Overrides:
+    return Overrides(
+        select=tuple(options.select) if options.select is not None else None,
+        ignore=tuple(options.ignore),
+        extend_select=tuple(options.extend_select),
+        device_name=options.device_name,
+        device_expression=options.device_expression,
+        torch_version=options.torch_version,
+    )
+
+
+def _jobs(resolver: Resolver, options: Options) -> Callable[[Path], Job]:
+    """The Job of each file; files whose settings resolve alike share one."""
+    made: dict[FileSettings, Job] = {}
+
+    def job_for(path: Path) -> Job:
+        settings = resolver.settings_for(path)
+        if settings not in made:
+            made[settings] = Job(
+                codes=settings.codes,
+                settings=settings.fix,
+                fix=options.fix or options.diff,
+                diff=options.diff,
+                unsafe=options.unsafe_fixes,
+            )
+        return made[settings]
+
+    return job_for
+
+
+def _write_source(data: bytes, out: TextIO) -> None:
+    buffer = getattr(out, "buffer", None)
+    if buffer is None:
+        out.write(data.decode("utf-8", "surrogateescape"))
+        return
+    out.flush()
+    buffer.write(data)
+    buffer.flush()
+
+
+def _write_baseline(path: Path, findings: list[Finding], errors: list[FileError], err: TextIO) -> int:
+    try:
+        write_baseline(path, findings)
+    except BaselineError as error:
+        err.write(f"devlint: error: {error}\n")
+        return EXIT_ERROR
+    err.write(f"Recorded {len(findings)} finding{'s' if len(findings) != 1 else ''} in {path}.\n")
+    return EXIT_ERROR if errors else EXIT_CLEAN
+
+
+def _add_noqa(findings: list[Finding], errors: list[FileError], err: TextIO) -> int:
+    by_file: dict[str, list[Finding]] = {}
+    for finding in findings:
+        if finding.cell is not None:
+            err.write(f"devlint: warning: {where(finding)}: --add-noqa does not edit notebooks; not added\n")
+            continue
+        by_file.setdefault(finding.filename, []).append(finding)
+    added, changed, failed = 0, 0, False
+    for filename, found in by_file.items():
+        try:
+            count = add_noqa_to_file(Path(filename), found)
+        except (OSError, SourceError, WriteError) as error:
+            err.write(f"devlint: error: {filename}: {getattr(error, 'message', None) or error}\n")
+            failed = True
+            continue
+        added += count
+        changed += 1 if count else 0
+    err.write(f"Added {added} noqa directive{'s' if added != 1 else ''} to {changed} file{'s' if changed != 1 else ''}.\n")
+    return EXIT_ERROR if errors or failed else EXIT_CLEAN
+
+
+def _exit_status(findings: list[Finding], errors: list[FileError], options: Options) -> int:
+    if errors:
+        return EXIT_ERROR
+    if findings and not options.exit_zero:
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
+

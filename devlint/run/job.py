@@ -1,0 +1,91 @@
+"""What a run asks of each file, what it gets back, and the engine calls a Python file and a
+notebook share. Runs in worker processes, so everything it takes and returns is plain, picklable data.
+
+LibCST and the rule classes (devlint.engine.lint) are imported only for a text that may hold a
+finding (devlint.gate.screen decides): a run over files that cannot never pays their import."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from devlint.findings import FileError, Finding
+from devlint.gate.catalog import RuleInfo
+from devlint.gate.screen import screen
+from devlint.registry import info_by_code, load
+from devlint.settings import FixSettings
+
+if TYPE_CHECKING:
+    from devlint.engine.lint import FixResult
+    from devlint.rule import Rule
+
+
+@dataclass(frozen=True)
+class Job:
+    """What to do with each file; the same for every file of a run."""
+
+    codes: tuple[str, ...]
+    settings: FixSettings = FixSettings()
+    fix: bool = False
+    diff: bool = False
+    unsafe: bool = False
+
+
+@dataclass
+class FileResult:
+    filename: str
+    findings: list[Finding] = field(default_factory=list)
+    error: FileError | None = None
+    fixes_applied: int = 0
+    diff: str = ""
+
+
+def unified_diff(filename: str, before: str, after: str) -> str:
+    """A diff `git apply` / `patch -p1` accept for relative names; absolute names stay as they are."""
+    old, new = (filename, filename) if filename.startswith("/") else (f"a/{filename}", f"b/{filename}")
+    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True), old, new)
+    return "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+@lru_cache(maxsize=64)
+def _infos(codes: tuple[str, ...]) -> tuple[RuleInfo, ...]:
+    return tuple(info_by_code(code) for code in codes)
+
+
+@lru_cache(maxsize=64)
+def _rules(codes: tuple[str, ...]) -> tuple[type[Rule], ...]:
+    return tuple(load(code) for code in codes)
+
+
+def lint(text: str, filename: str, job: Job, settings: FixSettings) -> list[Finding]:
+    """The findings of the job's rules on ``text`` (``lint_text``, LibCST imported only when needed)."""
+    screened = screen(text, _infos(job.codes))
+    if screened == []:
+        return []
+    from devlint.engine.lint import lint_text
+
+    if screened is None:
+        # CPython cannot read it: lint_text lets LibCST decide.
+        return lint_text(text, filename, _rules(job.codes), settings)
+    return lint_text(text, filename, _screened_rules(screened), settings, prefilter=False)
+
+
+def fix(
+    text: str, filename: str, job: Job, settings: FixSettings, keep: Callable[[str, list[Finding]], list[Finding]]
+) -> FixResult | None:
+    """``fix_text`` with the job's rules; None when no rule can report on ``text``: nothing to fix.
+    The screen's answer for ``text`` is handed on, so the first fix round does not screen it again."""
+    screened = screen(text, _infos(job.codes))
+    if screened == []:
+        return None
+    from devlint.engine.lint import fix_text
+
+    first = None if screened is None else _screened_rules(screened)
+    return fix_text(text, filename, _rules(job.codes), settings, job.unsafe, keep=keep, screened=first)
+
+
+def _screened_rules(screened: list[RuleInfo]) -> tuple[type[Rule], ...]:
+    return _rules(tuple(info.code for info in screened))
