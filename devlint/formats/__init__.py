@@ -1,4 +1,11 @@
-"""Output formats. Each module exposes ``write(report, out)``; ``FORMATS`` maps names to them."""
+"""Step 7, a run's output: one module per ``--output-format`` (``full``, ``concise``, ``json``,
+``github``, ``sarif``, ``junit``, ``gitlab``), each with ``write(report, out)``, imported only when
+its format is used (``writers``); ``baseline`` reads and writes ``--baseline`` files.
+
+Takes a ``RunReport`` of findings and errors; may import ``devlint.findings``, ``devlint.rule``,
+``devlint.registry`` and ``devlint.docs`` (the rules' help text in SARIF) and devlint's version;
+never the engine or a run, which hands it the report.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,10 @@
-"""The gate: CPython's parser decides which files LibCST must parse.
+"""Step 2, which rules must walk a text, decided without LibCST: the catalog of rules and their
+triggers (``catalog``), the textual prefilter (``prefilter``), CPython's parse (``syntax``), the
+nesting check (``nesting``) and the gate below (``facts``, ``conditions``), put together by
+``screen``. May import ``devlint.torchfacts`` and ``devlint.signals``; never LibCST, the analyses,
+the rules or a run, so that a run over files without findings never imports them.
+
+The gate: CPython's parser decides which files LibCST must parse.
 
 After the textual prefilter (devlint.gate.prefilter) a file still holds some rule's trigger, yet most
 such files hold no finding: `torch.cuda` is everywhere in torch, and a `.cuda()` call is rare.

@@ -1,7 +1,7 @@
 """`devlint verify`: fix each program in memory, run original and fixed code, compare, report.
 
 This process never imports torch: finding torch, fixing and judging are static work. Everything
-that runs user code or torch happens in child processes (see session.py and harness.py).
+that runs user code or torch happens in child processes (see session.py and child/harness.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 Python process it starts.
 
 The command inherits this process's standard streams and exits with its own status. Emulation
-reaches its processes through the environment: the bootstrap folder (see ``bootstrap/``) leads
+reaches its processes through the environment: the bootstrap folder (see ``child/bootstrap/``) leads
 ``PYTHONPATH``, so each Python process runs our ``sitecustomize`` at start-up, which installs
 emulation once that process imports torch. This process never imports torch.
 """

@@ -1,4 +1,6 @@
-"""Files that child processes import by name from ``PYTHONPATH`` (never through devlint):
+"""Part of step 8's child side (devlint/verify/child): files that child processes import by name
+from ``PYTHONPATH``, never through devlint; they import nothing from devlint either (the user's
+interpreter may not have it):
 
 - ``sitecustomize.py``: Python imports it at start-up; under ``devlint emulate`` it arms
   ``_devlint_cuda_hook`` so that emulated CUDA is installed once the process imports torch, then

@@ -1,7 +1,8 @@
 """Emulated CUDA: a program sees one CUDA device whose tensors hold real values computed on the CPU.
 
-verify runs every program under emulation (child side: this package imports torch, and is loaded
-by path from harness.py, never through devlint). Under emulation:
+Part of step 8's child side (devlint/verify/child): verify runs every program under emulation.
+This package imports torch and the standard library, nothing of devlint, and is loaded by path
+(by harness.py and the bootstrap's hook), never through devlint. Under emulation:
 
 - ``torch.cuda.is_available()`` is true and ``torch.cuda.*`` answers as a one-GPU machine does
   (cuda_api.py); so do ``torch.accelerator`` and ``torch.get_device_module()``;
