@@ -92,36 +92,25 @@ def test_a_rule_module_missing_from_the_catalog_falls_back_to_the_rule_classes(m
 
 
 def test_the_gates_copies_of_rule_tables_match_the_rules() -> None:
-    from devlint.rules import (
-        cuda_device_type,
-        cuda_memory_api,
-        cuda_runtime_api,
-        data_parallel,
-        deprecated_cuda_amp,
-        hardcoded_device_string,
-        legacy_cuda_tensor_type,
-        loader_without_pin_memory,
-        loss_not_on_device,
-        visible_devices_in_code,
-    )
+    from devlint.torchfacts import names
 
-    from devlint.rulekit import accelerator
-
-    assert conditions.LEGACY_TYPES == set(legacy_cuda_tensor_type._DTYPES)
-    assert conditions.DEVICE_METHODS == set(hardcoded_device_string._DEVICE_METHODS)
-    assert set(conditions.POSITIONAL_DEVICE_FUNCTIONS) == {"torch.device", *hardcoded_device_string._POSITIONAL_DEVICE_FUNCTIONS}
-    assert conditions.DEVICE_PARAM_NAMES == set(hardcoded_device_string._DEVICE_PARAM_NAMES)
-    assert conditions.VISIBLE_DEVICES == visible_devices_in_code.VARIABLE
-    assert set(conditions.DATALOADERS) == set(loader_without_pin_memory._DATALOADERS)
-    assert conditions.PIN_MEMORY_POSITION == loader_without_pin_memory._PIN_MEMORY_POSITION
-    assert conditions.LOSSES_WITH_TENSORS == set(loss_not_on_device._TENSOR_ARGS)
-    assert set(conditions.DATA_PARALLEL) == set(data_parallel._QUALNAMES)
-    assert set(conditions.DEPRECATED_AMP) == set(deprecated_cuda_amp._REPLACEMENTS)
-    assert conditions.RUNTIME_API == cuda_runtime_api._NAMES
-    assert conditions.MEMORY_API == cuda_memory_api._NAMES
-    assert conditions.CUDA_SUBMODULES == accelerator._CUDA_SUBMODULES
-    assert set(conditions.AMP_DEVICE_TYPE) == set(cuda_device_type._AMP)
-    assert conditions.AMP_MODULES == cuda_device_type._AMP_MODULES
+    assert conditions.LEGACY_TYPES == set(names.LEGACY_TENSOR_TYPES)
+    assert conditions.DEVICE_METHODS == names.DEVICE_METHODS
+    assert conditions.POSITIONAL_DEVICE_FUNCTIONS == names.POSITIONAL_DEVICE_FUNCTIONS
+    assert conditions.DEVICE_PARAM_NAMES == names.DEVICE_PARAM_NAMES
+    assert conditions.VISIBLE_DEVICES == names.VISIBLE_DEVICES
+    assert conditions.DATALOADERS == names.DATALOADERS
+    assert conditions.PIN_MEMORY_POSITION == names.PIN_MEMORY_POSITION
+    assert conditions.LOSSES_WITH_TENSORS == set(names.LOSS_TENSOR_ARGUMENTS)
+    assert set(conditions.DATA_PARALLEL) == names.DATA_PARALLEL
+    assert set(conditions.DEPRECATED_AMP) == set(names.DEPRECATED_AMP)
+    assert conditions.RUNTIME_API == names.CUDA_RUNTIME_API
+    assert conditions.MEMORY_API == names.CUDA_MEMORY_API
+    assert conditions.CUDA_SUBMODULES == names.CUDA_SUBMODULES
+    assert set(conditions.AMP_DEVICE_TYPE) == set(names.AMP_DEVICE_TYPE)
+    assert conditions.AMP_MODULES == names.AMP_MODULES
+    assert conditions.MOVES == names.MOVES
+    assert conditions.LOOP_WRAPPERS == names.LOOP_WRAPPERS
 
 
 def test_a_rule_without_a_condition_is_always_parsed() -> None:
