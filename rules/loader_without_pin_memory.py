@@ -11,7 +11,7 @@ from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Site
 from devlint.rulekit.calls import append_arg, arg, calls_in, code_in_place, imported_qualname, keyword, positional
 from devlint.rulekit.value_flow import FlowRule
-from devlint.torchfacts.names import DATALOADERS, PIN_MEMORY_POSITION
+from devlint.torchfacts.names import DATALOADERS, MOVES, PIN_MEMORY_POSITION
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory, ...)
 HEAD = "import torch\nfrom torch.utils.data import DataLoader\n\n"
@@ -47,7 +47,7 @@ def _cpu_map_location(load: cst.Call) -> bool:
 
 def _places_on_a_device(node: cst.Call) -> bool:
     """`.cuda(...)`, `.to(...)`, or a call given `device=`."""
-    if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("cuda", "to"):
+    if isinstance(node.func, cst.Attribute) and node.func.attr.value in MOVES:
         return True
     return keyword(node, "device") is not None
 

@@ -34,7 +34,7 @@ from devlint.analysis.devices import device_value, is_guarded_device_choice
 from devlint.analysis.semantic import Binding, Scope, dotted_name, string_value
 from devlint.rule import Rule, RuleContext
 from devlint.rulekit.calls import keyword, positional, receiver_is_foreign
-from devlint.torchfacts.names import LOOP_WRAPPERS, MOVES
+from devlint.torchfacts.names import DEVICE_NAMES, LOOP_WRAPPERS, MOVES
 
 # Device types a string may name; anything else (a path, a dtype name) is not a device string.
 _DEVICE_TYPES = frozenset({"cuda", "mps", "xpu", "npu", "hpu", "xla", "mtia", "privateuseone"})
@@ -277,7 +277,7 @@ class Flow:
             if model.qualname(binding.annotation) == "torch.device":
                 return "device"
         last = name.split(".")[-1]
-        return "device" if last in ("device", "dev") or last.endswith("_device") else None
+        return "device" if last in DEVICE_NAMES or last.endswith("_device") else None
 
     def _binding(self, name: str) -> Binding | None:
         model = self.ctx.model

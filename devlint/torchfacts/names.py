@@ -4,6 +4,7 @@ A rule reports what one of these tables lists, and the gate (devlint.gate.condit
 out unless it may hold such a name: both must read the same table, or the gate drops findings.
 Where a rule needs more than a name (the dtype of a legacy type, the replacement of a deprecated
 class) the table carries it, and a reader that needs only the names takes the keys.
+tests/test_torch_names.py fails where another module writes a table again.
 
 Read-only: frozensets, tuples (where the order counts or ``str.startswith`` reads them) and
 mappings behind ``MappingProxyType``.
@@ -29,20 +30,24 @@ POSITIONAL_DEVICE_FUNCTIONS = ("torch.device", "torch.set_default_device", "torc
 # The keywords through which torch's calls take a device (`torch.load` calls it `map_location`).
 # DEV103, DEV601 and DEV103's gate condition.
 DEVICE_KEYWORDS = ("device", "map_location")
-# Parameters named like this hold a device (`map_location` after torch.load's). DEV103 and its
-# gate condition.
-DEVICE_PARAM_NAMES = frozenset({"device", "dev", "map_location"})
+# Names that hold a device by the convention of torch code (so does any `*_device`).
+# devlint.analysis.devices and devlint.rulekit.value_flow.
+DEVICE_NAMES = frozenset({"device", "dev"})
+# Parameters named like this hold a device: those names and torch.load's `map_location`. DEV103
+# and its gate condition.
+DEVICE_PARAM_NAMES = DEVICE_NAMES | {"map_location"}
 # `Tensor.cuda`'s keywords for the device (`device_id=` is the keyword of torch < 0.4; it still
 # appears in old code), the first one given counts. DEV102 and its gate condition.
 CUDA_DEVICE_KEYWORDS = ("device", "device_id")
 # Tensor and Module methods that move a value to a device (`x.to(device)`, `x.cuda()`). DEV103,
-# DEV401, devlint.rulekit.value_flow (DEV301 to DEV304) and the gate conditions of those.
+# DEV302, DEV401, devlint.analysis.devices, devlint.rulekit.value_flow (DEV301 to DEV304) and the
+# gate conditions of those.
 MOVES = ("to", "cuda")
 # The environment variable through which CUDA is told which GPUs a process sees. DEV201 and its
 # gate condition.
 VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 # The legacy typed tensor classes (`torch.FloatTensor`, `torch.cuda.FloatTensor`) and the dtype
-# each holds. DEV104 and its gate condition.
+# each holds. DEV104 and its gate condition; DEV105 reads the floating ones.
 LEGACY_TENSOR_TYPES: Mapping[str, str] = MappingProxyType({
     "FloatTensor": "float32",
     "DoubleTensor": "float64",
