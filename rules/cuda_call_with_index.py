@@ -28,12 +28,11 @@ from devlint.rulekit.calls import (
     receiver_is_foreign,
     with_args,
 )
+from devlint.torchfacts.names import CUDA_DEVICE_KEYWORDS
 
 HEADER = "import torch\n"
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
 QUOTE = '"'
-# `device_id=` is the keyword of torch < 0.4; it still appears in old code.
-_DEVICE_KEYWORDS = ("device", "device_id")
 # Tensor.cuda(device, non_blocking, memory_format): what the later positionals mean in `.to(...)`.
 _LATER_POSITIONALS = ("non_blocking", "memory_format")
 _SHOWN_LIMIT = 30
@@ -262,7 +261,7 @@ class CudaCallWithIndex(Rule):
         plain = positional(node)
         if plain:
             return plain[0]
-        return next((k for name in _DEVICE_KEYWORDS if (k := keyword(node, name)) is not None), None)
+        return next((k for name in CUDA_DEVICE_KEYWORDS if (k := keyword(node, name)) is not None), None)
 
     def _fix(self, node: cst.Call, attribute: cst.Attribute, given: cst.Arg, site: Site) -> FixPlan | None:
         target = self._target(given.value, attribute, site)
@@ -280,7 +279,7 @@ class CudaCallWithIndex(Rule):
         rest: list[cst.Arg] = []
         later = iter(_LATER_POSITIONALS)
         for a in node.args:
-            if a is given or (a.keyword is not None and a.keyword.value in _DEVICE_KEYWORDS):
+            if a is given or (a.keyword is not None and a.keyword.value in CUDA_DEVICE_KEYWORDS):
                 continue
             if a.keyword is None:
                 name = next(later, None)

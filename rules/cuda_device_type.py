@@ -7,26 +7,17 @@ import libcst as cst
 from devlint.analysis.semantic import literal_is
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule, Site
-from devlint.rulekit.accelerator import AMP_DEVICE_ARGUMENT, AUTOCAST, SCALER, AmpCall, amp_device, amp_fix_text
+from devlint.rulekit.accelerator import AMP_DEVICE_ARGUMENT, amp_device, amp_fix_text
 from devlint.rulekit.calls import imported_qualname, keyword, positional
+from devlint.torchfacts.names import AMP_DEVICE_TYPE, AMP_MODULES, SCALER, AmpCall
 
 HEAD = "import torch\n"
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-_AMP = {
-    "torch.autocast": AUTOCAST,
-    "torch.amp.autocast": AUTOCAST,
-    "torch.amp.autocast_mode.autocast": AUTOCAST,
-    "torch.amp.GradScaler": SCALER,
-    "torch.amp.grad_scaler.GradScaler": SCALER,
-}
-_LAST_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in _AMP)
-# Where `device_type=` names the device type AMP runs for (`torch.amp.custom_fwd`, ...); torch's
-# own test helpers (`DecorateInfo(..., device_type="cuda")`) use the word for a test filter.
-_AMP_MODULES = ("torch.amp.", "torch.autocast", "torch.cpu.amp.")
+_LAST_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in AMP_DEVICE_TYPE)
 
 
 def _amp_api(qualname: str) -> bool:
-    return qualname.startswith(_AMP_MODULES)
+    return qualname.startswith(AMP_MODULES)
 
 
 class CudaDeviceType(Rule):
@@ -151,7 +142,7 @@ class CudaDeviceType(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         qual = imported_qualname(self.ctx.model, node.func, _LAST_NAMES)
-        call = _AMP.get(qual or "")
+        call = AMP_DEVICE_TYPE.get(qual or "")
         if call is not None:
             self._amp(node, call)
             return

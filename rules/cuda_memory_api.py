@@ -8,22 +8,9 @@ from devlint.fixes import FixPlan
 from devlint.rule import Invalid, Rule
 from devlint.rulekit.accelerator import ACCELERATOR_MEMORY, Guarded, call_text, cuda_function, positional_device
 from devlint.rulekit.device_checks import under_device_check
+from devlint.torchfacts.names import CUDA_MEMORY_API, CUDA_MEMORY_FALLBACKS
 
 HEAD = "import torch\n"
-# torch.cuda function -> what it returns on a machine without CUDA (the fix's fallback there);
-# None: the function has no such value (it raises without CUDA), so there is no fix.
-_FALLBACKS: dict[str, str | None] = {
-    "empty_cache": "None",
-    "reset_peak_memory_stats": "None",
-    "reset_accumulated_memory_stats": "None",
-    "memory_allocated": "0",
-    "max_memory_allocated": "0",
-    "memory_reserved": "0",
-    "max_memory_reserved": "0",
-    "memory_stats": "{}",
-    "mem_get_info": None,
-}
-_NAMES = frozenset(_FALLBACKS)
 
 
 class CudaMemoryApi(Rule):
@@ -104,10 +91,10 @@ class CudaMemoryApi(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = cuda_function(self.ctx, node, _NAMES)
+        name = cuda_function(self.ctx, node, CUDA_MEMORY_API)
         if name is None:
             return
-        fallback = _FALLBACKS[name]
+        fallback = CUDA_MEMORY_FALLBACKS[name]
         fixable = fallback is not None and not any(a.star for a in node.args)
         guarded = Guarded(node, under_device_check(self.ctx, node), fallback or "None")
         self.report(

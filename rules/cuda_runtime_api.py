@@ -20,12 +20,10 @@ from devlint.rulekit.accelerator import (
     positional_device,
 )
 from devlint.rulekit.device_checks import hardcoded_gpu_index, under_device_check
+from devlint.torchfacts.names import CUDA_RUNTIME_API, DEVICE_KEYWORDS
 
 HEAD = "import torch\n"
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-_NAMES = frozenset({"synchronize", "device_count", "current_device", "current_stream", "Stream", "Event", "stream", "set_device"})
-# Where a value stands as a device: `device=`, `map_location=`, the first argument of `.to()`.
-_DEVICE_KEYWORDS = ("device", "map_location")
 
 
 class CudaRuntimeApi(Rule):
@@ -144,7 +142,7 @@ class CudaRuntimeApi(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = cuda_function(self.ctx, node, _NAMES)
+        name = cuda_function(self.ctx, node, CUDA_RUNTIME_API)
         if name is None or any(a.star for a in node.args):
             return
         handler = _HANDLERS.get(name)
@@ -236,7 +234,7 @@ class CudaRuntimeApi(Rule):
         if not isinstance(parent, cst.Arg):
             return False
         if parent.keyword is not None:
-            return parent.keyword.value in _DEVICE_KEYWORDS
+            return parent.keyword.value in DEVICE_KEYWORDS
         call = self.ctx.parent(parent)
         return (
             isinstance(call, cst.Call)
@@ -262,7 +260,7 @@ class CudaRuntimeApi(Rule):
         return fix
 
     def _stream_api(self, node: cst.Call) -> None:
-        name = cuda_function(self.ctx, node, _NAMES)
+        name = cuda_function(self.ctx, node, CUDA_RUNTIME_API)
         assert name is not None
         fixable = name != "Stream" or not node.args
         self.report(

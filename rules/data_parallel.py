@@ -7,11 +7,10 @@ import libcst as cst
 from devlint.analysis.semantic import dotted_name
 from devlint.rule import Invalid, Rule
 from devlint.rulekit.calls import imported_qualname
+from devlint.torchfacts.names import DATA_PARALLEL
 
-_QUALNAMES = frozenset(
-    {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel"}
-)
-_MODULES = frozenset({"torch.nn", "torch.nn.parallel", "torch.nn.parallel.data_parallel"})
+# The modules DataParallel is imported from.
+_MODULES = frozenset(name.rpartition(".")[0] for name in DATA_PARALLEL)
 MESSAGE = (
     "`nn.DataParallel` is single-process and slower than `DistributedDataParallel`, which PyTorch "
     "recommends instead (one process per device, launched with torchrun)"
@@ -60,7 +59,7 @@ class DataParallelUse(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if imported_qualname(self.ctx.model, node.func, frozenset({"DataParallel"})) in _QUALNAMES:
+        if imported_qualname(self.ctx.model, node.func, frozenset({"DataParallel"})) in DATA_PARALLEL:
             self.report(node, MESSAGE)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:

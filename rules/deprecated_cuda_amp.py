@@ -6,20 +6,14 @@ import libcst as cst
 
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule, Site
-from devlint.rulekit.accelerator import CUDA_AMP_AUTOCAST, CUDA_AMP_SCALER, AmpCall, amp_device, amp_fix_text
+from devlint.rulekit.accelerator import amp_device, amp_fix_text
 from devlint.rulekit.calls import imported_qualname
+from devlint.torchfacts.names import DEPRECATED_AMP, AmpCall
 
 HEAD = "import torch\n"
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
 OFF = 'enabled=device.type != "cpu"'
-# deprecated name -> (replacement, the deprecated call's parameters)
-_REPLACEMENTS: dict[str, tuple[str, AmpCall]] = {
-    "torch.cuda.amp.autocast": ("torch.amp.autocast", CUDA_AMP_AUTOCAST),
-    "torch.cuda.amp.autocast_mode.autocast": ("torch.amp.autocast", CUDA_AMP_AUTOCAST),
-    "torch.cuda.amp.GradScaler": ("torch.amp.GradScaler", CUDA_AMP_SCALER),
-    "torch.cuda.amp.grad_scaler.GradScaler": ("torch.amp.GradScaler", CUDA_AMP_SCALER),
-}
-_LAST_NAMES = frozenset(name.split(".")[-1] for name in _REPLACEMENTS)
+_LAST_NAMES = frozenset(name.split(".")[-1] for name in DEPRECATED_AMP)
 
 
 class DeprecatedCudaAmp(Rule):
@@ -115,9 +109,9 @@ class DeprecatedCudaAmp(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         qual = imported_qualname(self.ctx.model, node.func, _LAST_NAMES)
-        if qual not in _REPLACEMENTS:
+        if qual not in DEPRECATED_AMP:
             return
-        replacement, call = _REPLACEMENTS[qual]
+        replacement, call = DEPRECATED_AMP[qual]
         old = "torch.cuda.amp." + qual.split(".")[-1]
         given = [a for a in node.args if a.keyword is None]
         fixable = not any(a.star for a in node.args) and len(given) <= len(call.parameters)

@@ -15,18 +15,18 @@ from devlint.fixes import FixPlan, Replace
 from devlint.rule import FixFactory, Invalid, Rule, Site
 from devlint.rulekit.accelerator import ACCELERATOR, accelerator_choice
 from devlint.rulekit.calls import keyword, names_in, positional, receiver_is_foreign
+from devlint.torchfacts.names import (
+    DEVICE_KEYWORDS,
+    DEVICE_METHODS,
+    DEVICE_PARAM_NAMES,
+    MOVES,
+    POSITIONAL_DEVICE_FUNCTIONS,
+)
 
 HEADER = "import torch\n"
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
 EXPRESSION = 'torch.device("cuda" if torch.cuda.is_available() else "cpu")'
 GUARD = " if torch.cuda.is_available() else "
-# Tensor/Module methods whose `device=` keyword (or, for `to`, first argument) is a device.
-_DEVICE_METHODS = ("to", "to_empty", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor")
-# torch functions whose first positional argument is a device (not a device *type*, as for autocast).
-_POSITIONAL_DEVICE_FUNCTIONS = ("torch.set_default_device", "torch.Generator")
-_DEVICE_KEYWORDS = ("device", "map_location")
-# A name used like this holds a device.
-_DEVICE_PARAM_NAMES = ("device", "dev", "map_location")
 # Literals a device value may sit in on its way to the call that receives it.
 _CONTAINERS = (cst.Element, cst.List, cst.Tuple, cst.Set, cst.DictElement, cst.Dict, cst.StarredElement)
 # `[torch.device("cuda", i) for i in ids]` holds its devices the way a list display does.
@@ -279,15 +279,15 @@ class HardcodedDeviceString(Rule):
             # GradScaler's `device` is a device type ("cuda"), which DEV603 looks after
             and not qualname.endswith("GradScaler")
         )
-        device_method = receiver is not None and method in _DEVICE_METHODS and qualname is None
+        device_method = receiver is not None and method in DEVICE_METHODS and qualname is None
         # only a method's receiver can be a local class with its own `to`
         owner = receiver if device_method else None
         plain = positional(node)
-        if plain and (qualname in _POSITIONAL_DEVICE_FUNCTIONS or (device_method and method == "to")):
+        if plain and (qualname in POSITIONAL_DEVICE_FUNCTIONS or (device_method and method == "to")):
             self._note_use(plain[0].value)
             self._note_placement(plain[0].value)
             self._string_argument(plain[0].value, owner)
-        for name in _DEVICE_KEYWORDS:
+        for name in DEVICE_KEYWORDS:
             given = keyword(node, name)
             if given is None:
                 continue
@@ -442,7 +442,7 @@ class HardcodedDeviceString(Rule):
                 qualname = self.ctx.model.qualname(call.func) or ""
                 method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
                 if (qualname.startswith("torch.") and not qualname.startswith("torch.cuda.")) or (
-                    not qualname and method in (*_DEVICE_METHODS, "cuda")
+                    not qualname and method in (*DEVICE_METHODS, "cuda")
                 ):
                     return "placement"
         return "value"
@@ -533,7 +533,7 @@ class HardcodedDeviceString(Rule):
         qualname = self.ctx.model.qualname(call.func) or ""
         if qualname:
             return not qualname.startswith("torch.")
-        if not isinstance(call.func, cst.Attribute) or call.func.attr.value not in (*_DEVICE_METHODS, "cuda"):
+        if not isinstance(call.func, cst.Attribute) or call.func.attr.value not in (*DEVICE_METHODS, "cuda"):
             return True
         return receiver_is_foreign(self.ctx, call.func.value, self.ctx.site(call), call.func.attr.value)
 
@@ -552,7 +552,7 @@ class HardcodedDeviceString(Rule):
 
     def _is_device_param(self, node: cst.Param) -> bool:
         name = node.name.value
-        if name in _DEVICE_PARAM_NAMES or name.endswith("_device"):
+        if name in DEVICE_PARAM_NAMES or name.endswith("_device"):
             return True
         annotation = node.annotation.annotation if node.annotation is not None else None
         return annotation is not None and self.ctx.model.qualname(annotation) == "torch.device"
@@ -654,8 +654,8 @@ def _places_with(function: cst.FunctionDef | cst.Lambda, name: str, model) -> bo
         if isinstance(node, cst.Call) and not (model.qualname(node.func) or "").endswith("GradScaler"):
             plain = positional(node)
             method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
-            given = [plain[0].value] if plain and (method in ("to", "cuda") or model.qualname(node.func) in _POSITIONAL_DEVICE_FUNCTIONS + ("torch.device",)) else []
-            given += [a.value for a in node.args if a.keyword is not None and a.keyword.value in _DEVICE_KEYWORDS]
+            given = [plain[0].value] if plain and (method in MOVES or model.qualname(node.func) in POSITIONAL_DEVICE_FUNCTIONS) else []
+            given += [a.value for a in node.args if a.keyword is not None and a.keyword.value in DEVICE_KEYWORDS]
             if any(dotted_name(value) == name for value in given):
                 return True
         stack.extend(children(node))

@@ -9,23 +9,12 @@ from devlint.analysis.semantic import Binding, dotted_name, string_value
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule, Site
 from devlint.rulekit.calls import arg, code_in_place, keyword, method_call, names_in, positional, with_args
+from devlint.torchfacts.names import LEGACY_TENSOR_TYPES
 
 HEADER = "import torch\n"
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-_DTYPES = {
-    "FloatTensor": "float32",
-    "DoubleTensor": "float64",
-    "HalfTensor": "float16",
-    "BFloat16Tensor": "bfloat16",
-    "LongTensor": "int64",
-    "IntTensor": "int32",
-    "ShortTensor": "int16",
-    "CharTensor": "int8",
-    "ByteTensor": "uint8",
-    "BoolTensor": "bool",
-}
-CUDA_TYPES = {f"torch.cuda.{name}": dtype for name, dtype in _DTYPES.items()}
-CPU_TYPES = {f"torch.{name}": dtype for name, dtype in _DTYPES.items()}
+CUDA_TYPES = {f"torch.cuda.{name}": dtype for name, dtype in LEGACY_TENSOR_TYPES.items()}
+CPU_TYPES = {f"torch.{name}": dtype for name, dtype in LEGACY_TENSOR_TYPES.items()}
 _SPACED_COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
 # How deep a size expression may be looked up through variables (`n = 4`, `size = n * 2`).
 _SIZE_DEPTH = 3
@@ -216,7 +205,7 @@ class LegacyCudaTensorType(Rule):
                 self._type_call(node, attribute, given[0])
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if node.attr.value in _DTYPES:
+        if node.attr.value in LEGACY_TENSOR_TYPES:
             self._reference(node)
 
     def visit_Name(self, node: cst.Name) -> None:
@@ -240,7 +229,7 @@ class LegacyCudaTensorType(Rule):
                 self.report(
                     alias,
                     f"`torch.cuda.{alias.name.value}` is a legacy CUDA-only tensor type; drop the import "
-                    f"and use `dtype=torch.{_DTYPES[alias.name.value]}` with `device=`",
+                    f"and use `dtype=torch.{LEGACY_TENSOR_TYPES[alias.name.value]}` with `device=`",
                 )
 
     # -- what is reported ------------------------------------------------------------------------

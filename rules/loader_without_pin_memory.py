@@ -11,10 +11,9 @@ from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Site
 from devlint.rulekit.calls import append_arg, arg, calls_in, code_in_place, imported_qualname, keyword, positional
 from devlint.rulekit.value_flow import FlowRule
+from devlint.torchfacts.names import DATALOADERS, MOVES, PIN_MEMORY_POSITION
 
-_DATALOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory, ...)
-_PIN_MEMORY_POSITION = 7
 HEAD = "import torch\nfrom torch.utils.data import DataLoader\n\n"
 
 
@@ -48,7 +47,7 @@ def _cpu_map_location(load: cst.Call) -> bool:
 
 def _places_on_a_device(node: cst.Call) -> bool:
     """`.cuda(...)`, `.to(...)`, or a call given `device=`."""
-    if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("cuda", "to"):
+    if isinstance(node.func, cst.Attribute) and node.func.attr.value in MOVES:
         return True
     return keyword(node, "device") is not None
 
@@ -273,11 +272,11 @@ class LoaderWithoutPinMemory(FlowRule):
         return None
 
     def _unpinned_dataloader(self, node: cst.Call) -> bool:
-        if imported_qualname(self.ctx.model, node.func, frozenset({"DataLoader"})) not in _DATALOADERS:
+        if imported_qualname(self.ctx.model, node.func, frozenset({"DataLoader"})) not in DATALOADERS:
             return False
         if keyword(node, "pin_memory") is not None or any(a.star for a in node.args):
             return False
-        return len(positional(node)) <= _PIN_MEMORY_POSITION
+        return len(positional(node)) <= PIN_MEMORY_POSITION
 
     def _record_arguments(self, function: str, node: cst.Call) -> None:
         for position, argument in enumerate(node.args):

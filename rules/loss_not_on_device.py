@@ -13,20 +13,10 @@ from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Site
 from devlint.rulekit.calls import code_in_place, keyword, method_call, positional
 from devlint.rulekit.value_flow import FlowRule, Kind
+from devlint.torchfacts.names import LOSS_TENSOR_ARGUMENTS, MOVES
 
 HEADER = "import torch\n"
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-# The losses whose constructors take tensors, and where: keyword name by positional index.
-_TENSOR_ARGS: dict[str, dict[int, str]] = {
-    "CrossEntropyLoss": {0: "weight"},
-    "NLLLoss": {0: "weight"},
-    "NLLLoss2d": {0: "weight"},
-    "BCELoss": {0: "weight"},
-    "BCEWithLogitsLoss": {0: "weight", 4: "pos_weight"},
-    "MultiLabelSoftMarginLoss": {0: "weight"},
-    "MultiMarginLoss": {2: "weight"},
-}
-_MOVES = ("to", "cuda")
 # How far a weight is followed through variables (`w = torch.tensor(...)`, `weights = w.float()`).
 _DEPTH = 3
 
@@ -168,7 +158,7 @@ class LossNotOnDevice(FlowRule):
         self._called_on_device: set[str] = set()
 
     def visit_Call(self, node: cst.Call) -> None:
-        for method in _MOVES:
+        for method in MOVES:
             attribute = method_call(node, method)
             if attribute is not None and self._moves_to_device(node, method):
                 self._file_moves = True
@@ -207,14 +197,14 @@ class LossNotOnDevice(FlowRule):
             return
         qualname = names.pop()
         loss = qualname.rsplit(".", 1)[-1]
-        if not qualname.startswith("torch.nn.") or loss not in _TENSOR_ARGS:
+        if not qualname.startswith("torch.nn.") or loss not in LOSS_TENSOR_ARGUMENTS:
             return
         name = self._bound_name(node)
         if name is None:
             return
         site = self.ctx.site(node)
         plain = positional(node)
-        for index, argument in _TENSOR_ARGS[loss].items():
+        for index, argument in LOSS_TENSOR_ARGUMENTS[loss].items():
             given = keyword(node, argument) or (plain[index] if index < len(plain) else None)
             if given is not None and self._placement(given.value, site, _DEPTH) is Placement.HOST:
                 self._candidates.append(_Candidate(name, node, argument, site))
@@ -253,7 +243,7 @@ class LossNotOnDevice(FlowRule):
                 method = value.func.attr.value
                 if method == "cpu":
                     return Placement.HOST
-                if method in _MOVES:
+                if method in MOVES:
                     return Placement.HOST if self._moves_to_cpu(value) else Placement.DEVICE
                 return self._placement(value.func.value, site, depth)
             qualname = model.qualname(value.func) or ""

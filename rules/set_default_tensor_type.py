@@ -7,15 +7,12 @@ import libcst as cst
 from devlint.analysis.semantic import string_value
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule, Site
+from devlint.torchfacts.names import LEGACY_TENSOR_TYPES
 
 HEADER = "import torch\n"
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-_FLOATING = {
-    "FloatTensor": "float32",
-    "DoubleTensor": "float64",
-    "HalfTensor": "float16",
-    "BFloat16Tensor": "bfloat16",
-}
+# torch accepts only the floating types as the default.
+_FLOATING = {name: dtype for name, dtype in LEGACY_TENSOR_TYPES.items() if "float" in dtype}
 _CALL = "torch.set_default_tensor_type"
 
 

@@ -8,7 +8,8 @@ from devlint.analysis.semantic import dotted_name
 from devlint.analysis.version_guards import branches
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule, Site
-from devlint.torchfacts.device_api_table import ACCELERATOR, AMP, DEVICE_MODULE, EVENT, STREAM
+from devlint.torchfacts.device_api_table import ACCELERATOR, DEVICE_MODULE
+from devlint.torchfacts.names import DEVICE_API_CLASSES, DEVICE_API_MODULES
 from devlint.torchfacts.version import TorchVersion, shown
 
 HEAD = "import torch\n"
@@ -37,8 +38,6 @@ _OLDER: dict[str, str] = {
     "torch.accelerator.current_device_index": "torch.accelerator.current_device_idx",
     "torch.accelerator.set_device_index": "torch.accelerator.set_device_idx",
 }
-_TABLES: dict[str, dict[str, TorchVersion | None]] = {"torch.accelerator": ACCELERATOR, "torch.amp": AMP}
-_MEMBERS: dict[str, frozenset[str]] = {"torch.Stream": STREAM, "torch.Event": EVENT}
 _PROBES = ("AttributeError", "ImportError", "ModuleNotFoundError", "Exception", "BaseException")
 
 
@@ -123,7 +122,7 @@ class UnknownDeviceApi(Rule):
         if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
             return
         module = dotted_name(node.module)
-        if module not in _TABLES:
+        if module not in DEVICE_API_MODULES:
             return
         for alias in node.names:
             name = dotted_name(alias.name)
@@ -134,11 +133,11 @@ class UnknownDeviceApi(Rule):
         namespace, _, name = qualname.rpartition(".")
         if not name or name.startswith("_"):
             return
-        if namespace in _MEMBERS:
-            if name not in _MEMBERS[namespace]:
+        if namespace in DEVICE_API_CLASSES:
+            if name not in DEVICE_API_CLASSES[namespace]:
                 self._missing(node, qualname, f"`{namespace}` has no `{name}`")
             return
-        table = _TABLES.get(namespace)
+        table = DEVICE_API_MODULES.get(namespace)
         if table is None:
             return
         if name not in table:

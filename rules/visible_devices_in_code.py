@@ -8,9 +8,9 @@ from devlint.analysis.semantic import Scope, literal_is
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule
 from devlint.rulekit.calls import code_in_place, keyword, method_call
+from devlint.torchfacts.names import VISIBLE_DEVICES
 
-VARIABLE = "CUDA_VISIBLE_DEVICES"
-_BASE = f"`{VARIABLE}` set in code overrides the GPUs the launcher chose"
+_BASE = f"`{VISIBLE_DEVICES}` set in code overrides the GPUs the launcher chose"
 _ADVICE = "; set it outside the script, or use `os.environ.setdefault`"
 _LATE = ", and torch is already imported here: CUDA may be initialised and ignore it"
 _ADVICE_ARGUMENT = (
@@ -25,73 +25,73 @@ class VisibleDevicesInCode(Rule):
     code = "DEV201"
     name = "visible-devices-in-code"
     what = (
-        f"Flags assignments of `{VARIABLE}` inside the program: `os.environ[\"{VARIABLE}\"] = ...`, "
-        f"`os.putenv(\"{VARIABLE}\", ...)`, `os.environ.update(...)`."
+        f"Flags assignments of `{VISIBLE_DEVICES}` inside the program: `os.environ[\"{VISIBLE_DEVICES}\"] = ...`, "
+        f"`os.putenv(\"{VISIBLE_DEVICES}\", ...)`, `os.environ.update(...)`."
     )
     why = (
         "Which GPUs a job may use is the launcher's decision (a scheduler, `torchrun`, a shell "
-        f"`{VARIABLE}=1 python train.py`). A script that sets it itself overrides that choice: two jobs "
+        f"`{VISIBLE_DEVICES}=1 python train.py`). A script that sets it itself overrides that choice: two jobs "
         "land on the same GPU, or a machine with one GPU gets none. CUDA reads the variable once, "
         "when it initialises; after `import torch` that may already have happened, and the "
         "assignment then silently does nothing. `os.environ.setdefault` keeps a default for "
         "interactive runs and lets the launcher win."
     )
-    example = f'import os\nos.environ["{VARIABLE}"] = "0"\nimport torch'
-    use_instead = f'import os\nos.environ.setdefault("{VARIABLE}", "0")\nimport torch'
+    example = f'import os\nos.environ["{VISIBLE_DEVICES}"] = "0"\nimport torch'
+    use_instead = f'import os\nos.environ.setdefault("{VISIBLE_DEVICES}", "0")\nimport torch'
     fix_availability = "unsafe"
     fix_note = (
-        f"Unsafe: `os.environ[\"{VARIABLE}\"] = value` becomes `os.environ.setdefault(\"{VARIABLE}\", value)`, "
+        f"Unsafe: `os.environ[\"{VISIBLE_DEVICES}\"] = value` becomes `os.environ.setdefault(\"{VISIBLE_DEVICES}\", value)`, "
         "so a value set by the launcher now wins over the script's. Only the plain assignment is fixed; "
         "`putenv` and `update` are reported without a fix, and so is a value that is the program's "
         "own argument (an argparse option, `sys.argv`, a parameter of the enclosing function, or a "
         "name assigned from one): the user chose that GPU explicitly, and `setdefault` would "
         "silently ignore the choice wherever the variable is already set."
     )
-    triggers = (VARIABLE,)
+    triggers = (VISIBLE_DEVICES,)
 
     VALID = (
         # the cure: the launcher wins
-        f'import os\nos.environ.setdefault("{VARIABLE}", "0")\n',
+        f'import os\nos.environ.setdefault("{VISIBLE_DEVICES}", "0")\n',
         # reading it
-        f'import os\ngpus = os.environ["{VARIABLE}"]\nalso = os.environ.get("{VARIABLE}", "")\nprint(os.getenv("{VARIABLE}"))\n',
+        f'import os\ngpus = os.environ["{VISIBLE_DEVICES}"]\nalso = os.environ.get("{VISIBLE_DEVICES}", "")\nprint(os.getenv("{VISIBLE_DEVICES}"))\n',
         # another variable, another mapping
         'import os\nos.environ["OMP_NUM_THREADS"] = "1"\n',
-        f'settings = {{}}\nsettings["{VARIABLE}"] = "0"\nenv = dict(os.environ)\nenv["{VARIABLE}"] = "1"\n',
+        f'settings = {{}}\nsettings["{VISIBLE_DEVICES}"] = "0"\nenv = dict(os.environ)\nenv["{VISIBLE_DEVICES}"] = "1"\n',
         # handing an environment to a child process is how a launcher does it
-        f'import os, subprocess\nsubprocess.run(cmd, env={{**os.environ, "{VARIABLE}": "1"}})\n',
+        f'import os, subprocess\nsubprocess.run(cmd, env={{**os.environ, "{VISIBLE_DEVICES}": "1"}})\n',
         # strings, comments and docstrings
-        f'"""Set os.environ["{VARIABLE}"] = "0" before launching."""\n# os.environ["{VARIABLE}"] = "1"\n',
+        f'"""Set os.environ["{VISIBLE_DEVICES}"] = "0" before launching."""\n# os.environ["{VISIBLE_DEVICES}"] = "1"\n',
     )
     INVALID = (
         Invalid(
-            f'import os\nos.environ["{VARIABLE}"] = "0"\nimport torch\n',
-            f'import os\nos.environ.setdefault("{VARIABLE}", "0")\nimport torch\n',
+            f'import os\nos.environ["{VISIBLE_DEVICES}"] = "0"\nimport torch\n',
+            f'import os\nos.environ.setdefault("{VISIBLE_DEVICES}", "0")\nimport torch\n',
             unsafe=True,
         ),
         # after import torch, via `from os import environ`, under a condition
         Invalid(
-            f"import torch\nfrom os import environ\nif fast:\n    environ['{VARIABLE}'] = DEFAULT_GPU  # pick one\n",
-            f"import torch\nfrom os import environ\nif fast:\n    environ.setdefault('{VARIABLE}', DEFAULT_GPU)  # pick one\n",
+            f"import torch\nfrom os import environ\nif fast:\n    environ['{VISIBLE_DEVICES}'] = DEFAULT_GPU  # pick one\n",
+            f"import torch\nfrom os import environ\nif fast:\n    environ.setdefault('{VISIBLE_DEVICES}', DEFAULT_GPU)  # pick one\n",
             unsafe=True,
         ),
         Invalid(
-            f'import os as system\nGPUS = ["0", "1"]\n\ndef main():\n    system.environ["{VARIABLE}"] = ",".join(GPUS)\n',
-            f'import os as system\nGPUS = ["0", "1"]\n\ndef main():\n    system.environ.setdefault("{VARIABLE}", ",".join(GPUS))\n',
+            f'import os as system\nGPUS = ["0", "1"]\n\ndef main():\n    system.environ["{VISIBLE_DEVICES}"] = ",".join(GPUS)\n',
+            f'import os as system\nGPUS = ["0", "1"]\n\ndef main():\n    system.environ.setdefault("{VISIBLE_DEVICES}", ",".join(GPUS))\n',
             unsafe=True,
         ),
         # the program's own argument: an explicit choice that `setdefault` would ignore
         Invalid(
             "import argparse, os\nparser = argparse.ArgumentParser()\nparser.add_argument('--device', default='0')\n"
-            f"args = parser.parse_args()\nos.environ['{VARIABLE}'] = args.device\n"
+            f"args = parser.parse_args()\nos.environ['{VISIBLE_DEVICES}'] = args.device\n"
         ),
-        Invalid(f'import os, sys\ngpu = sys.argv[1]\nos.environ["{VARIABLE}"] = gpu\n'),
-        Invalid(f'import os\n\ndef main(gpus):\n    os.environ["{VARIABLE}"] = ",".join(gpus)\n'),
+        Invalid(f'import os, sys\ngpu = sys.argv[1]\nos.environ["{VISIBLE_DEVICES}"] = gpu\n'),
+        Invalid(f'import os\n\ndef main(gpus):\n    os.environ["{VISIBLE_DEVICES}"] = ",".join(gpus)\n'),
         # reported without a fix
-        Invalid(f'import os\nos.putenv("{VARIABLE}", "1")\n'),
-        Invalid(f'import os\nos.environ.update({{"{VARIABLE}": "1", "A": "b"}})\n'),
-        Invalid(f'import os\nos.environ.update({VARIABLE}="1")\n'),
-        Invalid(f'import os\nos.environ["{VARIABLE}"] += ",1"\n'),
-        Invalid(f'import os\nos.environ["A"] = os.environ["{VARIABLE}"] = "1"\n'),
+        Invalid(f'import os\nos.putenv("{VISIBLE_DEVICES}", "1")\n'),
+        Invalid(f'import os\nos.environ.update({{"{VISIBLE_DEVICES}": "1", "A": "b"}})\n'),
+        Invalid(f'import os\nos.environ.update({VISIBLE_DEVICES}="1")\n'),
+        Invalid(f'import os\nos.environ["{VISIBLE_DEVICES}"] += ",1"\n'),
+        Invalid(f'import os\nos.environ["A"] = os.environ["{VISIBLE_DEVICES}"] = "1"\n'),
     )
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -115,13 +115,13 @@ class VisibleDevicesInCode(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         qualname = self.ctx.model.qualname(node.func)
         if qualname == "os.putenv":
-            if node.args and literal_is(node.args[0].value, VARIABLE):
+            if node.args and literal_is(node.args[0].value, VISIBLE_DEVICES):
                 self.report(node, self._message(node))
             return
         update = method_call(node, "update")
         if update is None or self.ctx.model.qualname(update.value) != "os.environ":
             return
-        if keyword(node, VARIABLE) is not None or any(self._dict_sets_variable(a.value) for a in node.args):
+        if keyword(node, VISIBLE_DEVICES) is not None or any(self._dict_sets_variable(a.value) for a in node.args):
             self.report(node, self._message(node))
 
     # -- helpers -----------------------------------------------------------------------------------
@@ -133,14 +133,14 @@ class VisibleDevicesInCode(Rule):
         index = target.slice[0].slice
         return (
             isinstance(index, cst.Index)
-            and literal_is(index.value, VARIABLE)
+            and literal_is(index.value, VISIBLE_DEVICES)
             and self.ctx.model.qualname(target.value) == "os.environ"
         )
 
     @staticmethod
     def _dict_sets_variable(value: cst.BaseExpression) -> bool:
         return isinstance(value, cst.Dict) and any(
-            isinstance(e, cst.DictElement) and literal_is(e.key, VARIABLE) for e in value.elements
+            isinstance(e, cst.DictElement) and literal_is(e.key, VISIBLE_DEVICES) for e in value.elements
         )
 
     def _message(self, node: cst.CSTNode, source: str | None = None) -> str:

@@ -189,7 +189,7 @@ def test_device_selection_guards(code: str, flagged: bool) -> None:
 
 def test_amp_replacements_keep_every_argument_meaning() -> None:
     torch = pytest.importorskip("torch")
-    from devlint.rulekit.accelerator import AUTOCAST, CUDA_AMP_AUTOCAST, CUDA_AMP_SCALER, SCALER
+    from devlint.torchfacts.names import AUTOCAST, CUDA_AMP_AUTOCAST, CUDA_AMP_SCALER, SCALER
 
     def params(cls) -> list[str]:
         return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]

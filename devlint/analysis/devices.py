@@ -29,6 +29,7 @@ from devlint.analysis.reaching import Flows, ParamBinding, Reach, Unknown
 from devlint.analysis.reader import FileReader
 from devlint.analysis.semantic import Binding, Scope, SemanticModel, dotted_name, string_value
 from devlint.analysis.tree import children
+from devlint.torchfacts.names import DEVICE_NAMES, MOVES
 
 DEFAULT_EXPRESSION = 'torch.device("cuda" if torch.cuda.is_available() else "cpu")'
 ACCELERATOR_EXPRESSION = (
@@ -140,7 +141,7 @@ def _is_device_param(model: SemanticModel, param: cst.Param) -> bool:
         text = string_value(annotation) or dotted_name(annotation) or ""
         named = text in ("torch.device", "device") or model.qualname(annotation) == "torch.device"
     name = param.name.value
-    named = named or name in ("device", "dev") or name.endswith("_device")
+    named = named or name in DEVICE_NAMES or name.endswith("_device")
     return named and (param.default is None or bool(device_value(model, param.default)))
 
 
@@ -323,7 +324,7 @@ def _places_own_parts(class_node: cst.CSTNode) -> bool:
         node = stack.pop()
         if isinstance(node, cst.Assign) and any(_on_self(t.target) for t in node.targets) and _moves(node.value):
             return True
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in ("cuda", "to"):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in MOVES:
             if _on_self(node.func.value):
                 return True
         stack.extend(children(node))
@@ -335,7 +336,7 @@ def _on_self(node: cst.BaseExpression) -> bool:
 
 
 def _moves(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in ("cuda", "to")
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in MOVES
 
 
 def _tensor_input(function: Scope) -> str | None:

@@ -25,41 +25,31 @@ import ast
 from collections.abc import Callable, Iterable, Iterator
 
 from devlint.gate.facts import Facts
+from devlint.torchfacts.names import (
+    AMP_DEVICE_TYPE,
+    AMP_MODULES,
+    CUDA_DEVICE_KEYWORDS,
+    CUDA_MEMORY_API,
+    CUDA_RUNTIME_API,
+    CUDA_SUBMODULES,
+    DATA_PARALLEL,
+    DATALOADERS,
+    DEPRECATED_AMP,
+    DEVICE_API_CLASSES,
+    DEVICE_API_MODULES,
+    DEVICE_KEYWORDS,
+    DEVICE_METHODS,
+    DEVICE_PARAM_NAMES,
+    LEGACY_TENSOR_TYPES,
+    LOOP_WRAPPERS,
+    LOSS_TENSOR_ARGUMENTS,
+    MOVES,
+    PIN_MEMORY_POSITION,
+    POSITIONAL_DEVICE_FUNCTIONS,
+    VISIBLE_DEVICES,
+)
 
 Condition = Callable[[Facts], bool]
-
-# Copies of the rules' own tables (the rules are not imported here); tests/test_gate.py holds
-# each equal to the rule's.
-LEGACY_TYPES = frozenset(
-    {"FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
-     "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"}
-)
-DEVICE_METHODS = frozenset({"to", "to_empty", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"})
-POSITIONAL_DEVICE_FUNCTIONS = ("torch.device", "torch.set_default_device", "torch.Generator")
-DEVICE_PARAM_NAMES = frozenset({"device", "dev", "map_location"})
-VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
-DATALOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
-PIN_MEMORY_POSITION = 7
-LOSSES_WITH_TENSORS = frozenset(
-    {"CrossEntropyLoss", "NLLLoss", "NLLLoss2d", "BCELoss", "BCEWithLogitsLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss"}
-)
-DATA_PARALLEL = ("torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel")
-DEPRECATED_AMP = (
-    "torch.cuda.amp.autocast", "torch.cuda.amp.autocast_mode.autocast",
-    "torch.cuda.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler",
-)
-MOVES = ("to", "cuda")
-# The torch.cuda functions DEV601 and DEV602 flag, and the modules they are reached through.
-RUNTIME_API = frozenset({"synchronize", "device_count", "current_device", "current_stream", "Stream", "Event", "stream", "set_device"})
-MEMORY_API = frozenset(
-    {"empty_cache", "reset_peak_memory_stats", "reset_accumulated_memory_stats", "memory_allocated",
-     "max_memory_allocated", "memory_reserved", "max_memory_reserved", "memory_stats", "mem_get_info"}
-)
-CUDA_SUBMODULES = ("torch.cuda.", "torch.cuda.memory.", "torch.cuda.streams.")
-AMP_MODULES = ("torch.amp.", "torch.autocast", "torch.cpu.amp.")
-AMP_DEVICE_TYPE = ("torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast", "torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler")
-# Calls a loop looks through to the loader they wrap (devlint.rulekit.value_flow).
-LOOP_WRAPPERS = frozenset({"tqdm", "iter", "trange", "enumerate"})
 
 
 # -- reading calls ----------------------------------------------------------------------------
@@ -158,7 +148,7 @@ def cuda_call_with_index(facts: Facts) -> bool:
     # DEV102 reports `x.cuda(...)` with no argument unpacked, given a positional, `device=` or
     # `device_id=`.
     return any(
-        not unpacks(call) and (positional(call) or keyword(call, "device") is not None or keyword(call, "device_id") is not None)
+        not unpacks(call) and (positional(call) or any(keyword(call, name) is not None for name in CUDA_DEVICE_KEYWORDS))
         for call in method_calls(facts, "cuda")
     )
 
@@ -195,7 +185,7 @@ def hardcoded_device_string(facts: Facts) -> bool:
         kind = keyword(call, "type")
         if kind is not None and is_cuda_literal(kind) and may_be(facts, call.func, "torch.device"):
             return True
-        for name in ("device", "map_location"):
+        for name in DEVICE_KEYWORDS:
             value = keyword(call, name)
             if value is not None and is_cuda_literal(value) and (
                 (type(call.func) is ast.Attribute and call.func.attr in DEVICE_METHODS) or from_torch(facts, call.func)
@@ -227,7 +217,7 @@ def _device_uses(calls: list[ast.Call]) -> Iterator[str]:
     for call in calls:
         plain = positional(call)
         used = [plain[0]] if plain else []
-        used += [k.value for k in call.keywords if k.arg in ("device", "map_location", "type")]
+        used += [k.value for k in call.keywords if k.arg in (*DEVICE_KEYWORDS, "type")]
         yield from filter(None, map(_variable_name, used))
 
 
@@ -237,13 +227,13 @@ def legacy_cuda_tensor_type(facts: Facts) -> bool:
     # of the type itself, or an attribute `<Type>Tensor` of something that may be `torch.cuda`: an
     # attribute `cuda`, a name imported as `torch.cuda` or a value alias, or a
     # conditional expression (whose both sides count).
-    types = {f"torch.cuda.{name}" for name in LEGACY_TYPES}
+    types = {f"torch.cuda.{name}" for name in LEGACY_TENSOR_TYPES}
     if types & facts.strings or any(types & bound for bound in facts.imports.values()):
         return True
     if "torch" not in facts.import_roots() or not mentions(facts, "cuda"):
         return False
     aliases = _value_aliases(facts)
-    for name in LEGACY_TYPES:
+    for name in LEGACY_TENSOR_TYPES:
         for attribute in facts.attributes.get(name, ()):
             base = attribute.value
             if type(base) is ast.Attribute and base.attr == "cuda" or type(base) is ast.IfExp:
@@ -417,17 +407,17 @@ def loss_not_on_device(facts: Facts) -> bool:
     # the loss, or a name: imported as the loss or a value alias.
     if not ("torch" in facts.import_roots() and mentions(facts, "nn") and moves(facts)):
         return False
-    if not any(mentions(facts, name) for name in LOSSES_WITH_TENSORS):
+    if not any(mentions(facts, name) for name in LOSS_TENSOR_ARGUMENTS):
         return False
     aliases = _value_aliases(facts)
     for _, value in facts.assignments:
         if type(value) is not ast.Call or not (value.args or value.keywords):
             continue
         func = value.func
-        if type(func) is ast.Attribute and func.attr in LOSSES_WITH_TENSORS:
+        if type(func) is ast.Attribute and func.attr in LOSS_TENSOR_ARGUMENTS:
             return True
         if type(func) is ast.Name and (
-            func.id in aliases or any(bound.rsplit(".", 1)[-1] in LOSSES_WITH_TENSORS for bound in facts.imports.get(func.id, ()))
+            func.id in aliases or any(bound.rsplit(".", 1)[-1] in LOSS_TENSOR_ARGUMENTS for bound in facts.imports.get(func.id, ()))
         ):
             return True
     return False
@@ -467,14 +457,14 @@ def _cuda_functions(facts: Facts, names: frozenset[str]) -> bool:
 
 
 def cuda_runtime_api(facts: Facts) -> bool:
-    # DEV601 reports calls of torch.cuda's runtime functions (RUNTIME_API), and `with` items
+    # DEV601 reports calls of torch.cuda's runtime functions (CUDA_RUNTIME_API), and `with` items
     # calling `torch.cuda.device` (which `calls_to` finds among all calls, with items included).
-    return _cuda_functions(facts, RUNTIME_API | {"device"})
+    return _cuda_functions(facts, CUDA_RUNTIME_API | {"device"})
 
 
 def cuda_memory_api(facts: Facts) -> bool:
-    # DEV602 reports calls of torch.cuda's memory functions (MEMORY_API).
-    return _cuda_functions(facts, MEMORY_API)
+    # DEV602 reports calls of torch.cuda's memory functions (CUDA_MEMORY_API).
+    return _cuda_functions(facts, CUDA_MEMORY_API)
 
 
 def cuda_device_type(facts: Facts) -> bool:
@@ -507,8 +497,8 @@ def cuda_availability_check(facts: Facts) -> bool:
     return next(calls_to(facts, "torch.cuda.is_available"), None) is not None
 
 
-# The namespaces DEV605 reads, by the name that reaches them.
-DEVICE_API_NAMESPACES = frozenset({"accelerator", "amp", "Stream", "Event"})
+# DEV605's namespaces, by the name that reaches them (`torch.accelerator` through `accelerator`).
+DEVICE_API_NAMESPACES = frozenset(name.rpartition(".")[2] for name in (*DEVICE_API_MODULES, *DEVICE_API_CLASSES))
 
 
 def unknown_device_api(facts: Facts) -> bool:

@@ -25,6 +25,7 @@ from devlint.rule import RuleContext, Site
 from devlint.rulekit.calls import append_arg, arg, code_in_place, imported_qualname, keyword, prepend_arg
 from devlint.rulekit.device_checks import exits
 from devlint.torchfacts.api_versions import SINCE
+from devlint.torchfacts.names import CUDA_SUBMODULES, AmpCall
 from devlint.torchfacts.version import TorchVersion
 
 # From which torch release (major, minor) each API exists: devlint.torchfacts.api_versions' table, which also
@@ -38,8 +39,6 @@ ACCELERATOR_MEMORY: TorchVersion = SINCE["torch.accelerator.empty_cache"]  # and
 
 AVAILABLE = "torch.accelerator.is_available()"
 CURRENT = "torch.accelerator.current_accelerator()"
-# torch.cuda is a package: its functions also answer to their submodule's name.
-_CUDA_SUBMODULES = ("torch.cuda.", "torch.cuda.memory.", "torch.cuda.streams.")
 # Parents under which `a if b else c` needs no parentheses of its own.
 _LOOSE = (
     cst.Arg, cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return, cst.Element, cst.DictElement, cst.Expr, cst.Lambda,
@@ -57,7 +56,7 @@ def cuda_function(ctx: RuleContext, node: cst.Call, names: frozenset[str]) -> st
     if qual is None:
         return None
     last = qual.rsplit(".", 1)[-1]
-    if last in names and any(qual == prefix + last for prefix in _CUDA_SUBMODULES):
+    if last in names and any(qual == prefix + last for prefix in CUDA_SUBMODULES):
         return last
     return None
 
@@ -270,22 +269,6 @@ def _normal(text: str) -> str:
 
 def _is_and(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And)
-
-
-@dataclass(frozen=True)
-class AmpCall:
-    """An autocast or GradScaler call to rewrite: its device-type parameter (``None`` for the
-    torch.cuda.amp classes, which have none) and the names of the positional parameters after it."""
-
-    device_parameter: str | None
-    parameters: tuple[str, ...]
-
-
-AUTOCAST = AmpCall("device_type", ("dtype", "enabled", "cache_enabled"))
-SCALER = AmpCall("device", ("init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled"))
-# torch.cuda.amp's classes: no device parameter; autocast's other parameters in another order
-CUDA_AMP_AUTOCAST = AmpCall(None, ("enabled", "dtype", "cache_enabled"))
-CUDA_AMP_SCALER = AmpCall(None, SCALER.parameters)
 
 
 def amp_fix_text(ctx: RuleContext, node: cst.Call, func: str | None, call: AmpCall, kind: str, on: str) -> str:

@@ -34,6 +34,7 @@ from devlint.analysis.devices import device_value, is_guarded_device_choice
 from devlint.analysis.semantic import Binding, Scope, dotted_name, string_value
 from devlint.rule import Rule, RuleContext
 from devlint.rulekit.calls import keyword, positional, receiver_is_foreign
+from devlint.torchfacts.names import DEVICE_NAMES, LOOP_WRAPPERS, MOVES
 
 # Device types a string may name; anything else (a path, a dtype name) is not a device string.
 _DEVICE_TYPES = frozenset({"cuda", "mps", "xpu", "npu", "hpu", "xla", "mtia", "privateuseone"})
@@ -50,8 +51,6 @@ _LEAVES_DEVICE = frozenset(
      "element_size", "is_contiguous", "is_floating_point", "storage", "untyped_storage"}
 )
 _NOT_TENSORS = frozenset({"shape", "device", "dtype", "ndim", "is_cuda", "layout", "names", "requires_grad"})
-# Wrappers of an iterable whose items are the wrapped iterable's items (enumerate adds an index).
-_PASS_THROUGH = frozenset({"tqdm", "iter", "trange"})
 # Python methods that read a tensor's data on the host.
 HOST_READ_METHODS = frozenset({"numpy", "item", "tolist"})
 HOST_READ_FUNCTIONS = frozenset({"print", "float", "int", "bool", "str", "repr", "complex"})
@@ -278,7 +277,7 @@ class Flow:
             if model.qualname(binding.annotation) == "torch.device":
                 return "device"
         last = name.split(".")[-1]
-        return "device" if last in ("device", "dev") or last.endswith("_device") else None
+        return "device" if last in DEVICE_NAMES or last.endswith("_device") else None
 
     def _binding(self, name: str) -> Binding | None:
         model = self.ctx.model
@@ -329,7 +328,7 @@ class Flow:
         """The batch fact when ``call`` copies a DataLoader batch from the host to the device
         (``.to(<device>)`` or ``.cuda(...)``), with or without ``non_blocking``."""
         func = call.func
-        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
+        if not isinstance(func, cst.Attribute) or func.attr.value not in MOVES:
             return None
         if func.attr.value == "to" and self.move_target(call) != "device":
             return None
@@ -414,7 +413,7 @@ class Flow:
         """The fact of the batch a loop yields, and whether the batch is the second of a pair."""
         enumerated = 0
         expr = iterable
-        while isinstance(expr, cst.Call) and last_name(expr.func) in (_PASS_THROUGH | {"enumerate"}) and expr.args:
+        while isinstance(expr, cst.Call) and last_name(expr.func) in LOOP_WRAPPERS and expr.args:
             if last_name(expr.func) == "enumerate":
                 enumerated += 1
             expr = expr.args[0].value

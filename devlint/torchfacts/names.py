@@ -1,0 +1,167 @@
+"""The tables of torch's names that more than one part of devlint reads, each defined once here.
+
+A rule reports what one of these tables lists, and the gate (devlint.gate.conditions) rules a file
+out unless it may hold such a name: both must read the same table, or the gate drops findings.
+Where a rule needs more than a name (the dtype of a legacy type, the replacement of a deprecated
+class) the table carries it, and a reader that needs only the names takes the keys.
+tests/test_torch_names.py fails where another module writes a table again.
+
+Read-only: frozensets, tuples (where the order counts or ``str.startswith`` reads them) and
+mappings behind ``MappingProxyType``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from devlint.torchfacts.device_api_table import ACCELERATOR, AMP, EVENT, STREAM
+from devlint.torchfacts.version import TorchVersion
+
+# -- devices: where a value names a device ----------------------------------------------------
+
+# Tensor and Module methods whose `device=` keyword (or, for `to`, first argument) is a device.
+# DEV103 and its gate condition.
+DEVICE_METHODS = frozenset({"to", "to_empty", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"})
+# torch functions whose first positional argument is a device (not a device *type*, as for
+# autocast). DEV103 and its gate condition.
+POSITIONAL_DEVICE_FUNCTIONS = ("torch.device", "torch.set_default_device", "torch.Generator")
+# The keywords through which torch's calls take a device (`torch.load` calls it `map_location`).
+# DEV103, DEV601 and DEV103's gate condition.
+DEVICE_KEYWORDS = ("device", "map_location")
+# Names that hold a device by the convention of torch code (so does any `*_device`).
+# devlint.analysis.devices and devlint.rulekit.value_flow.
+DEVICE_NAMES = frozenset({"device", "dev"})
+# Parameters named like this hold a device: those names and torch.load's `map_location`. DEV103
+# and its gate condition.
+DEVICE_PARAM_NAMES = DEVICE_NAMES | {"map_location"}
+# `Tensor.cuda`'s keywords for the device (`device_id=` is the keyword of torch < 0.4; it still
+# appears in old code), the first one given counts. DEV102 and its gate condition.
+CUDA_DEVICE_KEYWORDS = ("device", "device_id")
+# Tensor and Module methods that move a value to a device (`x.to(device)`, `x.cuda()`). DEV103,
+# DEV302, DEV401, devlint.analysis.devices, devlint.rulekit.value_flow (DEV301 to DEV304) and the
+# gate conditions of those.
+MOVES = ("to", "cuda")
+# The environment variable through which CUDA is told which GPUs a process sees. DEV201 and its
+# gate condition.
+VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
+# The legacy typed tensor classes (`torch.FloatTensor`, `torch.cuda.FloatTensor`) and the dtype
+# each holds. DEV104 and its gate condition; DEV105 reads the floating ones.
+LEGACY_TENSOR_TYPES: Mapping[str, str] = MappingProxyType({
+    "FloatTensor": "float32",
+    "DoubleTensor": "float64",
+    "HalfTensor": "float16",
+    "BFloat16Tensor": "bfloat16",
+    "LongTensor": "int64",
+    "IntTensor": "int32",
+    "ShortTensor": "int16",
+    "CharTensor": "int8",
+    "ByteTensor": "uint8",
+    "BoolTensor": "bool",
+})
+
+# -- data loading -----------------------------------------------------------------------------
+
+# torch's DataLoader, by both of its names. DEV302 and its gate condition.
+DATALOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+# DataLoader's `pin_memory` is its eighth parameter: a call with more positionals sets it.
+# DEV302 and its gate condition.
+PIN_MEMORY_POSITION = 7
+# Calls whose items are the items of the iterable they wrap: what a loop over a DataLoader goes
+# through (`enumerate` adds an index). Python's and tqdm's, not torch's, but kept with the
+# DataLoader's names since devlint.rulekit.value_flow and the gate conditions of DEV301 and DEV302
+# must agree on them.
+LOOP_WRAPPERS = frozenset({"tqdm", "iter", "trange", "enumerate"})
+
+# -- torch.nn ---------------------------------------------------------------------------------
+
+# The losses (under torch.nn) whose constructors take tensors, and where: the keyword by
+# positional index. DEV401 and its gate condition.
+LOSS_TENSOR_ARGUMENTS: Mapping[str, Mapping[int, str]] = MappingProxyType({
+    "CrossEntropyLoss": {0: "weight"},
+    "NLLLoss": {0: "weight"},
+    "NLLLoss2d": {0: "weight"},
+    "BCELoss": {0: "weight"},
+    "BCEWithLogitsLoss": {0: "weight", 4: "pos_weight"},
+    "MultiLabelSoftMarginLoss": {0: "weight"},
+    "MultiMarginLoss": {2: "weight"},
+})
+# DataParallel, by each module that defines or re-exports it. DEV403 and its gate condition.
+DATA_PARALLEL = frozenset(
+    {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel"}
+)
+
+# -- automatic mixed precision ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AmpCall:
+    """The signature of an autocast or GradScaler class: its device-type parameter (``None`` for
+    the torch.cuda.amp classes, which have none) and the names of the positional parameters
+    after it."""
+
+    device_parameter: str | None
+    parameters: tuple[str, ...]
+
+
+# torch.amp's classes (and torch.autocast): the device type first.
+AUTOCAST = AmpCall("device_type", ("dtype", "enabled", "cache_enabled"))
+SCALER = AmpCall("device", ("init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled"))
+# torch.cuda.amp's classes: no device parameter; autocast's other parameters in another order
+CUDA_AMP_AUTOCAST = AmpCall(None, ("enabled", "dtype", "cache_enabled"))
+CUDA_AMP_SCALER = AmpCall(None, SCALER.parameters)
+
+# The device-generic autocast and GradScaler, by each of their names, whose first argument is a
+# device type. DEV603 and its gate condition.
+AMP_DEVICE_TYPE: Mapping[str, AmpCall] = MappingProxyType({
+    "torch.autocast": AUTOCAST,
+    "torch.amp.autocast": AUTOCAST,
+    "torch.amp.autocast_mode.autocast": AUTOCAST,
+    "torch.amp.GradScaler": SCALER,
+    "torch.amp.grad_scaler.GradScaler": SCALER,
+})
+# Where `device_type=` names the device type AMP runs for (`torch.amp.custom_fwd`, ...); torch's
+# own test helpers (`DecorateInfo(..., device_type="cuda")`) use the word for a test filter.
+# Prefixes, for `str.startswith`. DEV603 and its gate condition.
+AMP_MODULES = ("torch.amp.", "torch.autocast", "torch.cpu.amp.")
+# torch.cuda.amp's classes, deprecated since torch 2.4: each name -> (its replacement, the
+# deprecated class's signature). DEV501 and its gate condition.
+DEPRECATED_AMP: Mapping[str, tuple[str, AmpCall]] = MappingProxyType({
+    "torch.cuda.amp.autocast": ("torch.amp.autocast", CUDA_AMP_AUTOCAST),
+    "torch.cuda.amp.autocast_mode.autocast": ("torch.amp.autocast", CUDA_AMP_AUTOCAST),
+    "torch.cuda.amp.GradScaler": ("torch.amp.GradScaler", CUDA_AMP_SCALER),
+    "torch.cuda.amp.grad_scaler.GradScaler": ("torch.amp.GradScaler", CUDA_AMP_SCALER),
+})
+
+# -- torch.cuda and the device-generic API ----------------------------------------------------
+
+# torch.cuda is a package: its functions also answer to their submodule's name. Prefixes.
+# devlint.rulekit.accelerator.cuda_function (DEV601, DEV602) and their gate conditions.
+CUDA_SUBMODULES = ("torch.cuda.", "torch.cuda.memory.", "torch.cuda.streams.")
+# The torch.cuda runtime functions that have a device-generic equivalent.
+# DEV601 and its gate condition.
+CUDA_RUNTIME_API = frozenset(
+    {"synchronize", "device_count", "current_device", "current_stream", "Stream", "Event", "stream", "set_device"}
+)
+# The torch.cuda memory functions that torch.accelerator also offers -> what each returns on a
+# machine without CUDA (a fix's fallback there); None: it raises without CUDA, so no fix.
+# DEV602 reads the table, its gate condition the names.
+CUDA_MEMORY_FALLBACKS: Mapping[str, str | None] = MappingProxyType({
+    "empty_cache": "None",
+    "reset_peak_memory_stats": "None",
+    "reset_accumulated_memory_stats": "None",
+    "memory_allocated": "0",
+    "max_memory_allocated": "0",
+    "memory_reserved": "0",
+    "max_memory_reserved": "0",
+    "memory_stats": "{}",
+    "mem_get_info": None,
+})
+CUDA_MEMORY_API = frozenset(CUDA_MEMORY_FALLBACKS)
+# The device-generic namespaces and what each holds (devlint.torchfacts.device_api_table): modules
+# by name -> first release, classes -> their members. DEV605 and its gate condition.
+DEVICE_API_MODULES: Mapping[str, Mapping[str, TorchVersion | None]] = MappingProxyType(
+    {"torch.accelerator": ACCELERATOR, "torch.amp": AMP}
+)
+DEVICE_API_CLASSES: Mapping[str, frozenset[str]] = MappingProxyType({"torch.Stream": STREAM, "torch.Event": EVENT})
