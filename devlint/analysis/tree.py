@@ -63,3 +63,14 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
         elif walked[kind]:
             result.append(value)
     return result
+
+
+def descendants(root: cst.CSTNode) -> list[cst.CSTNode]:
+    """``root`` and every node under it that ``children`` reaches (attribute names included)."""
+    found: list[cst.CSTNode] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack.extend(children(node))
+    return found
