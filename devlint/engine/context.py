@@ -11,6 +11,7 @@ from devlint.analysis.devices import DeviceFinder, free_name
 from devlint.analysis.reaching import Flows
 from devlint.analysis.semantic import SemanticModel
 from devlint.analysis.tracker import ScopeTracker
+from devlint.analysis.tree import ancestors
 from devlint.analysis.version_guards import older_branches, runs_only_below
 from devlint.engine.placement import Insertion, Source, local_definition, place
 from devlint.engine.positions import Positions
@@ -54,10 +55,7 @@ class FileContext:
         return self.parents.get(node)
 
     def ancestors(self, node: cst.CSTNode) -> Iterable[cst.CSTNode]:
-        current = self.parents.get(node)
-        while current is not None:
-            yield current
-            current = self.parents.get(current)
+        return ancestors(self.parents, node)
 
     def report(
         self,

@@ -9,14 +9,14 @@ module that imports torch only inside functions, the definition goes after the f
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
 
 from devlint.analysis.devices import device_expression
 from devlint.analysis.semantic import SemanticModel
-from devlint.analysis.tree import descendants
+from devlint.analysis.tree import ancestors, descendants
 from devlint.engine.gpu_environment import changes_gpu_environment, visible_devices_set_after
 from devlint.engine.positions import Positions
 from devlint.engine.torch_imports import imports_torch, is_import_line, renamed_torch, tolerates_missing_torch, torch_names
@@ -90,7 +90,7 @@ def local_torch_import(source: Source, node: cst.CSTNode) -> cst.SimpleStatement
     if any("torch" in torch_names(stmt) or imports_torch(stmt) for stmt in source.module.body):
         return None
     child: cst.CSTNode = node
-    for ancestor in _ancestors(source, node):
+    for ancestor in ancestors(source.parents, node):
         if isinstance(ancestor, cst.IndentedBlock) and isinstance(source.parents.get(ancestor), cst.FunctionDef):
             for stmt in ancestor.body:
                 if stmt is child:
@@ -259,13 +259,6 @@ def _top_level_index(source: Source, node: cst.CSTNode, index: dict[int, int]) -
             return index[id(current)]
         current = source.parents.get(current)
     return 0
-
-
-def _ancestors(source: Source, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    current = source.parents.get(node)
-    while current is not None:
-        yield current
-        current = source.parents.get(current)
 
 
 def _torch_cell_imports(source: Source, body: list[cst.BaseStatement], imports: list[int]) -> list[int]:
