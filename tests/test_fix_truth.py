@@ -156,7 +156,7 @@ def test_new_code_uses_the_name_the_file_imports_torch_under() -> None:
 
 
 def test_renaming_torch_leaves_strings_alone() -> None:
-    from devlint.engine.context import renamed_torch
+    from devlint.engine.torch_imports import renamed_torch
 
     assert renamed_torch('f("torch.pt", torch.float32)  # torch.x', "th") == 'f("torch.pt", th.float32)  # torch.x'
 
@@ -249,7 +249,7 @@ def test_map_location_moves_only_gpu_storages_and_only_without_cuda(tmp_path) ->
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
 def test_renaming_torch_follows_any_line_ending(newline: str) -> None:
-    from devlint.engine.context import renamed_torch
+    from devlint.engine.torch_imports import renamed_torch
 
     code = newline.join(["torch.set_default_dtype(torch.float32)", 'torch.set_default_device("cuda")'])
     assert renamed_torch(code, "t") == code.replace("torch.", "t.")

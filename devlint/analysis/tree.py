@@ -7,6 +7,7 @@ directly and skip the whitespace and punctuation nodes no analysis or rule looks
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator, Mapping
 
 import libcst as cst
 
@@ -63,3 +64,22 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
         elif walked[kind]:
             result.append(value)
     return result
+
+
+def descendants(root: cst.CSTNode) -> list[cst.CSTNode]:
+    """``root`` and every node under it that ``children`` reaches (attribute names included)."""
+    found: list[cst.CSTNode] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack.extend(children(node))
+    return found
+
+
+def ancestors(parents: Mapping[cst.CSTNode, cst.CSTNode], node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The nodes enclosing ``node``, nearest first, as ``parents`` links them."""
+    current = parents.get(node)
+    while current is not None:
+        yield current
+        current = parents.get(current)

@@ -11,7 +11,7 @@ from typing import BinaryIO, TextIO
 
 from devlint.findings import FileError, Finding
 from devlint.formats import RunReport, where, writers
-from devlint.formats.baseline import BaselineError
+from devlint.formats.baseline import Baseline, BaselineError
 from devlint.formats.baseline import load as load_baseline
 from devlint.formats.baseline import write as write_baseline
 from devlint.registry import UnknownCodeError, select_infos
@@ -62,69 +62,110 @@ def default_format(out: TextIO) -> str:
 def run_check(
     options: Options, out: TextIO | None = None, err: TextIO | None = None, stdin: BinaryIO | None = None
 ) -> int:
+    """A check or fix run: check the options, process the files (or stdin), conclude; the exit status."""
     out = out or sys.stdout
     err = err or sys.stderr
-    try:
-        select_infos(options.select, options.ignore, options.extend_select)
-    except UnknownCodeError as error:
-        err.write(f"devlint: error: {error}\n")
-        return EXIT_ERROR
-    usage = _usage_error(options)
-    if usage:
-        err.write(f"devlint: error: {usage}\n")
-        return EXIT_ERROR
     from_stdin = options.paths == ["-"]
     # `devlint fix -` prints the fixed source on stdout; the findings go to stderr.
-    report_out = err if from_stdin and options.fix and not options.diff else out
-    fmt = options.output_format or default_format(report_out)
-    write = writers().get(fmt)
-    if write is None:
-        err.write(f"devlint: error: unknown output format {fmt!r}\n")
-        return EXIT_ERROR
+    report = err if from_stdin and options.fix and not options.diff else out
     try:
+        output = _checked_output(options, out, err, report)
         resolver = Resolver(_overrides(options), Path(options.config) if options.config else None)
         known = load_baseline(Path(options.baseline)) if options.baseline else None
         job_for = _jobs(resolver, options)
         if from_stdin:
-            name = options.stdin_filename or "-"
-            data = (stdin or sys.stdin.buffer).read()
-            result, new = process_source(data, name, job_for(Path(name)))
-            results, files, found_errors = [result], [name], []
-            if report_out is err:
-                _write_source(new if new is not None else data, out)
+            processed = _process_stdin(options, job_for, stdin, output)
         else:
-            found = discover(options.paths, exclude=(), skip=resolver.excluded)
-            work = [(path, job_for(path)) for path in found.files]
-            with Executor(options.jobs, None if options.no_cache else Cache()) as run:
-                results = run_with_progress(run, work, err)
-            files, found_errors = [str(path) for path in found.files], found.errors
-    except (ConfigError, BaselineError) as error:
+            processed = _process_files(options, resolver, job_for, err)
+    except (_Refused, ConfigError, BaselineError) as error:
         err.write(f"devlint: error: {error}\n")
         return EXIT_ERROR
-    errors: list[FileError] = list(found_errors) + [r.error for r in results if r.error is not None]
-    findings: list[Finding] = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
+    return _conclude(processed, known, options, output)
+
+
+class _Refused(Exception):
+    """The options cannot make a run; the message says why."""
+
+
+@dataclass(frozen=True)
+class _Output:
+    """Where the run writes: stdout, stderr, and the stream and format of the findings."""
+
+    out: TextIO
+    err: TextIO
+    report: TextIO
+    fmt: str
+
+
+@dataclass(frozen=True)
+class _Processed:
+    """Each file's result, the names of the files checked, and the errors discovery met."""
+
+    results: list[FileResult]
+    files: list[str]
+    errors: list[FileError]
+
+
+def _checked_output(options: Options, out: TextIO, err: TextIO, report: TextIO) -> _Output:
+    """Checked before any file is read: the rule codes exist, the options go together, and the
+    format is known."""
+    try:
+        select_infos(options.select, options.ignore, options.extend_select)
+    except UnknownCodeError as error:
+        raise _Refused(str(error)) from None
+    usage = _usage_error(options)
+    if usage:
+        raise _Refused(usage)
+    fmt = options.output_format or default_format(report)
+    if fmt not in writers():
+        raise _Refused(f"unknown output format {fmt!r}")
+    return _Output(out, err, report, fmt)
+
+
+def _process_stdin(options: Options, job_for: Callable[[Path], Job], stdin: BinaryIO | None, output: _Output) -> _Processed:
+    name = options.stdin_filename or "-"
+    data = (stdin or sys.stdin.buffer).read()
+    result, new = process_source(data, name, job_for(Path(name)))
+    if output.report is output.err:
+        _write_source(new if new is not None else data, output.out)
+    return _Processed([result], [name], [])
+
+
+def _process_files(options: Options, resolver: Resolver, job_for: Callable[[Path], Job], err: TextIO) -> _Processed:
+    found = discover(options.paths, exclude=(), skip=resolver.excluded)
+    work = [(path, job_for(path)) for path in found.files]
+    with Executor(options.jobs, None if options.no_cache else Cache()) as run:
+        results = run_with_progress(run, work, err)
+    return _Processed(results, [str(path) for path in found.files], list(found.errors))
+
+
+def _conclude(processed: _Processed, known: Baseline | None, options: Options, output: _Output) -> int:
+    """Report the errors, then do what the options ask with the findings: print the diff, record a
+    baseline, add noqa comments, or report the findings the baseline does not know."""
+    errors: list[FileError] = processed.errors + [r.error for r in processed.results if r.error is not None]
+    findings: list[Finding] = sorted((f for r in processed.results for f in r.findings), key=Finding.sort_key)
     for error in errors:
-        err.write(f"devlint: error: {error}\n")
+        output.err.write(f"devlint: error: {error}\n")
     if options.diff:
-        return _report_diff(results, errors, out, err, options)
+        return _report_diff(processed.results, errors, output.out, output.err, options)
     if options.write_baseline:
-        return _write_baseline(Path(options.write_baseline), findings, errors, err)
+        return _write_baseline(Path(options.write_baseline), findings, errors, output.err)
     if known is not None:
         findings = known.new(findings)
     if options.add_noqa:
-        return _add_noqa(findings, errors, err)
+        return _add_noqa(findings, errors, output.err)
     report = RunReport(
         findings,
         errors,
-        fixes_applied=sum(r.fixes_applied for r in results),
-        files_checked=len(files),
-        files=files,
+        fixes_applied=sum(r.fixes_applied for r in processed.results),
+        files_checked=len(processed.files),
+        files=processed.files,
     )
-    if options.quiet and fmt == "full":
+    if options.quiet and output.fmt == "full":
         report.show_fixes = False
-    _write(write, fmt, report, options, report_out)
+    _write(writers()[output.fmt], output.fmt, report, options, output.report)
     if options.statistics:
-        _statistics(findings, report_out)
+        _statistics(findings, output.report)
     return _exit_status(findings, errors, options)
 
 

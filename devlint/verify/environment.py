@@ -63,6 +63,12 @@ def base_environment(parent: Mapping[str, str] | None = None, torch_at: Path | N
     return env
 
 
+def gpus_seen(emulated: bool, hidden: bool) -> str:
+    """What a run sees of the GPUs, as ``run_environment`` takes it: hiding every GPU wins over
+    emulating one; a run that does neither sees the caller's."""
+    return "hidden" if hidden else "emulated" if emulated else "real"
+
+
 def run_environment(base: Mapping[str, str], gpus: str, tmp: Path) -> dict[str, str]:
     """One run's environment, with its own temporary folder. ``gpus``: ``hidden`` (every GPU
     hidden: the CPU runs, the fork server), ``emulated`` (the emulated machine's one GPU, whatever

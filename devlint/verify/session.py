@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from devlint.verify.environment import run_environment
+from devlint.verify.environment import gpus_seen, run_environment
 from devlint.verify.runners import HarnessError, Job, Runner
 from devlint.verify.targets import Program
 
@@ -202,8 +202,7 @@ class Session:
             "protocol": program.protocol,
             "module": program.module,
         }
-        gpus = "hidden" if run.hidden else "emulated" if run.emulated else "real"
-        return self._start(folder, job, gpus, mode=run.name)
+        return self._start(folder, job, gpus_seen(run.emulated, run.hidden), mode=run.name)
 
     def _start(
         self, folder: Path, job: dict[str, Any], gpus: str, mode: str = "", limit: float | None = None

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from devlint.verify.emulate import BOOTSTRAP, FLAG
-from devlint.verify.environment import HIDE_GPUS
+from devlint.verify.environment import gpus_seen
+from devlint.verify.environment import run_environment as with_tmp_and_gpus
 
 OUTCOMES = "DEVLINT_TEST_OUTCOMES"
 PLUGIN = "_devlint_outcomes"
@@ -83,8 +84,6 @@ def run_environment(
     plugins = parent.get("PYTEST_PLUGINS", "")
     env["PYTEST_PLUGINS"] = PLUGIN + ("," + plugins if plugins else "")
     env[OUTCOMES] = str(folder / "outcomes")
-    tmp = str(folder / "tmp")
-    env.update(TMPDIR=tmp, TEMP=tmp, TMP=tmp)
     # The same hash seed in every run: an outcome that depends on set order must not look changed.
     env.setdefault("PYTHONHASHSEED", "0")
     # Runs go in parallel: each gets its share of the cores instead of all of them.
@@ -92,10 +91,8 @@ def run_environment(
         env.setdefault(name, str(threads))
     if run.emulated:
         env[FLAG] = "1"
-        env.pop("CUDA_VISIBLE_DEVICES", None)
-    if run.hidden:
-        env.update(HIDE_GPUS)
-    return env
+    # Its own temporary folder, and the GPUs as a program run of `devlint verify` sees them.
+    return with_tmp_and_gpus(env, gpus_seen(run.emulated, run.hidden), folder / "tmp")
 
 
 class Runs:

@@ -41,6 +41,7 @@ from .machine import (
 )
 from .memory import Memory
 from .patches import Patches
+from .rng import DeviceRandom
 from .tensor import Dispatcher
 
 _MEMORY_COUNTERS = {
@@ -155,12 +156,26 @@ class Event:
         return (end_event._when - self._when) * 1000.0
 
 
-def install(patches: Patches, machine: Machine, dispatcher: Dispatcher) -> None:
-    cuda = torch.cuda
-    current = {"stream": Stream()}
-    default_stream = current["stream"]
-    memory, random = dispatcher.memory, dispatcher.random
+# ``replace(owner, name, emulated, hidden=None)``: see _replacer.
+_Replace = Callable[..., None]
 
+
+def install(patches: Patches, machine: Machine, dispatcher: Dispatcher) -> None:
+    """The emulated device's answers in place of torch's CUDA API (see the module docstring)."""
+    replace = _replacer(patches, machine)
+    _install_queries(replace, patches, machine)
+    _install_memory(replace, machine, dispatcher.memory)
+    _install_random(replace, patches, machine, dispatcher.random)
+    current_stream, set_stream = _install_streams(replace, machine)
+    _install_device_contexts(replace, machine, dispatcher)
+    _install_unsupported(replace)
+    _install_accelerator(replace, machine, current_stream, set_stream)
+    _install_parallel(replace)
+    if dispatcher.generator_class is not None:
+        patches.set(torch, "Generator", dispatcher.generator_class)
+
+
+def _replacer(patches: Patches, machine: Machine) -> _Replace:
     def replace(owner: Any, name: str, emulated: Callable[..., Any], hidden: Callable[..., Any] | None = None) -> None:
         """``owner.name`` becomes ``emulated`` while the device is visible (calling it looks for
         the device, as CUDA does, reading CUDA_VISIBLE_DEVICES the first time); ``hidden`` (else
@@ -183,6 +198,13 @@ def install(patches: Patches, machine: Machine, dispatcher: Dispatcher) -> None:
         call.__doc__ = getattr(original, "__doc__", None)
         patches.set(owner, name, call)
 
+    return replace
+
+
+def _install_queries(replace: _Replace, patches: Patches, machine: Machine) -> None:
+    """Availability, the device count and index, the device's properties: one device."""
+    cuda = torch.cuda
+
     def initialised(result: Any = None) -> Callable[..., Any]:
         def call(device: Any = None, *args: Any, **kwargs: Any) -> Any:
             machine.use(_index(device))
@@ -199,8 +221,7 @@ def install(patches: Patches, machine: Machine, dispatcher: Dispatcher) -> None:
             raise invalid_device_id()
         return Properties
 
-    never = lambda *args, **kwargs: False  # noqa: E731 - the hidden answer of several queries
-    replace(cuda, "is_available", lambda: True, hidden=never)
+    replace(cuda, "is_available", lambda: True, hidden=_never)
     replace(cuda, "device_count", lambda: 1, hidden=lambda: 0)
     patches.set(cuda, "is_initialized", lambda: machine.initialized)
     replace(cuda, "init", initialised())
@@ -212,9 +233,18 @@ def install(patches: Patches, machine: Machine, dispatcher: Dispatcher) -> None:
     replace(cuda, "get_device_name", lambda device=None: properties(device).name)
     replace(cuda, "get_device_capability", lambda device=None: (properties(device).major, properties(device).minor))
     replace(cuda, "get_arch_list", lambda: [f"sm_{CAPABILITY[0]}{CAPABILITY[1]}"], hidden=lambda: [])
-    replace(cuda, "is_bf16_supported", lambda including_emulation=True: True, hidden=never)
-    replace(cuda, "is_current_stream_capturing", never)
-    _install_memory(replace, machine, memory)
+    replace(cuda, "is_bf16_supported", lambda including_emulation=True: True, hidden=_never)
+    replace(cuda, "is_current_stream_capturing", _never)
+
+
+def _never(*args: Any, **kwargs: Any) -> bool:
+    """The hidden answer of several queries."""
+    return False
+
+
+def _install_random(replace: _Replace, patches: Patches, machine: Machine, random: DeviceRandom) -> None:
+    """Seeds and RNG state: the emulated device's own generator's (rng.py)."""
+    cuda = torch.cuda
     # Seeds reach the device's generator before CUDA starts, as torch queues them on a GPU.
     patches.set(cuda, "manual_seed", lambda seed: random.manual_seed(seed))
     patches.set(cuda, "manual_seed_all", lambda seed: random.manual_seed(seed))
@@ -226,6 +256,13 @@ def install(patches: Patches, machine: Machine, dispatcher: Dispatcher) -> None:
     replace(cuda, "get_rng_state_all", lambda: _then(machine.use(), [random.get_state()]))
     replace(cuda, "set_rng_state", lambda state, device="cuda": _then(machine.use(_index(device)), random.set_state(state)))
     replace(cuda, "set_rng_state_all", lambda states: _then(machine.use(), random.set_state(states[0])))
+
+
+def _install_streams(replace: _Replace, machine: Machine) -> tuple[Callable[..., Stream], Callable[[Stream], None]]:
+    """Streams and events, and which stream is current; ``current_stream`` and ``set_stream``
+    come back for torch.accelerator's."""
+    current = {"stream": Stream()}
+    default_stream = current["stream"]
 
     def current_stream(device: Any = None) -> Stream:
         machine.use(_index(device))
@@ -249,6 +286,17 @@ def install(patches: Patches, machine: Machine, dispatcher: Dispatcher) -> None:
         def __exit__(self, *exc_info: object) -> None:
             current["stream"] = self.previous
 
+    replace(torch.cuda, "Stream", Stream)
+    replace(torch.cuda, "Event", Event)
+    replace(torch.cuda, "current_stream", current_stream)
+    replace(torch.cuda, "default_stream", lambda device=None: default_stream)
+    replace(torch.cuda, "set_stream", set_stream)
+    replace(torch.cuda, "stream", StreamContext)
+    replace(torch.cuda, "StreamContext", StreamContext)
+    return current_stream, set_stream
+
+
+def _install_device_contexts(replace: _Replace, machine: Machine, dispatcher: Dispatcher) -> None:
     class DeviceContext:
         """``torch.cuda.device(i)`` and ``device_of(tensor)``: only device 0 (or -1/None: no change)."""
 
@@ -266,23 +314,16 @@ def install(patches: Patches, machine: Machine, dispatcher: Dispatcher) -> None:
     def device_of(value: Any) -> DeviceContext:
         return DeviceContext(0 if dispatcher.is_emulated(value) else -1)
 
-    replace(cuda, "Stream", Stream)
-    replace(cuda, "Event", Event)
-    replace(cuda, "current_stream", current_stream)
-    replace(cuda, "default_stream", lambda device=None: default_stream)
-    replace(cuda, "set_stream", set_stream)
-    replace(cuda, "stream", StreamContext)
-    replace(cuda, "StreamContext", StreamContext)
-    replace(cuda, "device", DeviceContext)
-    replace(cuda, "device_of", device_of)
+    replace(torch.cuda, "device", DeviceContext)
+    replace(torch.cuda, "device_of", device_of)
+
+
+def _install_unsupported(replace: _Replace) -> None:
+    """What has no CPU meaning raises EmulationUnsupportedError; NVTX ranges are no-ops."""
     for name, feature in _UNSUPPORTED.items():
-        replace(cuda, name, _unsupported(feature))
+        replace(torch.cuda, name, _unsupported(feature))
     for name in ("range_push", "range_pop", "mark", "range"):
-        replace(cuda.nvtx, name, _nvtx(name))
-    _install_accelerator(replace, machine, current_stream, set_stream)
-    _install_parallel(replace)
-    if dispatcher.generator_class is not None:
-        patches.set(torch, "Generator", dispatcher.generator_class)
+        replace(torch.cuda.nvtx, name, _nvtx(name))
 
 
 def _then(_: Any, value: Any) -> Any:
@@ -290,7 +331,7 @@ def _then(_: Any, value: Any) -> Any:
     return value
 
 
-def _install_memory(replace: Callable[..., None], machine: Machine, memory: Memory) -> None:
+def _install_memory(replace: _Replace, machine: Machine, memory: Memory) -> None:
     """The caching allocator's statistics (memory.py). Reading them does not start CUDA: before
     the first allocation they are empty, as torch reports for an uninitialised device."""
 
@@ -347,7 +388,7 @@ def _install_memory(replace: Callable[..., None], machine: Machine, memory: Memo
 
 
 def _install_accelerator(
-    replace: Callable[..., None], machine: Machine, current_stream: Callable[..., Any], set_stream: Callable[..., Any]
+    replace: _Replace, machine: Machine, current_stream: Callable[..., Any], set_stream: Callable[..., Any]
 ) -> None:
     """``torch.accelerator`` and ``torch.get_device_module()`` reach the device through these."""
     c = torch._C
@@ -373,7 +414,7 @@ def _install_accelerator(
     )
 
 
-def _install_parallel(replace: Callable[..., None]) -> None:
+def _install_parallel(replace: _Replace) -> None:
     """``nn.DataParallel`` on the one emulated device: its scatter and gather, without copy streams."""
     from torch.nn.parallel import _functions, comm
 

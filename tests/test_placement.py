@@ -1,0 +1,95 @@
+"""Placement decides where a fix's ``import torch`` and device definition go, and returns why adding
+them would be unsafe, as data (devlint.engine.placement): these read that decision directly."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from devlint.analysis.tree import descendants
+from devlint.engine.context import FileContext
+from devlint.engine.placement import Insertion, Placement, Source, local_definition, place
+from devlint.engine.positions import positions
+from devlint.engine.walk import walk
+from devlint.findings import Edit, Fix
+from devlint.fixes import LineIndex, apply_fixes
+from devlint.settings import FixSettings
+
+
+def _place(code: str, marker: str = "use") -> tuple[Placement, Source]:
+    """The placement for a fix at every ``use(...)`` call of ``code`` that needs the definition,
+    and what it read of ``code``."""
+    module = cst.parse_module(code)
+    ctx = FileContext("probe.py", code, module)
+    walk(ctx, [])
+    lines = LineIndex(code)
+    source = Source(module, ctx.model, ctx.parents, positions(module, lines, module.body), lines, FixSettings())
+    uses = [
+        node
+        for node in descendants(module)
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == marker
+    ]
+    return place(source, uses, "device"), source
+
+
+def _applied(code: str, *edits: Edit | None) -> str:
+    """``code`` with ``edits`` applied as one fix (edits at one offset keep their order)."""
+    return apply_fixes(code, [Fix("safe", "", tuple(edit for edit in edits if edit is not None))])[0]
+
+
+def test_the_definition_goes_after_the_imports_before_the_first_use() -> None:
+    code = '"""Doc."""\nimport os\nuse(1)\n'
+    placement = _place(code)[0]
+    insertion = placement.module
+    assert placement.local == (None,)
+    assert insertion.import_hazard is None and insertion.definition_hazard is None
+    assert _applied(code, insertion.torch, insertion.device) == (
+        '"""Doc."""\nimport os\nimport torch\n'
+        'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\nuse(1)\n'
+    )
+
+
+def test_a_file_that_imports_torch_under_another_name_gets_no_second_import() -> None:
+    insertion = _place("import torch as th\nuse(1)\n")[0].module
+    assert insertion.torch is None and insertion.torch_as == "th"
+    assert insertion.device is not None and insertion.device.content.startswith("device = th.device(")
+
+
+def test_torch_imported_inside_try_makes_the_definition_unsafe() -> None:
+    insertion = _place("try:\n    import torch\nexcept ImportError:\n    torch = None\nuse(1)\n")[0].module
+    assert insertion.torch is None
+    assert insertion.definition_hazard == (
+        "torch is imported inside `try:` at line 1; the inserted `device` definition fails where torch is missing"
+    )
+
+
+def test_gpus_hidden_after_the_definition_make_it_unsafe() -> None:
+    code = "import os\nimport torch\ndef main():\n    use(1)\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'\nmain()\n"
+    insertion = _place(code)[0].module
+    assert insertion.definition_hazard == (
+        "the inserted `device` definition asks torch for the GPU before line 5 sets CUDA_VISIBLE_DEVICES"
+    )
+
+
+def test_a_function_that_imports_torch_itself_gets_the_definition() -> None:
+    code = "def main():\n    import torch\n    use(1)\n"
+    placement, source = _place(code)
+    spot = placement.local[0]
+    assert spot is not None and placement.module == Insertion()
+    assert _applied(code, local_definition(source, spot, "device")) == (
+        "def main():\n    import torch\n"
+        '    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n    use(1)\n'
+    )
+
+
+def test_a_module_level_import_is_unsafe_where_torch_is_imported_only_in_functions() -> None:
+    insertion = _place("def main():\n    import torch\n\nuse(1)\n")[0].module
+    assert insertion.torch is not None
+    assert insertion.import_hazard == (
+        "the module imports torch only inside functions (line 2); "
+        "a module-level `import torch` makes it fail to import where torch is missing"
+    )
+
+
+def test_nothing_to_place_when_no_fix_needs_it() -> None:
+    placement = _place("import torch\nuse(1)\n", marker="other")[0]
+    assert placement.local == () and placement.module.torch is None and placement.module.device is None
