@@ -49,12 +49,6 @@ def _tables() -> dict[str, frozenset[str]]:
 
 TABLES = _tables()
 CONSTANTS = {value: name for name, value in _defined().items() if isinstance(value, str)}
-# Copies in modules this change may not edit, each with what should replace it.
-ELSEWHERE = {
-    "devlint/engine/context.py": {"VISIBLE_DEVICES"},  # `_VISIBLE`: import names.VISIBLE_DEVICES
-}
-
-
 def _strings(node: ast.AST) -> frozenset[str] | None:
     """The strings of a literal made of two or more string constants, else None. A dict whose
     values are all methods (``Rule._handle``) is a dispatch table: it says what a rule does with
@@ -98,8 +92,7 @@ def test_the_scan_knows_the_tables() -> None:
 
 @pytest.mark.parametrize("path", _readers(), ids=lambda path: str(path.relative_to(ROOT)))
 def test_no_module_writes_a_table_of_names_again(path: Path) -> None:
-    known = ELSEWHERE.get(str(path.relative_to(ROOT)), set())
-    found = [f"line {line}: names.{name}" for line, name in copies(path.read_text()) if name not in known]
+    found = [f"line {line}: names.{name}" for line, name in copies(path.read_text())]
     assert found == [], f"{path.relative_to(ROOT)} copies these: import them from devlint.torchfacts.names"
 
 

@@ -10,10 +10,10 @@ import libcst as cst
 
 from devlint.analysis.semantic import string_value
 from devlint.analysis.tree import descendants
+from devlint.torchfacts.names import VISIBLE_DEVICES
 
 # Names whose use changes which GPUs torch sees, or the default device.
 _GPU_SETTINGS = ("environ", "putenv", "set_default_device", "set_default_tensor_type")
-_VISIBLE = "CUDA_VISIBLE_DEVICES"
 
 
 def changes_gpu_environment(text: str, stmt: cst.CSTNode) -> bool:
@@ -27,7 +27,7 @@ def changes_gpu_environment(text: str, stmt: cst.CSTNode) -> bool:
 def visible_devices_set_after(module: cst.Module, text: str, after: int) -> cst.CSTNode | None:
     """Code setting CUDA_VISIBLE_DEVICES that runs after top-level statement ``after`` (later
     at top level, or inside a function): a definition placed there would run first."""
-    if _VISIBLE not in text:
+    if VISIBLE_DEVICES not in text:
         return None
     for i, stmt in enumerate(module.body):
         if i <= after and not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
@@ -51,9 +51,9 @@ def _sets_visible_devices(node: cst.CSTNode) -> bool:
     name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
     if name not in ("update", "setdefault", "pop", "putenv"):
         return False
-    named = any(a.keyword is not None and a.keyword.value == _VISIBLE for a in node.args)
+    named = any(a.keyword is not None and a.keyword.value == VISIBLE_DEVICES for a in node.args)
     given = any(
-        string_value(n) == _VISIBLE for a in node.args for n in descendants(a.value) if isinstance(n, cst.SimpleString)
+        string_value(n) == VISIBLE_DEVICES for a in node.args for n in descendants(a.value) if isinstance(n, cst.SimpleString)
     )
     return named or given
 
@@ -63,5 +63,5 @@ def _is_visible_devices_slot(node: cst.CSTNode) -> bool:
         isinstance(node, cst.Subscript)
         and len(node.slice) == 1
         and isinstance(node.slice[0].slice, cst.Index)
-        and string_value(node.slice[0].slice.value) == _VISIBLE
+        and string_value(node.slice[0].slice.value) == VISIBLE_DEVICES
     )

@@ -23,6 +23,7 @@ from devlint.engine.torch_imports import imports_torch, is_import_line, renamed_
 from devlint.findings import Edit
 from devlint.fixes import LineIndex
 from devlint.settings import FixSettings
+from devlint.torchfacts.names import VISIBLE_DEVICES
 
 
 @dataclass(frozen=True)
@@ -223,7 +224,7 @@ def _definition_hazard(source: Source, body: list[cst.BaseStatement], spot: _Spo
         return f"torch is imported inside `try:` at line {row}; the inserted `{name}` definition fails where torch is missing"
     later = visible_devices_set_after(source.module, source.lines.text, spot.after)
     if later is not None:
-        row = _line_mentioning(source, later, "CUDA_VISIBLE_DEVICES")
+        row = _line_mentioning(source, later, VISIBLE_DEVICES)
         return f"the inserted `{name}` definition asks torch for the GPU before line {row} sets CUDA_VISIBLE_DEVICES"
     return None
 

@@ -20,7 +20,7 @@ from devlint.run.config import ConfigError, FileSettings, Overrides, Resolver
 from devlint.run.discovery import discover
 from devlint.run.file_job import process_source
 from devlint.run.job import FileResult, Job
-from devlint.run.pool import Executor, execute  # noqa: F401 - tests patch around app.execute
+from devlint.run.pool import Executor, execute  # noqa: F401 - tests patch devlint.run.command.execute
 from devlint.run.progress import run_with_progress
 from devlint.run.source import SourceError
 from devlint.run.suppressions import add_noqa_to_file
