@@ -11,7 +11,6 @@ from devlint.findings import FileError
 from devlint.gate.nesting import call_with_deep_stack
 from devlint.gate.syntax import ParseError
 from devlint.run.job import FileResult, Job, fix, lint, unified_diff
-from devlint.run.notebook_job import process_notebook
 from devlint.run.source import SourceError, decode
 from devlint.run.suppressions import apply_noqa, skip_file
 from devlint.run.writer import WriteError, write_atomic
@@ -37,6 +36,9 @@ def _internal_error(error: Exception) -> str:
 
 def _process_source(data: bytes, filename: str, job: Job) -> tuple[FileResult, bytes | None]:
     if filename.endswith(".ipynb"):
+        # Imported here: most runs hold no notebook, and each worker would pay for the format.
+        from devlint.run.notebook_job import process_notebook
+
         return process_notebook(data, filename, job)
     try:
         decoded = decode(data)
