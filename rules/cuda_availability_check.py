@@ -13,6 +13,7 @@ from devlint.rulekit.accelerator import (
     ACCELERATOR,
     AVAILABLE,
     accelerator_form,
+    accelerator_fstring,
     conditional_in_place,
     guards_cuda_code,
     second_gpu,
@@ -64,7 +65,9 @@ class CudaAvailabilityCheck(Rule):
         "test asks more of CUDA (`torch.version.cuda`, its capability) has no fix either. A GPU index is kept: `\"cuda:1\"` becomes "
         "`f\"{torch.accelerator.current_accelerator().type}:1\"`, \"cuda:1\" on a CUDA machine; that fix "
         "is unsafe for an index above 0, which an accelerator with one device (Apple's MPS) lacks "
-        "where the original chose the CPU."
+        "where the original chose the CPU. So is `f\"cuda:{rank}\"`, which becomes "
+        "`f\"{torch.accelerator.current_accelerator().type}:{rank}\"` (the same string on a CUDA "
+        "machine), since its index is not known."
     )
     triggers = ("is_available",)
     default_enabled = False
@@ -79,6 +82,8 @@ class CudaAvailabilityCheck(Rule):
         HEAD + 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n',
         # another library's check
         "from numba import cuda\nif cuda.is_available():\n    pass\n",
+        # an f-string chosen by the program's own flag, or naming no CUDA device
+        HEAD + 'dev = f"cuda:{rank}" if use_gpu else "cpu"\nname = f"run:{rank}" if torch.cuda.is_available() else "cpu"\n',
     )
     INVALID = (
         Invalid(
@@ -132,6 +137,13 @@ class CudaAvailabilityCheck(Rule):
             count=2,
             torch_version=ACCELERATOR,
         ),
+        # a GPU index in an f-string (a rank): that index of the accelerator, unsafe as above
+        Invalid(
+            HEAD + 'dev = f"cuda:{rank}" if torch.cuda.is_available() else "cpu"\n',
+            HEAD + 'dev = f"{torch.accelerator.current_accelerator().type}:{rank}" if torch.accelerator.is_available() else "cpu"\n',
+            unsafe=True,
+            torch_version=ACCELERATOR,
+        ),
         Invalid(
             HEAD + "gpu = 'cuda:1' if torch.cuda.is_available() else 'cpu'\n",
             HEAD + "gpu = f'{torch.accelerator.current_accelerator().type}:1' if torch.accelerator.is_available() else 'cpu'\n",
@@ -178,7 +190,11 @@ class CudaAvailabilityCheck(Rule):
         if choice.test is not node and not negated and not _conjunct(choice.test, node):
             return None
         cuda, other = (choice.orelse, choice.body) if negated else (choice.body, choice.orelse)
-        if self._device_literal(cuda) is None or self._device_literal(other) is None:
+        if self._device_literal(other) is None:
+            return None
+        if accelerator_fstring(cuda) is not None and not is_cuda_string(self._device_literal(other)):
+            return cuda  # f"cuda:{rank}" if torch.cuda.is_available() else "cpu"
+        if self._device_literal(cuda) is None:
             return None
         return cuda if is_cuda_string(self._device_literal(cuda)) else None
 
@@ -192,6 +208,16 @@ class CudaAvailabilityCheck(Rule):
     def _choice_fix(self, node: cst.Call, choice: cst.IfExp, cuda_side: cst.BaseExpression):
         if _mentions_cuda(self.ctx.code(choice.test.deep_replace(node, cst.Name("_")))):
             return None  # the rest of the test asks about CUDA itself (its version, its capability)
+        fstring = accelerator_fstring(cuda_side)
+        if fstring is not None:
+            # f"cuda:{rank}": that index of the accelerator; unsafe, as for "cuda:1", since the
+            # index may be above 0, which an accelerator with a single device (MPS) lacks
+            current_text = self.ctx.module.code_for_node(fstring)
+            return lambda site: FixPlan(
+                "Choose the accelerator, else the CPU (unsafe: an accelerator with a single device may lack that index)",
+                [Replace(node, AVAILABLE), Replace(cuda_side, current_text)],
+                "unsafe", needs_torch=True, requires=ACCELERATOR,
+            )
         literal = self._device_literal(cuda_side)
         wrapper = self.ctx.parent(choice)
         device_call = self.ctx.parent(wrapper) if isinstance(wrapper, cst.Arg) else None
