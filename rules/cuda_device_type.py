@@ -50,7 +50,10 @@ class CudaDeviceType(Rule):
         'or GradScaler (`scope = autocast if amp else nullcontext`, then `scope("cuda")`); and in '
         'torch.distributed, a mesh of `"cuda"` devices (`init_device_mesh("cuda", ...)`, '
         '`DeviceMesh("cuda", ...)`) and the CUDA-only collective backend (`init_process_group(backend="nccl")`, '
-        '`new_group(..., backend="nccl")`) chosen without looking at the device.'
+        '`new_group(..., backend="nccl")`) chosen without looking at the device. Also a tensor\'s '
+        '`.device` compared with `torch.device("cuda")`, which never holds for a CUDA tensor (its device is '
+        '`cuda:0`). Comparisons of `.device.type` with "cuda" are not reported: choosing a CUDA code '
+        'path by the device type is device-generic code.'
     )
     why = (
         "Autocast and gradient scaling exist for every accelerator (`torch.autocast(\"xpu\")`, "
@@ -94,7 +97,11 @@ class CudaDeviceType(Rule):
         "original failed; its own backend comes from `torch.distributed.get_default_backend_for_device` "
         "(torch 2.6), which devlint does not write. Not reported: a backend or mesh chosen per device "
         '(under `if torch.cuda.is_available():` or `if device.type == "cuda":`, or in an `if` with '
-        'an `else`), and `"cpu:gloo,cuda:nccl"`, which names a backend per device.'
+        'an `else`), and `"cpu:gloo,cuda:nccl"`, which names a backend per device. '
+        '`x.device == torch.device("cuda")` (or `!=`) becomes `x.device.type == "cuda"`, unsafe: torch.device '
+        'compares type and index, so the original is False for every CUDA tensor (`cuda:0`) and the '
+        'fix changes what a CUDA machine does (to what the code meant); without CUDA both are False. '
+        "`args.device`, `self.device` and the like are left alone: they may be strings, which have no `.type`."
     )
     triggers = ("cuda", "GradScaler", "nccl")
     advice_since = AMP_DEVICE_ARGUMENT
@@ -135,6 +142,11 @@ class CudaDeviceType(Rule):
         'from torch.distributed import init_device_mesh\nmesh = init_device_mesh("cpu", (2,))\n',
         # a name holding something other than autocast
         "from contextlib import nullcontext\nscope = nullcontext\nwith scope('cuda'):\n    pass\n",
+        # device types compared: a CUDA code path chosen by type; an indexed device; a configured device
+        HEAD + 'if x.device.type == "cuda" and x.is_cuda:\n    pass\n',
+        HEAD + 'same = x.device == torch.device("cuda", 0) or x.device == torch.device("cuda:0")\n',
+        HEAD + 'same = args.device == torch.device("cuda") or self.device != torch.device("cuda")\n',
+        HEAD + 'ok = x.device == torch.device("cpu")\n',
     )
     INVALID = (
         Invalid(
@@ -209,6 +221,15 @@ class CudaDeviceType(Rule):
             'def setup(rank):\n    init(backend="nccl", rank=rank, world_size=2)\n',
             "import torch\nfrom torch.distributed import init_process_group as init\n"
             'def setup(rank):\n    init(backend="nccl" if torch.cuda.is_available() else "gloo", rank=rank, world_size=2)\n',
+        ),
+        # a tensor's device never equals the index-less CUDA device
+        Invalid(
+            HEAD + 'def move(x):\n    if x.device != torch.device("cuda"):\n        x = x.to("cuda")\n    return x\n'
+            "on_gpu = torch.device('cuda') == batch[0].device\n",
+            HEAD + 'def move(x):\n    if x.device.type != "cuda":\n        x = x.to("cuda")\n    return x\n'
+            "on_gpu = batch[0].device.type == 'cuda'\n",
+            count=2,
+            unsafe=True,
         ),
         # a mesh of CUDA devices
         Invalid(
@@ -292,6 +313,43 @@ class CudaDeviceType(Rule):
         guarded = f"{text}{GUARD}{quote}{other}{quote}"
         return FixPlan(f"Replace {text} with `{guarded}`", [Replace(value, guarded)], "safe", needs_torch=True)
 
+    # -- a tensor's device compared with torch.device("cuda") -----------------------------------
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        """`x.device == torch.device("cuda")` is False for every CUDA tensor: a tensor's device
+        carries its index (`cuda:0`), and torch.device compares type and index. The device type
+        is what such code asks about."""
+        if len(node.comparisons) != 1:
+            return
+        target = node.comparisons[0]
+        if not isinstance(target.operator, (cst.Equal, cst.NotEqual)):
+            return
+        for held, other in ((node.left, target.comparator), (target.comparator, node.left)):
+            if _object_device(held) and self._bare_cuda_device(other):
+                self.report(
+                    node,
+                    'a tensor\'s device carries its index (`cuda:0`) and never equals `torch.device("cuda")`; '
+                    'compare `.device.type` with "cuda"',
+                    fix=lambda site, held=held, other=other: self._type_comparison(node, held, other),
+                )
+                return
+
+    def _bare_cuda_device(self, node: cst.BaseExpression) -> bool:
+        """`torch.device("cuda")`: no index."""
+        if not isinstance(node, cst.Call) or self.ctx.model.qualname(node.func) != "torch.device":
+            return False
+        return len(node.args) == 1 and node.args[0].keyword is None and literal_is(node.args[0].value, "cuda")
+
+    def _type_comparison(self, node: cst.Comparison, held: cst.BaseExpression, other: cst.Call) -> FixPlan:
+        literal = other.args[0].value
+        operator = "==" if isinstance(node.comparisons[0].operator, cst.Equal) else "!="
+        new = f"{self.ctx.module.code_for_node(held)}.type {operator} {self.ctx.module.code_for_node(literal)}"
+        return FixPlan(
+            f"Compare the device type: `{new}` (unsafe: on a CUDA machine the comparison now holds for CUDA tensors)",
+            [Replace(node, new)],
+            "unsafe",
+        )
+
     # -- an alias of autocast or GradScaler ------------------------------------------------------
 
     def _alias(self, node: cst.Call) -> None:
@@ -353,3 +411,19 @@ def _argument(node: cst.Call, name: str, position: int) -> cst.BaseExpression | 
         return None
     plain = positional(node)
     return plain[position].value if len(plain) > position else None
+
+
+# Objects whose `.device` is often a string or a device the program made itself (`args.device`,
+# `self.device`), where `.type` may not exist: their comparisons are left alone.
+_CONFIG_OBJECTS = frozenset({"self", "args", "opt", "opts", "config", "cfg", "hparams", "options", "settings"})
+
+
+def _object_device(node: cst.BaseExpression) -> bool:
+    """``x.device``, ``batch[0].device``, ``next(model.parameters()).device``: the device of a
+    tensor or module, a torch.device."""
+    if not isinstance(node, cst.Attribute) or node.attr.value != "device":
+        return False
+    base: cst.BaseExpression = node.value
+    while isinstance(base, (cst.Attribute, cst.Subscript)):
+        base = base.value
+    return not (isinstance(base, cst.Name) and base.value in _CONFIG_OBJECTS)

@@ -481,6 +481,12 @@ def cuda_device_type(facts: Facts) -> bool:
         return True
     if CUDA_BACKEND in facts.strings and next(calls_to_any(facts, PROCESS_GROUP_BACKEND), None) is not None:
         return True
+    # ... a `.device` compared with `torch.device("cuda")` (resolved through imports) ...
+    if "device" in facts.attributes and any(
+        len(call.args) == 1 and not call.keywords and type(call.args[0]) is ast.Constant and call.args[0].value == "cuda"
+        for call in calls_to(facts, "torch.device")
+    ):
+        return True
     # ... "cuda" given to a name that may hold autocast or GradScaler through a value alias
     # (`scope = autocast if amp else nullcontext`; `scope("cuda")`) ...
     if "cuda" in facts.strings and (mentions(facts, "autocast") or mentions(facts, "GradScaler")):
