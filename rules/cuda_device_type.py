@@ -233,6 +233,11 @@ class CudaDeviceType(Rule):
         ),
         # a mesh of CUDA devices
         Invalid(
+            "from torch.distributed.device_mesh import DeviceMesh\nmesh = DeviceMesh.from_group(group, 'cuda')\n",
+            "from torch.distributed.device_mesh import DeviceMesh\nimport torch\n"
+            "mesh = DeviceMesh.from_group(group, 'cuda' if torch.cuda.is_available() else 'cpu')\n",
+        ),
+        Invalid(
             "import torch\nfrom torch.distributed.device_mesh import init_device_mesh\n"
             'mesh = init_device_mesh("cuda", (2, 4), mesh_dim_names=("dp", "tp"))\n'
             'flat = torch.distributed.DeviceMesh(device_type="cuda", mesh=[0, 1])\n',
@@ -250,7 +255,7 @@ class CudaDeviceType(Rule):
             self._amp(node, call)
             return
         if qual in MESH_DEVICE_TYPE:
-            self._mesh(node)
+            self._mesh(node, MESH_DEVICE_TYPE[qual])
             return
         if qual in PROCESS_GROUP_BACKEND:
             self._backend(node, PROCESS_GROUP_BACKEND[qual])
@@ -263,9 +268,10 @@ class CudaDeviceType(Rule):
 
     # -- torch.distributed: a mesh of "cuda" devices, the "nccl" backend ------------------------
 
-    def _mesh(self, node: cst.Call) -> None:
-        """`init_device_mesh("cuda", ...)`, `DeviceMesh(device_type="cuda", ...)`."""
-        value = _argument(node, "device_type", 0)
+    def _mesh(self, node: cst.Call, position: int) -> None:
+        """`init_device_mesh("cuda", ...)`, `DeviceMesh(device_type="cuda", ...)`,
+        `DeviceMesh.from_group(group, "cuda")`."""
+        value = _argument(node, "device_type", position)
         if value is None or not literal_is(value, "cuda") or self._chosen(node):
             return
         self.report(

@@ -136,13 +136,19 @@ DEPRECATED_AMP: Mapping[str, tuple[str, AmpCall]] = MappingProxyType({
 
 # -- torch.distributed: device types and collective backends chosen for CUDA -------------------
 
-# torch.distributed's calls whose first positional argument (or `device_type=`) is a device type:
-# a mesh of "cuda" devices. DEV603 and its gate condition.
-MESH_DEVICE_TYPE = frozenset({
-    "torch.distributed.device_mesh.init_device_mesh",
-    "torch.distributed.init_device_mesh",
-    "torch.distributed.device_mesh.DeviceMesh",
-    "torch.distributed.DeviceMesh",
+# torch.distributed's calls that take a device type -> its position (or `device_type=`): a mesh
+# of "cuda" devices. DEV603 and its gate condition.
+MESH_DEVICE_TYPE: Mapping[str, int] = MappingProxyType({
+    "torch.distributed.device_mesh.init_device_mesh": 0,
+    "torch.distributed.init_device_mesh": 0,
+    "torch.distributed.tensor.init_device_mesh": 0,
+    "torch.distributed._tensor.init_device_mesh": 0,
+    "torch.distributed.device_mesh.DeviceMesh": 0,
+    "torch.distributed.DeviceMesh": 0,
+    "torch.distributed.tensor.DeviceMesh": 0,
+    "torch.distributed._tensor.DeviceMesh": 0,
+    "torch.distributed.device_mesh.DeviceMesh.from_group": 1,
+    "torch.distributed.DeviceMesh.from_group": 1,
 })
 # Process-group constructors -> the position of their `backend` parameter. DEV603 and its gate
 # condition.
