@@ -70,9 +70,9 @@ class CudaDeviceType(Rule):
         'with torch.autocast(device.type, dtype=torch.float16, enabled=device.type != "cpu"):\n'
         "    loss = model(x)"
     )
-    fix_availability = "safe"
+    fix_availability = "sometimes"
     fix_note = (
-        'Safe: the device type becomes the device in scope\'s `.type` (`torch.device(d).type` when '
+        'Autocast and GradScaler, safe: the device type becomes the device in scope\'s `.type` (`torch.device(d).type` when '
         '`d` may be a string), and `enabled=` gets `and <type> != "cpu"`. On a CUDA machine the '
         'type is "cuda" and `enabled` is what it was, so nothing changes. Without CUDA the original '
         'disabled itself (autocast: "User provided device_type of \'cuda\', but CUDA is not '
