@@ -60,7 +60,10 @@ class CudaDeviceType(Rule):
         "`torch.amp.GradScaler(\"mps\")`), but a hardcoded `\"cuda\"` turns them off everywhere "
         "else: on Apple, Intel or AMD-via-other-backends the model silently trains in full precision, "
         'with a warning ("CUDA is not available. Disabling") on every step. Take the type from the '
-        "device the program runs on."
+        "device the program runs on. In torch.distributed, \"nccl\" and a \"cuda\" mesh run on CUDA only: "
+        "on a CPU build `init_process_group(\"nccl\")` raises \"Distributed package doesn't have NCCL "
+        "built in\", where gloo runs the same job. And a tensor's device is never "
+        "`torch.device(\"cuda\")`, which has no index."
     )
     example = (
         'scaler = torch.amp.GradScaler()\nwith torch.autocast("cuda", dtype=torch.float16):\n    loss = model(x)'
