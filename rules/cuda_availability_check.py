@@ -9,10 +9,12 @@ from devlint.analysis.devices import ACCELERATOR_EXPRESSION, is_cuda_string
 from devlint.analysis.semantic import string_value
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule
+from devlint.rulekit.value_flow import is_dataloader_call
 from devlint.rulekit.accelerator import (
     ACCELERATOR,
     AVAILABLE,
     accelerator_form,
+    accelerator_fstring,
     conditional_in_place,
     guards_cuda_code,
     second_gpu,
@@ -27,7 +29,8 @@ class CudaAvailabilityCheck(Rule):
     name = "cuda-availability-check"
     what = (
         '`torch.cuda.is_available()` choosing a device (`"cuda" if torch.cuda.is_available() else '
-        '"cpu"`, `torch.device(...)` of that) or guarding device code (`if torch.cuda.is_available():`). '
+        '"cpu"`, `torch.device(...)` of that, `f"cuda:{rank}"` too), guarding device code '
+        "(`if torch.cuda.is_available():`), or as a DataLoader's `pin_memory=`. "
         "Opt-in: add it with `extend-select`."
     )
     why = (
@@ -64,7 +67,13 @@ class CudaAvailabilityCheck(Rule):
         "test asks more of CUDA (`torch.version.cuda`, its capability) has no fix either. A GPU index is kept: `\"cuda:1\"` becomes "
         "`f\"{torch.accelerator.current_accelerator().type}:1\"`, \"cuda:1\" on a CUDA machine; that fix "
         "is unsafe for an index above 0, which an accelerator with one device (Apple's MPS) lacks "
-        "where the original chose the CPU."
+        "where the original chose the CPU. `DataLoader(..., pin_memory=torch.cuda.is_available())` "
+        "becomes `pin_memory=torch.accelerator.is_available()`, safe: from torch 2.6 a DataLoader "
+        "pins for the current accelerator (pytorch#131858); both are True on a CUDA machine and "
+        "False without an accelerator, and pinning changes no value (on MPS the DataLoader turns it "
+        "off itself, with a warning). The f-string choice is unsafe too: `f\"cuda:{rank}\"`, which becomes "
+        "`f\"{torch.accelerator.current_accelerator().type}:{rank}\"` (the same string on a CUDA "
+        "machine), since its index is not known."
     )
     triggers = ("is_available",)
     default_enabled = False
@@ -73,12 +82,14 @@ class CudaAvailabilityCheck(Rule):
     VALID = (
         HEAD + "device = " + ACCELERATOR_EXPRESSION + "\n",
         HEAD + "if torch.accelerator.is_available():\n    torch.accelerator.synchronize()\n",
-        # not a device choice: a flag for the loader
-        HEAD + "loader = DataLoader(data, pin_memory=torch.cuda.is_available())\n",
+        # not a DataLoader's flag: a tensor factory pins for CUDA by its own rules
+        HEAD + "buf = torch.empty(4, pin_memory=torch.cuda.is_available())\n",
         # below torch-version 2.6 there is no torch.accelerator to move to
         HEAD + 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n',
         # another library's check
         "from numba import cuda\nif cuda.is_available():\n    pass\n",
+        # an f-string chosen by the program's own flag, or naming no CUDA device
+        HEAD + 'dev = f"cuda:{rank}" if use_gpu else "cpu"\nname = f"run:{rank}" if torch.cuda.is_available() else "cpu"\n',
     )
     INVALID = (
         Invalid(
@@ -98,6 +109,12 @@ class CudaAvailabilityCheck(Rule):
         Invalid(
             HEAD + 'name = torch.device("cuda" if torch.cuda.is_available() else "cpu").type\n',
             HEAD + "name = (" + ACCELERATOR_EXPRESSION + ").type\n",
+            torch_version=ACCELERATOR,
+        ),
+        # a DataLoader's pin_memory: the accelerator's check pins wherever there is one
+        Invalid(
+            HEAD + "from torch.utils.data import DataLoader\nloader = DataLoader(data, pin_memory=torch.cuda.is_available())\n",
+            HEAD + "from torch.utils.data import DataLoader\nloader = DataLoader(data, pin_memory=torch.accelerator.is_available())\n",
             torch_version=ACCELERATOR,
         ),
         # a guard around device-generic code
@@ -132,6 +149,13 @@ class CudaAvailabilityCheck(Rule):
             count=2,
             torch_version=ACCELERATOR,
         ),
+        # a GPU index in an f-string (a rank): that index of the accelerator, unsafe as above
+        Invalid(
+            HEAD + 'dev = f"cuda:{rank}" if torch.cuda.is_available() else "cpu"\n',
+            HEAD + 'dev = f"{torch.accelerator.current_accelerator().type}:{rank}" if torch.accelerator.is_available() else "cpu"\n',
+            unsafe=True,
+            torch_version=ACCELERATOR,
+        ),
         Invalid(
             HEAD + "gpu = 'cuda:1' if torch.cuda.is_available() else 'cpu'\n",
             HEAD + "gpu = f'{torch.accelerator.current_accelerator().type}:1' if torch.accelerator.is_available() else 'cpu'\n",
@@ -143,11 +167,34 @@ class CudaAvailabilityCheck(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.settings.torch_version < ACCELERATOR or self.ctx.model.qualname(node.func) != _CHECK:
             return
+        if self._pin_memory_flag(node):
+            return
         owner = self._test_owner(node)
         if isinstance(owner, cst.IfExp):
             self._choice(node, owner)
         elif isinstance(owner, cst.If):
             self._guard(node, owner)
+
+    def _pin_memory_flag(self, node: cst.Call) -> bool:
+        """`DataLoader(..., pin_memory=torch.cuda.is_available())`: from torch 2.6 (pytorch#131858)
+        a DataLoader pins for the current accelerator, so the accelerator's check pins on every
+        accelerator where the CUDA check pinned on CUDA only. Safe: on a CUDA machine both are
+        True, without an accelerator both False; pinning changes no value. On MPS the DataLoader
+        turns pinning off itself, with a warning."""
+        argument = self.ctx.parent(node)
+        if not isinstance(argument, cst.Arg) or argument.keyword is None or argument.keyword.value != "pin_memory":
+            return False
+        if not is_dataloader_call(self.ctx.parent(argument)):
+            return False
+        self.report(
+            node,
+            "`pin_memory=torch.cuda.is_available()` pins on CUDA only; `torch.accelerator.is_available()` pins "
+            "for every accelerator",
+            fix=lambda site: FixPlan(
+                f"Use `{AVAILABLE}`", [Replace(node, AVAILABLE)], needs_torch=True, requires=ACCELERATOR
+            ),
+        )
+        return True
 
     def _test_owner(self, node: cst.Call) -> cst.CSTNode | None:
         """The conditional whose test holds ``node`` (through ``and``/``or``/``not``)."""
@@ -178,7 +225,11 @@ class CudaAvailabilityCheck(Rule):
         if choice.test is not node and not negated and not _conjunct(choice.test, node):
             return None
         cuda, other = (choice.orelse, choice.body) if negated else (choice.body, choice.orelse)
-        if self._device_literal(cuda) is None or self._device_literal(other) is None:
+        if self._device_literal(other) is None:
+            return None
+        if accelerator_fstring(cuda) is not None and not is_cuda_string(self._device_literal(other)):
+            return cuda  # f"cuda:{rank}" if torch.cuda.is_available() else "cpu"
+        if self._device_literal(cuda) is None:
             return None
         return cuda if is_cuda_string(self._device_literal(cuda)) else None
 
@@ -192,6 +243,16 @@ class CudaAvailabilityCheck(Rule):
     def _choice_fix(self, node: cst.Call, choice: cst.IfExp, cuda_side: cst.BaseExpression):
         if _mentions_cuda(self.ctx.code(choice.test.deep_replace(node, cst.Name("_")))):
             return None  # the rest of the test asks about CUDA itself (its version, its capability)
+        fstring = accelerator_fstring(cuda_side)
+        if fstring is not None:
+            # f"cuda:{rank}": that index of the accelerator; unsafe, as for "cuda:1", since the
+            # index may be above 0, which an accelerator with a single device (MPS) lacks
+            current_text = self.ctx.module.code_for_node(fstring)
+            return lambda site: FixPlan(
+                "Choose the accelerator, else the CPU (unsafe: an accelerator with a single device may lack that index)",
+                [Replace(node, AVAILABLE), Replace(cuda_side, current_text)],
+                "unsafe", needs_torch=True, requires=ACCELERATOR,
+            )
         literal = self._device_literal(cuda_side)
         wrapper = self.ctx.parent(choice)
         device_call = self.ctx.parent(wrapper) if isinstance(wrapper, cst.Arg) else None

@@ -7,13 +7,33 @@ import libcst as cst
 from devlint.analysis.semantic import literal_is
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule, Site
-from devlint.rulekit.accelerator import AMP_DEVICE_ARGUMENT, amp_device, amp_fix_text
+from devlint.rulekit.accelerator import (
+    ACCELERATOR,
+    AMP_DEVICE_ARGUMENT,
+    AVAILABLE,
+    CURRENT,
+    accelerator_choice,
+    amp_device,
+    amp_fix_text,
+)
 from devlint.rulekit.calls import imported_qualname, keyword, positional
-from devlint.torchfacts.names import AMP_DEVICE_TYPE, AMP_MODULES, SCALER, AmpCall
+from devlint.rulekit.device_checks import under_device_check
+from devlint.torchfacts.names import (
+    AMP_DEVICE_TYPE,
+    AMP_MODULES,
+    CPU_BACKEND,
+    CUDA_BACKEND,
+    MESH_DEVICE_TYPE,
+    PROCESS_GROUP_BACKEND,
+    SCALER,
+    AmpCall,
+)
 
 HEAD = "import torch\n"
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-_LAST_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in AMP_DEVICE_TYPE)
+_LAST_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in (*AMP_DEVICE_TYPE, *MESH_DEVICE_TYPE, *PROCESS_GROUP_BACKEND))
+GUARD = " if torch.cuda.is_available() else "
+BACKEND_FOR_DEVICE = "get_default_backend_for_device"
 
 
 def _amp_api(qualname: str) -> bool:
@@ -26,14 +46,24 @@ class CudaDeviceType(Rule):
     what = (
         '`"cuda"` written as a device *type*: `torch.autocast("cuda")`, `torch.amp.autocast("cuda")`, '
         '`device_type="cuda"` in any torch call, `torch.amp.GradScaler("cuda")`, and '
-        '`torch.amp.GradScaler()` with no device, which means CUDA.'
+        '`torch.amp.GradScaler()` with no device, which means CUDA; a name that may hold autocast '
+        'or GradScaler (`scope = autocast if amp else nullcontext`, then `scope("cuda")`); and in '
+        'torch.distributed, a mesh of `"cuda"` devices (`init_device_mesh("cuda", ...)`, '
+        '`DeviceMesh("cuda", ...)`) and the CUDA-only collective backend (`init_process_group(backend="nccl")`, '
+        '`new_group(..., backend="nccl")`) chosen without looking at the device. Also a tensor\'s '
+        '`.device` compared with `torch.device("cuda")`, which never holds for a CUDA tensor (its device is '
+        '`cuda:0`). Comparisons of `.device.type` with "cuda" are not reported: choosing a CUDA code '
+        'path by the device type is device-generic code.'
     )
     why = (
         "Autocast and gradient scaling exist for every accelerator (`torch.autocast(\"xpu\")`, "
         "`torch.amp.GradScaler(\"mps\")`), but a hardcoded `\"cuda\"` turns them off everywhere "
         "else: on Apple, Intel or AMD-via-other-backends the model silently trains in full precision, "
         'with a warning ("CUDA is not available. Disabling") on every step. Take the type from the '
-        "device the program runs on."
+        "device the program runs on. In torch.distributed, \"nccl\" and a \"cuda\" mesh run on CUDA only: "
+        "on a CPU build `init_process_group(\"nccl\")` raises \"Distributed package doesn't have NCCL "
+        "built in\", where gloo runs the same job. And a tensor's device is never "
+        "`torch.device(\"cuda\")`, which has no index."
     )
     example = (
         'scaler = torch.amp.GradScaler()\nwith torch.autocast("cuda", dtype=torch.float16):\n    loss = model(x)'
@@ -43,9 +73,9 @@ class CudaDeviceType(Rule):
         'with torch.autocast(device.type, dtype=torch.float16, enabled=device.type != "cpu"):\n'
         "    loss = model(x)"
     )
-    fix_availability = "safe"
+    fix_availability = "sometimes"
     fix_note = (
-        'Safe: the device type becomes the device in scope\'s `.type` (`torch.device(d).type` when '
+        'Autocast and GradScaler, safe: the device type becomes the device in scope\'s `.type` (`torch.device(d).type` when '
         '`d` may be a string), and `enabled=` gets `and <type> != "cpu"`. On a CUDA machine the '
         'type is "cuda" and `enabled` is what it was, so nothing changes. Without CUDA the original '
         'disabled itself (autocast: "User provided device_type of \'cuda\', but CUDA is not '
@@ -59,9 +89,24 @@ class CudaDeviceType(Rule):
         "exactly where the original was. `torch.amp.GradScaler(device)` needs torch 2.3 "
         "(docs: torch.amp.GradScaler). Other `device_type=\"cuda\"` arguments (`custom_fwd`, "
         "`is_autocast_enabled`) are reported without a fix: what they do on the CPU depends on "
-        "autocast state elsewhere in the program."
+        "autocast state elsewhere in the program. A name that may hold autocast is reported without "
+        "a fix: it may hold something else too (`nullcontext`, which takes no `enabled=`). "
+        'torch.distributed: `"nccl"` becomes `"nccl" if torch.cuda.is_available() else "gloo"` and a '
+        'mesh\'s `"cuda"` becomes `"cuda" if torch.cuda.is_available() else "cpu"`, safe: on a CUDA '
+        "machine the string is what it was; without CUDA the original fails (a CPU build: "
+        "\"Distributed package doesn't have NCCL built in\"; a CUDA mesh builds, but its first tensor "
+        'needs a GPU) and gloo and a "cpu" mesh are torch\'s own pairing for the CPU '
+        "(`Backend.default_device_backend_map`). Another accelerator gets gloo / the CPU, where the "
+        "original failed; its own backend comes from `torch.distributed.get_default_backend_for_device` "
+        "(torch 2.6), which devlint does not write. Not reported: a backend or mesh chosen per device "
+        '(under `if torch.cuda.is_available():` or `if device.type == "cuda":`, or in an `if` with '
+        'an `else`), and `"cpu:gloo,cuda:nccl"`, which names a backend per device. '
+        '`x.device == torch.device("cuda")` (or `!=`) becomes `x.device.type == "cuda"`, unsafe: torch.device '
+        'compares type and index, so the original is False for every CUDA tensor (`cuda:0`) and the '
+        'fix changes what a CUDA machine does (to what the code meant); without CUDA both are False. '
+        "`args.device`, `self.device` and the like are left alone: they may be strings, which have no `.type`."
     )
-    triggers = ("cuda", "GradScaler")
+    triggers = ("cuda", "GradScaler", "nccl")
     advice_since = AMP_DEVICE_ARGUMENT
 
     VALID = (
@@ -85,6 +130,26 @@ class CudaDeviceType(Rule):
         HEAD + "scaler = torch.cuda.amp.GradScaler()\n",
         # a reference, not a call
         HEAD + "assert isinstance(scaler, torch.amp.GradScaler)\n",
+        # torch.distributed, chosen per device: guarded, one side of a choice, a backend per device
+        "import torch\nimport torch.distributed as dist\n"
+        'dist.init_process_group(backend="nccl" if torch.cuda.is_available() else "gloo")\n'
+        'dist.init_process_group(backend="cpu:gloo,cuda:nccl")\n'
+        "if torch.cuda.is_available():\n    dist.init_process_group(\"nccl\")\n",
+        "import torch.distributed as dist\nif args.gpu:\n    dist.init_process_group('nccl')\nelse:\n"
+        "    dist.init_process_group('gloo')\n",
+        "from torch.distributed.device_mesh import init_device_mesh\n"
+        'def build(device):\n    if device.type == "cuda":\n        return init_device_mesh("cuda", (2,))\n'
+        '    return init_device_mesh(device.type, (2,))\n',
+        # another library's init_process_group; another device type
+        'import deepspeed\ndeepspeed.init_distributed(dist_backend="nccl")\nmesh = other.init_device_mesh("cuda", (2,))\n',
+        'from torch.distributed import init_device_mesh\nmesh = init_device_mesh("cpu", (2,))\n',
+        # a name holding something other than autocast
+        "from contextlib import nullcontext\nscope = nullcontext\nwith scope('cuda'):\n    pass\n",
+        # device types compared: a CUDA code path chosen by type; an indexed device; a configured device
+        HEAD + 'if x.device.type == "cuda" and x.is_cuda:\n    pass\n',
+        HEAD + 'same = x.device == torch.device("cuda", 0) or x.device == torch.device("cuda:0")\n',
+        HEAD + 'same = args.device == torch.device("cuda") or self.device != torch.device("cuda")\n',
+        HEAD + 'ok = x.device == torch.device("cpu")\n',
     )
     INVALID = (
         Invalid(
@@ -138,6 +203,52 @@ class CudaDeviceType(Rule):
         ),
         # other AMP device_type="cuda" arguments: reported, no fix
         Invalid(HEAD + '@torch.amp.custom_fwd(device_type="cuda")\ndef forward(ctx, x):\n    return x\n'),
+        # a name that may hold autocast (Stable Diffusion's txt2img): reported, no fix
+        Invalid(
+            "from contextlib import nullcontext\nfrom torch import autocast\n"
+            "precision_scope = autocast if opt.precision == 'autocast' else nullcontext\n"
+            "with precision_scope('cuda'):\n    pass\n"
+        ),
+        Invalid("import torch as t\nScaler = t.amp.GradScaler\nscaler = Scaler(device='cuda')\n"),
+        # the CUDA-only backend, positional or by keyword; new_group's third parameter
+        Invalid(
+            "import torch.distributed as dist\ndist.init_process_group('nccl', init_method='env://')\n"
+            'group = dist.new_group([0, 1], None, "nccl")\n',
+            "import torch.distributed as dist\nimport torch\n"
+            "dist.init_process_group('nccl' if torch.cuda.is_available() else 'gloo', init_method='env://')\n"
+            'group = dist.new_group([0, 1], None, "nccl" if torch.cuda.is_available() else "gloo")\n',
+            count=2,
+        ),
+        Invalid(
+            "import torch\nfrom torch.distributed import init_process_group as init\n"
+            'def setup(rank):\n    init(backend="nccl", rank=rank, world_size=2)\n',
+            "import torch\nfrom torch.distributed import init_process_group as init\n"
+            'def setup(rank):\n    init(backend="nccl" if torch.cuda.is_available() else "gloo", rank=rank, world_size=2)\n',
+        ),
+        # a tensor's device never equals the index-less CUDA device
+        Invalid(
+            HEAD + 'def move(x):\n    if x.device != torch.device("cuda"):\n        x = x.to("cuda")\n    return x\n'
+            "on_gpu = torch.device('cuda') == batch[0].device\n",
+            HEAD + 'def move(x):\n    if x.device.type != "cuda":\n        x = x.to("cuda")\n    return x\n'
+            "on_gpu = batch[0].device.type == 'cuda'\n",
+            count=2,
+            unsafe=True,
+        ),
+        # a mesh of CUDA devices
+        Invalid(
+            "from torch.distributed.device_mesh import DeviceMesh\nmesh = DeviceMesh.from_group(group, 'cuda')\n",
+            "from torch.distributed.device_mesh import DeviceMesh\nimport torch\n"
+            "mesh = DeviceMesh.from_group(group, 'cuda' if torch.cuda.is_available() else 'cpu')\n",
+        ),
+        Invalid(
+            "import torch\nfrom torch.distributed.device_mesh import init_device_mesh\n"
+            'mesh = init_device_mesh("cuda", (2, 4), mesh_dim_names=("dp", "tp"))\n'
+            'flat = torch.distributed.DeviceMesh(device_type="cuda", mesh=[0, 1])\n',
+            "import torch\nfrom torch.distributed.device_mesh import init_device_mesh\n"
+            'mesh = init_device_mesh("cuda" if torch.cuda.is_available() else "cpu", (2, 4), mesh_dim_names=("dp", "tp"))\n'
+            'flat = torch.distributed.DeviceMesh(device_type="cuda" if torch.cuda.is_available() else "cpu", mesh=[0, 1])\n',
+            count=2,
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -146,9 +257,130 @@ class CudaDeviceType(Rule):
         if call is not None:
             self._amp(node, call)
             return
+        if qual in MESH_DEVICE_TYPE:
+            self._mesh(node, MESH_DEVICE_TYPE[qual])
+            return
+        if qual in PROCESS_GROUP_BACKEND:
+            self._backend(node, PROCESS_GROUP_BACKEND[qual])
+            return
+        if qual is None and isinstance(node.func, cst.Name):
+            self._alias(node)
         given = keyword(node, "device_type")
         if given is not None and literal_is(given.value, "cuda") and _amp_api(self.ctx.model.qualname(node.func) or ""):
             self.report(given.value, '`device_type="cuda"` hardcodes CUDA; pass the device type of the device in use')
+
+    # -- torch.distributed: a mesh of "cuda" devices, the "nccl" backend ------------------------
+
+    def _mesh(self, node: cst.Call, position: int) -> None:
+        """`init_device_mesh("cuda", ...)`, `DeviceMesh(device_type="cuda", ...)`,
+        `DeviceMesh.from_group(group, "cuda")`."""
+        value = _argument(node, "device_type", position)
+        if value is None or not literal_is(value, "cuda") or self._chosen(node):
+            return
+        self.report(
+            value,
+            '`"cuda"` as the mesh\'s device type makes the mesh CUDA-only; use "cpu" where CUDA is missing',
+            fix=lambda site: self._guarded(value, "cpu"),
+        )
+
+    def _backend(self, node: cst.Call, position: int) -> None:
+        """`init_process_group(backend="nccl")`, `new_group(ranks, backend="nccl")`."""
+        value = _argument(node, "backend", position)
+        if value is None or not literal_is(value, CUDA_BACKEND) or self._chosen(node):
+            return
+        self.report(
+            value,
+            f'the `"{CUDA_BACKEND}"` backend runs on CUDA only; use "{CPU_BACKEND}" where CUDA is missing',
+            fix=lambda site: self._guarded(value, CPU_BACKEND),
+        )
+
+    def _chosen(self, node: cst.Call) -> bool:
+        """The call runs only where there is a GPU (`if torch.cuda.is_available():`,
+        `if device.type == "cuda":`), or is one side of a choice (an `if` with an `else`): the
+        program already picks per device."""
+        if under_device_check(self.ctx, node):
+            return True
+        for ancestor in self.ctx.ancestors(node):
+            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return False
+            if isinstance(ancestor, cst.If) and ancestor.orelse is not None:
+                return True
+        return False
+
+    def _guarded(self, value: cst.BaseExpression, other: str) -> FixPlan:
+        text = self.ctx.module.code_for_node(value)
+        quote = value.quote[0] if isinstance(value, cst.SimpleString) else '"'
+        if self.ctx.settings.device_expression == "accelerator":
+            # DEV604 is selected (torch-version >= 2.6): no `torch.cuda.is_available()` it would flag
+            if other == "cpu":
+                guarded = accelerator_choice("cuda", quote)[0]  # type: ignore[index]
+            else:
+                guarded = f"torch.distributed.{BACKEND_FOR_DEVICE}({CURRENT} if {AVAILABLE} else {quote}cpu{quote})"
+            return FixPlan(
+                f"Replace {text} with `{guarded}`", [Replace(value, guarded)], "safe", needs_torch=True, requires=ACCELERATOR
+            )
+        guarded = f"{text}{GUARD}{quote}{other}{quote}"
+        return FixPlan(f"Replace {text} with `{guarded}`", [Replace(value, guarded)], "safe", needs_torch=True)
+
+    # -- a tensor's device compared with torch.device("cuda") -----------------------------------
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        """`x.device == torch.device("cuda")` is False for every CUDA tensor: a tensor's device
+        carries its index (`cuda:0`), and torch.device compares type and index. The device type
+        is what such code asks about."""
+        if len(node.comparisons) != 1:
+            return
+        target = node.comparisons[0]
+        if not isinstance(target.operator, (cst.Equal, cst.NotEqual)):
+            return
+        for held, other in ((node.left, target.comparator), (target.comparator, node.left)):
+            if _object_device(held) and self._bare_cuda_device(other):
+                self.report(
+                    node,
+                    'a tensor\'s device carries its index (`cuda:0`) and never equals `torch.device("cuda")`; '
+                    'compare `.device.type` with "cuda"',
+                    fix=lambda site, held=held, other=other: self._type_comparison(node, held, other),
+                )
+                return
+
+    def _bare_cuda_device(self, node: cst.BaseExpression) -> bool:
+        """`torch.device("cuda")`: no index."""
+        if not isinstance(node, cst.Call) or self.ctx.model.qualname(node.func) != "torch.device":
+            return False
+        return len(node.args) == 1 and node.args[0].keyword is None and literal_is(node.args[0].value, "cuda")
+
+    def _type_comparison(self, node: cst.Comparison, held: cst.BaseExpression, other: cst.Call) -> FixPlan:
+        literal = other.args[0].value
+        operator = "==" if isinstance(node.comparisons[0].operator, cst.Equal) else "!="
+        new = f"{self.ctx.module.code_for_node(held)}.type {operator} {self.ctx.module.code_for_node(literal)}"
+        return FixPlan(
+            f"Compare the device type: `{new}` (unsafe: on a CUDA machine the comparison now holds for CUDA tensors)",
+            [Replace(node, new)],
+            "unsafe",
+        )
+
+    # -- an alias of autocast or GradScaler ------------------------------------------------------
+
+    def _alias(self, node: cst.Call) -> None:
+        """`precision_scope = autocast if amp else nullcontext` ... `precision_scope("cuda")`: the
+        name may hold torch's autocast (or GradScaler). Reported without a fix: the name may hold
+        something else too (`nullcontext` takes no `enabled=`)."""
+        func = node.func
+        assert isinstance(func, cst.Name)
+        if func.value in self.ctx.model.imports:
+            return
+        held = sorted(q for q in self.ctx.model.qualnames(func) if q in AMP_DEVICE_TYPE)
+        if not held or any(a.star for a in node.args):
+            return
+        call = AMP_DEVICE_TYPE[held[0]]
+        value = _argument(node, call.device_parameter or "", 0)
+        if value is None or not literal_is(value, "cuda"):
+            return
+        self.report(
+            value,
+            f'`{func.value}` may be `{held[0]}`: `"cuda"` as its device type turns AMP off on every other '
+            "accelerator; pass the device type in use",
+        )
 
     def _amp(self, node: cst.Call, call: AmpCall) -> None:
         if any(a.star for a in node.args):
@@ -177,3 +409,30 @@ class CudaDeviceType(Rule):
             needs_torch=kind.startswith("torch."),
             requires=AMP_DEVICE_ARGUMENT if call is SCALER else (0, 0),
         )
+
+
+def _argument(node: cst.Call, name: str, position: int) -> cst.BaseExpression | None:
+    """The argument given for parameter ``name``, by keyword or at ``position``."""
+    given = keyword(node, name)
+    if given is not None:
+        return given.value
+    if any(a.star for a in node.args):
+        return None
+    plain = positional(node)
+    return plain[position].value if len(plain) > position else None
+
+
+# Objects whose `.device` is often a string or a device the program made itself (`args.device`,
+# `self.device`), where `.type` may not exist: their comparisons are left alone.
+_CONFIG_OBJECTS = frozenset({"self", "args", "opt", "opts", "config", "cfg", "hparams", "options", "settings"})
+
+
+def _object_device(node: cst.BaseExpression) -> bool:
+    """``x.device``, ``batch[0].device``, ``next(model.parameters()).device``: the device of a
+    tensor or module, a torch.device."""
+    if not isinstance(node, cst.Attribute) or node.attr.value != "device":
+        return False
+    base: cst.BaseExpression = node.value
+    while isinstance(base, (cst.Attribute, cst.Subscript)):
+        base = base.value
+    return not (isinstance(base, cst.Name) and base.value in _CONFIG_OBJECTS)

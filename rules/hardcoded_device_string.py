@@ -13,7 +13,7 @@ from devlint.analysis.semantic import dotted_name, string_value
 from devlint.analysis.tree import children
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import FixFactory, Invalid, Rule, Site
-from devlint.rulekit.accelerator import ACCELERATOR, accelerator_choice
+from devlint.rulekit.accelerator import ACCELERATOR, AVAILABLE, accelerator_choice, accelerator_fstring
 from devlint.rulekit.calls import keyword, names_in, positional, receiver_is_foreign
 from devlint.torchfacts.names import (
     DEVICE_KEYWORDS,
@@ -631,6 +631,14 @@ class HardcodedDeviceString(Rule):
             return FixPlan(
                 f"Replace {text} with `{guarded}`{caveat}", [Replace(literal.node, guarded)],
                 "unsafe" if caveat else "safe", needs_torch=True, requires=ACCELERATOR,
+            )
+        fstring = accelerator_fstring(literal.node) if self.ctx.settings.device_expression == "accelerator" else None
+        if fstring is not None:
+            # f"cuda:{rank}" with DEV604 selected: its form, unsafe as DEV604's (the index may be above 0)
+            guarded = f"{self._code(fstring)} if {AVAILABLE} else {cpu}"
+            return FixPlan(
+                f"Replace {text} with `{guarded}` (unsafe: an accelerator with a single device may lack that index)",
+                [Replace(literal.node, guarded)], "unsafe", needs_torch=True, requires=ACCELERATOR,
             )
         guarded = f"{text}{GUARD}{cpu}"
         return FixPlan(f"Replace {text} with `{guarded}`", [Replace(literal.node, guarded)], "safe", needs_torch=True)

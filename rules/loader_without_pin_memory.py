@@ -10,6 +10,7 @@ from devlint.analysis.semantic import Scope, dotted_name, string_value
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Site
 from devlint.rulekit.calls import append_arg, arg, calls_in, code_in_place, imported_qualname, keyword, positional
+from devlint.rulekit.accelerator import ACCELERATOR, AVAILABLE
 from devlint.rulekit.value_flow import FlowRule
 from devlint.torchfacts.names import DATALOADERS, MOVES, PIN_MEMORY_POSITION
 
@@ -77,7 +78,8 @@ class LoaderWithoutPinMemory(FlowRule):
         "without `map_location=\"cpu\"` (a checkpoint of CUDA tensors comes back on the GPU), or "
         "where the loader's `collate_fn` is a function of the file that puts batches on a device. A "
         "dataset from another module is taken to hold host tensors: its batches are copied to the "
-        "device, which is why the rule speaks."
+        "device, which is why the rule speaks. With DEV604 selected (torch-version >= 2.6) the fix "
+        "writes `pin_memory=torch.accelerator.is_available()`, as DEV604 asks."
     )
     triggers = ("DataLoader",)
 
@@ -311,7 +313,12 @@ class LoaderWithoutPinMemory(FlowRule):
                 )
 
     def _fix(self, node: cst.Call) -> FixPlan:
-        new = append_arg(node, arg("torch.cuda.is_available()", "pin_memory"))
+        # with DEV604 selected (torch-version >= 2.6) the accelerator's check, which DEV604 asks
+        # for: DataLoader pins for the current accelerator from torch 2.6 (pytorch#131858)
+        accelerated = self.ctx.settings.device_expression == "accelerator"
+        check = AVAILABLE if accelerated else "torch.cuda.is_available()"
+        requires = ACCELERATOR if accelerated else (0, 0)
+        new = append_arg(node, arg(check, "pin_memory"))
         maker = self._device_dataset(node)
         source = f"`{maker}` may put data on a device" if maker is not None else None
         source = self._device_data.get(id(node), source)
@@ -320,16 +327,18 @@ class LoaderWithoutPinMemory(FlowRule):
             source = f"the collate function `{collate}` puts batches on a device"
         if source is not None:
             return FixPlan(
-                f"Add `pin_memory=torch.cuda.is_available()` (unsafe: {source}, and CUDA tensors cannot be pinned)",
+                f"Add `pin_memory={check}` (unsafe: {source}, and device tensors cannot be pinned)",
                 [Replace(node, code_in_place(self.ctx, node, new))],
                 "unsafe",
                 needs_torch=True,
+                requires=requires,
             )
         return FixPlan(
-            "Add `pin_memory=torch.cuda.is_available()`",
+            f"Add `pin_memory={check}`",
             [Replace(node, code_in_place(self.ctx, node, new))],
             "safe",
             needs_torch=True,
+            requires=requires,
         )
 
     def _device_collate(self, loader: cst.Call) -> str | None:

@@ -121,6 +121,20 @@ _CURRENT = "torch.accelerator.current_accelerator().type"
             'w = torch.device("cuda:1")\n',
         ),
         (
+            "DEV103",
+            'import torch\ny = x.to(f"cuda:{rank}")\n',
+            {2: "unsafe"},
+            'import torch\ny = x.to(f"cuda:{rank}")\n',
+        ),
+        (
+            "DEV603",
+            'import torch\ntorch.distributed.init_process_group("nccl")\nm = torch.distributed.init_device_mesh("cuda", (2,))\n',
+            {2: "safe", 3: "safe"},
+            "import torch\ntorch.distributed.init_process_group(torch.distributed.get_default_backend_for_device("
+            'torch.accelerator.current_accelerator() if torch.accelerator.is_available() else "cpu"))\n'
+            f'm = torch.distributed.init_device_mesh({_CURRENT} if torch.accelerator.is_available() else "cpu", (2,))\n',
+        ),
+        (
             "DEV102",
             "import torch\ny = x.cuda(1)\nz = x.cuda(0)\n",
             {2: "unsafe", 3: "safe"},

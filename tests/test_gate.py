@@ -255,6 +255,14 @@ def _table_examples() -> list[tuple[str, str]]:
     for prefix in names.AMP_MODULES:
         name = prefix + "custom_fwd" if prefix.endswith(".") else prefix
         examples.append(("DEV603", f"import {_module(name)}\nf = {name}(device_type='cuda')\n"))
+    examples += [
+        ("DEV603", f"import {_module(name)}\nmesh = {name}({', '.join(['g'] * position + ['{0}cuda{0}'.format(chr(39))])})\n")
+        for name, position in names.MESH_DEVICE_TYPE.items()
+    ]
+    examples += [
+        ("DEV603", f"import {_module(name)}\ng = {name}({', '.join(['None'] * position + [repr(names.CUDA_BACKEND)])})\n")
+        for name, position in names.PROCESS_GROUP_BACKEND.items()
+    ]
     for prefix in names.CUDA_SUBMODULES:
         # set_device is DEV601's only under a device check, with no literal index (else DEV202's)
         examples += [

@@ -57,7 +57,7 @@ RULES: tuple[RuleInfo, ...] = (
     RuleInfo("DEV501", "deprecated-cuda-amp", True, ("autocast", "GradScaler"), f"{_PACKAGE}.deprecated_cuda_amp"),
     RuleInfo("DEV601", "cuda-runtime-api", True, ("cuda",), f"{_PACKAGE}.cuda_runtime_api"),
     RuleInfo("DEV602", "cuda-memory-api", True, ("cuda",), f"{_PACKAGE}.cuda_memory_api"),
-    RuleInfo("DEV603", "cuda-device-type", True, ("cuda", "GradScaler"), f"{_PACKAGE}.cuda_device_type"),
+    RuleInfo("DEV603", "cuda-device-type", True, ("cuda", "GradScaler", "nccl"), f"{_PACKAGE}.cuda_device_type"),
     RuleInfo("DEV604", "cuda-availability-check", False, ("is_available",), f"{_PACKAGE}.cuda_availability_check"),
     RuleInfo(
         "DEV605", "unknown-device-api", True, ("accelerator", "amp", "Stream", "Event", "get_device_module"),

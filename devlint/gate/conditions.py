@@ -28,6 +28,7 @@ from devlint.gate.facts import Facts
 from devlint.torchfacts.names import (
     AMP_DEVICE_TYPE,
     AMP_MODULES,
+    CUDA_BACKEND,
     CUDA_DEVICE_KEYWORDS,
     CUDA_MEMORY_API,
     CUDA_RUNTIME_API,
@@ -43,9 +44,11 @@ from devlint.torchfacts.names import (
     LEGACY_TENSOR_TYPES,
     LOOP_WRAPPERS,
     LOSS_TENSOR_ARGUMENTS,
+    MESH_DEVICE_TYPE,
     MOVES,
     PIN_MEMORY_POSITION,
     POSITIONAL_DEVICE_FUNCTIONS,
+    PROCESS_GROUP_BACKEND,
     VISIBLE_DEVICES,
 )
 
@@ -472,6 +475,23 @@ def cuda_device_type(facts: Facts) -> bool:
     # GradScaler, no device; and `device_type="cuda"` given to a call under torch's AMP modules.
     if next(calls_to_any(facts, AMP_DEVICE_TYPE), None) is not None:
         return True
+    # ... a mesh of "cuda" devices or the "nccl" backend given to torch.distributed's calls
+    # (resolved through imports) ...
+    if "cuda" in facts.strings and next(calls_to_any(facts, MESH_DEVICE_TYPE), None) is not None:
+        return True
+    if CUDA_BACKEND in facts.strings and next(calls_to_any(facts, PROCESS_GROUP_BACKEND), None) is not None:
+        return True
+    # ... a `.device` compared with `torch.device("cuda")` (resolved through imports) ...
+    if "device" in facts.attributes and any(
+        len(call.args) == 1 and not call.keywords and type(call.args[0]) is ast.Constant and call.args[0].value == "cuda"
+        for call in calls_to(facts, "torch.device")
+    ):
+        return True
+    # ... "cuda" given to a name that may hold autocast or GradScaler through a value alias
+    # (`scope = autocast if amp else nullcontext`; `scope("cuda")`) ...
+    if "cuda" in facts.strings and (mentions(facts, "autocast") or mentions(facts, "GradScaler")):
+        if any(name in facts.calls for name in _value_aliases(facts)):
+            return True
     return any(
         (kind := keyword(call, "device_type")) is not None
         and type(kind) is ast.Constant

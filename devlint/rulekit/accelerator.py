@@ -335,3 +335,17 @@ def accelerator_choice(literal: str, quote: str) -> tuple[str, str] | None:
     index = literal.removeprefix("cuda:")
     caveat = f" (unsafe: an accelerator with a single device has no device {index})" if second_gpu(literal) else ""
     return f"{current} if {AVAILABLE} else {quote}cpu{quote}", caveat
+
+
+def accelerator_fstring(node: cst.BaseExpression) -> cst.FormattedString | None:
+    """``f"cuda:{i}"`` as ``f"{torch.accelerator.current_accelerator().type}:{i}"``: the same
+    string on a CUDA machine. None for what is no f-string starting with ``cuda:``. The new
+    replacement field holds no quote, so it fits any f-string (before Python 3.12 too)."""
+    if not isinstance(node, cst.FormattedString) or not node.parts:
+        return None
+    first = node.parts[0]
+    if not isinstance(first, cst.FormattedStringText) or not first.value.startswith("cuda:"):
+        return None
+    kind = cst.FormattedStringExpression(cst.parse_expression(CURRENT + ".type"))
+    rest = first.with_changes(value=first.value.removeprefix("cuda"))
+    return node.with_changes(parts=[kind, rest, *node.parts[1:]])

@@ -85,6 +85,8 @@ SINCE: dict[str, TorchVersion] = {
     "torch.accelerator.reset_peak_memory_stats": (2, 9),
     "torch.accelerator.reset_accumulated_memory_stats": (2, 9),
     "torch.accelerator.get_memory_info": (2, 10),
+    # torch.distributed's backend for a device type (pytorch#140536, November 2024)
+    "torch.distributed.get_default_backend_for_device": (2, 6),
 }
 
 # `torch.a.b` (attribute chains), and `torch.get_device_module(...).X`.

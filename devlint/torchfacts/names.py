@@ -134,6 +134,35 @@ DEPRECATED_AMP: Mapping[str, tuple[str, AmpCall]] = MappingProxyType({
     "torch.cuda.amp.grad_scaler.GradScaler": ("torch.amp.GradScaler", CUDA_AMP_SCALER),
 })
 
+# -- torch.distributed: device types and collective backends chosen for CUDA -------------------
+
+# torch.distributed's calls that take a device type -> its position (or `device_type=`): a mesh
+# of "cuda" devices. DEV603 and its gate condition.
+MESH_DEVICE_TYPE: Mapping[str, int] = MappingProxyType({
+    "torch.distributed.device_mesh.init_device_mesh": 0,
+    "torch.distributed.init_device_mesh": 0,
+    "torch.distributed.tensor.init_device_mesh": 0,
+    "torch.distributed._tensor.init_device_mesh": 0,
+    "torch.distributed.device_mesh.DeviceMesh": 0,
+    "torch.distributed.DeviceMesh": 0,
+    "torch.distributed.tensor.DeviceMesh": 0,
+    "torch.distributed._tensor.DeviceMesh": 0,
+    "torch.distributed.device_mesh.DeviceMesh.from_group": 1,
+    "torch.distributed.DeviceMesh.from_group": 1,
+})
+# Process-group constructors -> the position of their `backend` parameter. DEV603 and its gate
+# condition.
+PROCESS_GROUP_BACKEND: Mapping[str, int] = MappingProxyType({
+    "torch.distributed.init_process_group": 0,
+    "torch.distributed.distributed_c10d.init_process_group": 0,
+    "torch.distributed.new_group": 2,
+    "torch.distributed.distributed_c10d.new_group": 2,
+})
+# The collective backend that runs on CUDA devices only, and the one torch pairs with the CPU
+# (`torch.distributed.Backend.default_device_backend_map`).
+CUDA_BACKEND = "nccl"
+CPU_BACKEND = "gloo"
+
 # -- torch.cuda and the device-generic API ----------------------------------------------------
 
 # torch.cuda is a package: its functions also answer to their submodule's name. Prefixes.
