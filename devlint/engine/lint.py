@@ -9,7 +9,7 @@ import libcst as cst
 
 from devlint.engine.context import FileContext, FixSettings
 from devlint.engine.interning import shared_trivia
-from devlint.engine.positions import TreeMismatch
+from devlint.engine.positions import StatementPrints, TreeMismatch
 from devlint.engine.sections import SECTION_CHARS, Parser, parse_in_sections
 from devlint.engine.walk import walk
 from devlint.findings import Finding
@@ -67,12 +67,15 @@ def lint_text(
     prefilter: bool = True,
     gate: bool = True,
     sections: tuple[Parser, int] | None = None,
+    prints: StatementPrints | None = None,
 ) -> list[Finding]:
     """The findings of ``rules`` on ``text``. ``prefilter``: only the rules that may report walk
     the tree, and a file where none may is not parsed (devlint.gate.screen); ``gate``: that decision
     reads CPython's tree too, not only the text (devlint.gate); ``sections``: the parser of each
     section and their size, for a caller that keeps the trees of sections it parsed before (the
-    tree stitched from them is the one a single parse gives, devlint.engine.sections)."""
+    tree stitched from them is the one a single parse gives, devlint.engine.sections); ``prints``:
+    the statements printed by earlier checks, for a caller that checks the same file again
+    (devlint.engine.positions)."""
     if prefilter:
         screened = screen(text, rules, gate)
         if screened is None:
@@ -88,16 +91,21 @@ def lint_text(
             rules = screened
     parser, section_chars = sections or (cst.parse_module, SECTION_CHARS)
     try:
-        return _lint_module(_parse(text, section_chars, parser), text, filename, rules, settings)
+        return _lint_module(_parse(text, section_chars, parser), text, filename, rules, settings, prints)
     except TreeMismatch:
         # A tree stitched from sections that does not print back to its text: parse it whole.
         return _lint_module(_parse(text, len(text)), text, filename, rules, settings)
 
 
 def _lint_module(
-    parsed: tuple[cst.Module, bool], text: str, filename: str, rules: Sequence[type[Rule]], settings: FixSettings
+    parsed: tuple[cst.Module, bool],
+    text: str,
+    filename: str,
+    rules: Sequence[type[Rule]],
+    settings: FixSettings,
+    prints: StatementPrints | None = None,
 ) -> list[Finding]:
-    ctx = FileContext(filename, text, parsed[0], settings, stitched=parsed[1])
+    ctx = FileContext(filename, text, parsed[0], settings, stitched=parsed[1], prints=prints)
     try:
         walk(ctx, [rule(ctx) for rule in rules])
         return ctx.findings()
