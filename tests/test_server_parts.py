@@ -18,7 +18,9 @@ from hypothesis import strategies as st  # noqa: E402
 from lsprotocol import types  # noqa: E402
 
 from devlint.run.config import FileSettings  # noqa: E402
+from devlint.run.suppressions import scan  # noqa: E402
 from devlint.server.analysis import analyze, fix_all  # noqa: E402
+from devlint.server.comments import CommentCache  # noqa: E402
 from devlint.server.configuration import ConfigTracker, default_settings  # noqa: E402
 from devlint.server.documents import Documents  # noqa: E402
 from devlint.server.model import Analysis, Source  # noqa: E402
@@ -436,3 +438,63 @@ def test_a_section_met_twice_in_one_check_is_two_trees() -> None:
     first, second = parse("x = 1\n"), parse("x = 1\n")
     assert first is not second
     assert trees.parser()("x = 1\n") in (first, second)
+
+
+# -- comments of changed chunks only ---------------------------------------------------------
+
+_TRICKY = [
+    'x = """\ndef f():  # not a comment\n"""\ndef g():\n    pass  # noqa\n',
+    "x = (\n1,\n)\ndef f():\n    return 1  # one\n",
+    "def f():\n    return 1 \\\n\ndef g(): pass\n",
+    "def f():\n    s = '''a\n@b'''  # c\n    return s\nclass C:  # c\n    pass\n",
+    "def f():\r\n    x = 1  # a\r\n\r\ndef g():\r\n    y = '''\r\ndef h(): #\r\n'''\r\n",
+    "def f():\r    x = 1  # a\rdef g():\n    pass  # b\n",
+    "x = 1\r# a\ry = 2 \\\n+ 3\ndef g():\r    pass \\\n\n# c\n",
+    'def f():\n    s = """unfinished\ndef g():\n    pass  # b\n',
+    "@dec  # d\ndef f(\n    a,  # a\n):\n    pass\nasync def g():\n    f'{x}'  # e\n",
+    "",
+    "# only a comment",
+]
+
+
+def _same_comments(cache: CommentCache, text: str) -> None:
+    found, expected = cache.comments(text), scan(text)
+    assert (found.by_row, found.continues, found.exact_until) == (expected.by_row, expected.continues, expected.exact_until)
+    assert found.lines.text == text
+
+
+@pytest.mark.parametrize("text", _TRICKY)
+def test_comments_of_chunks_are_those_of_one_scan(text: str) -> None:
+    cache = CommentCache()
+    _same_comments(cache, text)
+    _same_comments(cache, text)  # every chunk taken from those kept
+
+
+@pytest.mark.parametrize("path", SECTIONED, ids=lambda p: p.stem)
+def test_comments_of_chunks_through_seeded_edits_are_those_of_one_scan(path: Path) -> None:
+    """Seeded edits that open and close strings and brackets across chunks, and type comments
+    and definitions: the chunked scan, reusing what it kept, gives what one scan gives."""
+    rng = random.Random(f"23c-{path.name}")
+    lines = path.read_text().splitlines(keepends=True)
+    typed = ['"""\n', "x = (\n", ")\n", "# noqa\n", "def typed():  # t\n", "    pass  # p\n", "@dec\n", "y = 1 \\\n"]
+    cache = CommentCache(kept_chars=4_000)
+    for _ in range(30):
+        at = rng.randrange(len(lines) + 1)
+        if rng.random() < 0.3 and len(lines) > 3:
+            del lines[min(at, len(lines) - 1)]
+        else:
+            lines.insert(at, rng.choice(typed))
+        _same_comments(cache, "".join(lines))
+
+
+def test_an_edit_tokenizes_only_the_chunk_it_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import devlint.server.comments as comments
+
+    text = "".join(f"def f{n}():\n    return {n}  # r{n}\n\n" for n in range(50))
+    cache = CommentCache()
+    cache.comments(text)
+    scanned: list[str] = []
+    monkeypatch.setattr(comments, "scan", lambda chunk: scanned.append(chunk) or scan(chunk))
+    edited = text.replace("return 7  # r7", "return 8  # r7")
+    _same_comments(cache, edited)
+    assert scanned == ["def f7():\n    return 8  # r7\n\n"]

@@ -24,6 +24,7 @@ from devlint.rule import Rule
 from devlint.run.notebook import CELL_BREAK, NotebookError, Program, place
 from devlint.run.suppressions import Comments, apply_noqa, noqa_edit, noqa_target, scan, skip_file
 from devlint.server.cells import build_program, locate, unfinished
+from devlint.server.comments import CommentCache
 from devlint.server.model import Analysis, Change, Item, Problem, Source
 from devlint.server.textdiff import minimal_edits
 from devlint.server.trees import SECTION_CHARS, SectionTrees
@@ -33,6 +34,8 @@ from devlint.server.trees import SECTION_CHARS, SectionTrees
 _TREES = SectionTrees()
 # Likewise the printed text of the top-level statements of those trees (devlint.engine.positions).
 _PRINTS = StatementPrints()
+# And the comments of the chunks of text tokenized lately (devlint.server.comments).
+_COMMENTS = CommentCache()
 
 
 def analyze(source: Source) -> Analysis:
@@ -80,7 +83,7 @@ def _analyze(source: Source) -> Analysis:
         findings = apply_noqa(text, lint_text(text, source.filename, _rules(source), source.settings.fix, sections=_sections(), prints=_PRINTS))
     except ParseError as error:
         return Analysis(problem=Problem(error.message, 0, error.row, error.column, syntax=True))
-    comments = scan(text) if findings else None
+    comments = _COMMENTS.comments(text) if findings else None
     return Analysis(tuple(Item(f, 0, _own_changes(f), _noqa_changes(comments, f, 0)) for f in findings))
 
 
