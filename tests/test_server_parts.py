@@ -498,3 +498,25 @@ def test_an_edit_tokenizes_only_the_chunk_it_changed(monkeypatch: pytest.MonkeyP
     edited = text.replace("return 7  # r7", "return 8  # r7")
     _same_comments(cache, edited)
     assert scanned == ["def f7():\n    return 8  # r7\n\n"]
+
+
+def test_a_statement_rebuilt_of_the_same_objects_takes_the_kept_print(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stitcher gives a section's first statement its leading lines anew in every check: the
+    rebuilt statement is not printed again, and its own span is found under its own id."""
+    import libcst as cst
+
+    import devlint.engine.positions as positions
+
+    module = cst.parse_module("x = 1\n\n# lead\ndef f(x):\n    return x.cuda()\n")
+    statement = module.body[1]
+    prints = StatementPrints()
+    first = prints.printed(module, statement, frozenset({id(statement)}))
+    rebuilt = statement.with_changes(leading_lines=list(statement.leading_lines))
+    monkeypatch.setattr(positions, "_Recorder", None)  # printing now would fail
+    again = prints.printed(module, rebuilt, frozenset({id(rebuilt)}))
+    assert again.code == first.code and again.spans[id(rebuilt)] == first.spans[id(statement)]
+    assert id(statement) not in again.spans
+    monkeypatch.undo()
+    changed = statement.with_changes(leading_lines=[])
+    assert first.code.startswith("\n# lead\n")
+    assert prints.printed(module, changed, frozenset({id(changed)})).code == "def f(x):\n    return x.cuda()\n"

@@ -24,7 +24,7 @@ import bisect
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import libcst as cst
@@ -189,35 +189,64 @@ KEPT_PRINT_CHARS = 2_000_000
 
 
 class StatementPrints:
-    """The printed text and wanted spans of top-level statements met lately, by statement object
-    (held here, so that its id names no other node while it is kept)."""
+    """The printed text and wanted spans of top-level statements met lately, by what a statement
+    is made of (``_shape``; the statement is held here, so that no id in its shape names another
+    object while it is kept)."""
 
     def __init__(self, kept_chars: int = KEPT_PRINT_CHARS) -> None:
-        self._printed: OrderedDict[int, _Printed] = OrderedDict()
+        self._printed: OrderedDict[tuple, _Printed] = OrderedDict()
         self._chars = 0
         self._kept_chars = kept_chars
 
     def printed(self, module: cst.Module, statement: cst.CSTNode, wanted: frozenset[int]) -> _Printed:
         style = (module.default_indent, module.default_newline)
-        kept = self._printed.get(id(statement))
-        if kept is not None and kept.statement is statement and kept.style == style and kept.wanted == wanted:
-            self._printed.move_to_end(id(statement))
-            return kept
+        shape = _shape(statement)
+        kept = self._printed.get(shape)
+        if kept is not None and kept.style == style and kept.wanted == _renamed(wanted, statement, kept.statement):
+            self._printed.move_to_end(shape)
+            return kept if kept.statement is statement else _moved(kept, statement, wanted)
         recorder = _Recorder(module, set(wanted))
         statement._codegen(recorder)
         printed = _Printed(statement, style, wanted, "".join(recorder.tokens), recorder.spans, recorder.complete)
-        self._keep(printed)
+        self._keep(shape, printed)
         return printed
 
-    def _keep(self, printed: _Printed) -> None:
-        old = self._printed.pop(id(printed.statement), None)
+    def _keep(self, shape: tuple, printed: _Printed) -> None:
+        old = self._printed.pop(shape, None)
         if old is not None:
             self._chars -= len(old.code)
-        self._printed[id(printed.statement)] = printed
+        self._printed[shape] = printed
         self._chars += len(printed.code)
         while self._chars > self._kept_chars and len(self._printed) > 1:
             _, dropped = self._printed.popitem(last=False)
             self._chars -= len(dropped.code)
+
+
+def _shape(statement: cst.CSTNode) -> tuple:
+    """What ``statement`` prints from: its type and the very objects of its fields. The stitcher
+    (devlint.engine.sections) gives a section's first statement the lines before it anew in every
+    check: a new statement object made of the same objects, which prints the same."""
+    parts: list = [type(statement)]
+    for field in fields(statement):
+        value = getattr(statement, field.name)
+        parts.append(tuple(map(id, value)) if isinstance(value, (list, tuple)) else id(value))
+    return tuple(parts)
+
+
+def _renamed(wanted: frozenset[int], statement: cst.CSTNode, kept: cst.CSTNode) -> frozenset[int]:
+    """``wanted`` with the statement's own id read as the kept statement's."""
+    if statement is kept or id(statement) not in wanted:
+        return wanted
+    return (wanted - {id(statement)}) | {id(kept)}
+
+
+def _moved(kept: _Printed, statement: cst.CSTNode, wanted: frozenset[int]) -> _Printed:
+    """The kept print of an equal statement, its own span under ``statement``'s id."""
+    spans = dict(kept.spans)
+    own = spans.pop(id(kept.statement), None)
+    if own is not None:
+        spans[id(statement)] = own
+    return _Printed(statement, kept.style, wanted, kept.code, spans, kept.complete)
 
 
 def _by_statement(
