@@ -53,6 +53,7 @@ class FileContext:
         self.reports: list[Report] = []
         # The name of the device definition fixes insert, once one asks for it (see device()).
         self._inserted_name: str | None = None
+        self._codes: dict[int, tuple[cst.CSTNode, str]] = {}
 
     # -- for rules, during the walk ------------------------------------------------------
 
@@ -88,7 +89,13 @@ class FileContext:
         return DeviceRef(self._inserted_name, inserted=True)
 
     def code(self, node: cst.CSTNode) -> str:
-        return self.module.code_for_node(node)
+        # Kept by node (held with its code, so its id names no other node): a fix's new code is
+        # printed to check the torch it needs and the f-string it may stand in, and the node it
+        # replaces by the rule and again for that check.
+        kept = self._codes.get(id(node))
+        if kept is None or kept[0] is not node:
+            kept = self._codes[id(node)] = (node, self.module.code_for_node(node))
+        return kept[1]
 
     def qualname(self, node: cst.CSTNode) -> str | None:
         return self.model.qualname(node)
@@ -132,7 +139,7 @@ class FileContext:
         names: set[str] = set()
         for replace in plan.replacements:
             new = replace.new
-            text = self.module.code_for_node(new) if isinstance(new, cst.CSTNode) else "\n".join(new) if isinstance(new, tuple) else new
+            text = self.code(new) if isinstance(new, cst.CSTNode) else "\n".join(new) if isinstance(new, tuple) else new
             names |= introduced(text, self.code(replace.node))
         found = newest(names)
         if found is None or plan.requires > found.since:
@@ -228,7 +235,7 @@ class FileContext:
             }
             new = replace.new
             if isinstance(new, cst.CSTNode):
-                new = self.module.code_for_node(new)
+                new = self.code(new)
             text = "".join(new) if isinstance(new, tuple) else new
             if any(quote in text for quote in quotes):
                 return True
