@@ -412,9 +412,83 @@ def test_the_worker_publishes_a_fresh_analysis_through_file_level_edits(monkeypa
         with monkeypatch.context() as fresh:
             fresh.setattr(analysis, "_TREES", SectionTrees())
             fresh.setattr(analysis, "_PRINTS", StatementPrints())
+            fresh.setattr(analysis, "_COMMENTS", _ONE_SCAN)
             assert _items(kept) == _items(analyze(source))
         compared += 1
     assert compared >= 4
+
+
+class _OneScan:
+    """The comments of a fresh check: one scan of the whole text, as before chunks were kept."""
+
+    @staticmethod
+    def comments(text: str) -> object:
+        return scan(text)
+
+
+_ONE_SCAN = _OneScan()
+
+
+def _bench_script(lines: int) -> str:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("lsp_latency", ROOT / "bench" / "lsp_latency.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench.script(lines)
+
+
+# What the bench toggles, and what a person types into such a file: comments (a `# noqa` among
+# them) and strings that open and close across definitions.
+_BENCH_TYPED = [
+    "    # noqa: DEV101\n",
+    "    x = y.cuda()  # noqa\n",
+    "    x = y.cuda()  # noqa: DEV999\n",
+    '    s = """\ndef fake():  # in a string, not a comment\n"""\n',
+    "    t = (1,\n# a comment inside brackets\n2)\n",
+    "    # note\n",
+    "\n",
+]
+
+
+def test_the_worker_gives_a_fresh_analysis_through_seeded_edits_to_the_bench_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bench's file with findings (bench/lsp_latency.py): `.cuda()` toggled, comments and
+    `# noqa` typed, strings opened across definitions, lines removed; after every edit that
+    parses (one that does not is undone, as a person would), the worker's analysis with what it
+    kept (trees, prints, comments) is a fresh one's."""
+    import devlint.server.analysis as analysis
+
+    lines = _bench_script(600).splitlines(keepends=True)
+    rng = random.Random(2302)
+    compared = 0
+    for _ in range(40):
+        edited = list(lines)
+        at = rng.randrange(3, len(edited))
+        choice = rng.random()
+        if choice < 0.4 and ".cuda()" in edited[at]:
+            edited[at] = edited[at].replace(".cuda()", "")
+        elif choice < 0.4:
+            edited[at] = edited[at].replace("inputs = inputs", "inputs = inputs.cuda()", 1)
+        elif choice < 0.85:
+            edited.insert(at, rng.choice(_BENCH_TYPED))
+        else:
+            del edited[at]
+        text = "".join(edited)
+        try:
+            ast.parse(text)
+        except SyntaxError:
+            continue
+        lines = edited
+        source = Source("t.py", (text,), False, SETTINGS)
+        kept = analyze(source)
+        with monkeypatch.context() as fresh:
+            fresh.setattr(analysis, "_TREES", SectionTrees())
+            fresh.setattr(analysis, "_PRINTS", StatementPrints())
+            fresh.setattr(analysis, "_COMMENTS", _ONE_SCAN)
+            assert _items(kept) == _items(analyze(source))
+        compared += 1
+    assert compared >= 20
 
 
 def test_a_statement_is_printed_again_for_other_wanted_nodes_or_another_indent() -> None:
