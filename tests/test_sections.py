@@ -285,7 +285,7 @@ def test_a_tree_that_does_not_print_back_is_dropped_for_one_parse(monkeypatch: p
     rules = select_rules()
     expected = lint_text(text, "m.py", rules)
 
-    def broken(text: str, parse: object, section_chars: int) -> cst.Module:
+    def broken(text: str, parse: object, section_chars: int, tree: object = None) -> cst.Module:
         # A stitching bug: one statement lost.
         module = cst.parse_module(text)
         return module.with_changes(body=module.body[1:])
@@ -321,3 +321,21 @@ def _whitespace(module: cst.Module) -> list[cst.SimpleWhitespace]:
 
     module.visit(Collect())
     return found
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parent.parent / "fixtures").rglob("*.py")), ids=lambda p: p.stem)
+def test_the_engines_screen_answers_as_the_gates_and_keeps_the_tree_it_read(path: Path) -> None:
+    """The engine screens through devlint.engine.screened to keep CPython's tree for cutting
+    sections: it must choose the rules devlint.gate.screen chooses."""
+    import ast
+
+    from devlint.engine.screened import screened
+    from devlint.gate.screen import screen
+
+    text = path.read_text()
+    rules = select_rules()
+    for gate in (True, False):
+        found = screened(text, rules, gate)
+        assert found.rules == screen(text, rules, gate)
+        if found.tree is not None:
+            assert ast.dump(found.tree) == ast.dump(ast.parse(text))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import os
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -17,14 +18,17 @@ from hypothesis import strategies as st  # noqa: E402
 from lsprotocol import types  # noqa: E402
 
 from devlint.run.config import FileSettings  # noqa: E402
+from devlint.run.suppressions import scan  # noqa: E402
 from devlint.server.analysis import analyze, fix_all  # noqa: E402
+from devlint.server.comments import CommentCache  # noqa: E402
 from devlint.server.configuration import ConfigTracker, default_settings  # noqa: E402
 from devlint.server.documents import Documents  # noqa: E402
-from devlint.server.model import Source  # noqa: E402
+from devlint.server.model import Analysis, Source  # noqa: E402
 from devlint.server.settings import ServerSettings, read_settings  # noqa: E402
 from devlint.server.severity import severity, tags  # noqa: E402
 from devlint.server.textdiff import minimal_edits  # noqa: E402
 from devlint.server.textlines import UTF8, UTF16, UTF32, Lines, apply_change  # noqa: E402
+from devlint.engine.positions import StatementPrints  # noqa: E402
 from devlint.server.trees import SectionTrees  # noqa: E402
 from devlint.settings import FixSettings  # noqa: E402
 
@@ -277,21 +281,21 @@ ROOT = Path(__file__).resolve().parent.parent
 SECTIONED = [*sorted((ROOT / "fixtures" / "pairs").rglob("*.py")), ROOT / "examples" / "train_cuda.py"]
 
 
-def _lint(text: str, trees: SectionTrees | None = None, chars: int = 256) -> list:
+def _lint(text: str, trees: SectionTrees | None = None, chars: int = 256, prints: StatementPrints | None = None) -> list:
     from devlint.engine.lint import lint_text
     from devlint.registry import all_rules
 
     sections = None if trees is None else (trees.parser(), chars)
-    return lint_text(text, "t.py", list(all_rules()), FixSettings(), sections=sections)
+    return lint_text(text, "t.py", list(all_rules()), FixSettings(), sections=sections, prints=prints)
 
 
 @pytest.mark.parametrize("path", SECTIONED, ids=lambda p: p.stem)
 def test_findings_from_reused_sections_are_those_of_one_parse(path: Path) -> None:
     text = path.read_text()
-    trees = SectionTrees()
+    trees, prints = SectionTrees(), StatementPrints()
     expected = _lint(text)
-    assert _lint(text, trees) == expected  # sections parsed now
-    assert _lint(text, trees) == expected  # every section taken from the trees kept
+    assert _lint(text, trees, prints=prints) == expected  # sections parsed and printed now
+    assert _lint(text, trees, prints=prints) == expected  # every section and print taken from those kept
 
 
 def test_reused_sections_through_random_edits_give_the_findings_of_one_parse() -> None:
@@ -300,7 +304,7 @@ def test_reused_sections_through_random_edits_give_the_findings_of_one_parse() -
     rng = random.Random(23)
     lines = (ROOT / "examples" / "train_cuda.py").read_text().splitlines(keepends=True)
     typed = ["x = torch.zeros(3).cuda()\n", "state = torch.load(path)\n", "\n", "# note\n", "value = 1\n"]
-    trees = SectionTrees(kept_chars=20_000)
+    trees, prints = SectionTrees(kept_chars=20_000), StatementPrints(kept_chars=10_000)
     compared = 0
     for _ in range(40):
         edited = list(lines)
@@ -319,9 +323,187 @@ def test_reused_sections_through_random_edits_give_the_findings_of_one_parse() -
         except SyntaxError:
             continue  # undone, as a person would
         lines = edited
-        assert _lint(text, trees) == _lint(text)
+        assert _lint(text, trees, prints=prints) == _lint(text)
         compared += 1
     assert compared >= 20
+
+
+# Edits that change what a file binds at module level, or where a fix puts its definitions.
+_FILE_LEVEL = [
+    "import torch\n",
+    "import torch as th\n",
+    "from torch import nn\n",
+    "device = torch.device('cuda')\n",
+    "DEVICE = 'cuda'\n",
+    "import os\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'\n",
+    "torch.set_default_device('cuda')\n",
+    "x = torch.zeros(3).cuda()\n",
+    "def helper(t):\n    return t.cuda()\n",
+    "\n",
+]
+
+
+def _edited(rng: random.Random, lines: list[str]) -> list[str]:
+    """One edit: a file-level line typed at the top level, a line removed (an import or a
+    definition among them), a line duplicated, or a name renamed on one line."""
+    edited = list(lines)
+    at = rng.randrange(len(edited))
+    choice = rng.random()
+    if choice < 0.4:
+        top = [i for i, line in enumerate(edited) if line.strip() and not line[0].isspace()] or [0]
+        edited.insert(rng.choice(top), rng.choice(_FILE_LEVEL))
+    elif choice < 0.6 and len(edited) > 5:
+        del edited[at]
+    elif choice < 0.75:
+        edited.insert(at, edited[at])
+    else:
+        words = sorted(set(re.findall(r"[A-Za-z_]\w*", edited[at])))
+        if words:
+            old = rng.choice(words)
+            edited[at] = re.sub(rf"\b{old}\b", rng.choice(["device", "torch", "th", "model", old + "2"]), edited[at])
+    return edited
+
+
+def _items(analysis: Analysis) -> tuple:
+    return tuple((i.finding, i.text, i.fix, i.noqa) for i in analysis.items), analysis.problem
+
+
+@pytest.mark.parametrize("path", SECTIONED, ids=lambda p: p.stem)
+def test_printed_statements_kept_through_file_level_edits_give_one_parses_findings(path: Path) -> None:
+    """Seeded edits that add and remove imports (`import torch` among them), device definitions
+    and names used elsewhere: the check that reuses kept trees and printed statements gives
+    exactly the findings and fixes of a fresh check."""
+    rng = random.Random(f"23b-{path.name}")
+    lines = path.read_text().splitlines(keepends=True)
+    trees, prints = SectionTrees(kept_chars=20_000), StatementPrints(kept_chars=10_000)
+    compared = 0
+    for _ in range(12):
+        edited = _edited(rng, lines)
+        text = "".join(edited)
+        try:
+            ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        lines = edited
+        assert _lint(text, trees, chars=200, prints=prints) == _lint(text)
+        compared += 1
+    assert compared >= 4
+
+
+def test_the_worker_publishes_a_fresh_analysis_through_file_level_edits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker's own analysis (kept trees and prints, noqa changes included) of a large file
+    after each seeded edit equals the analysis of a worker that has kept nothing."""
+    import devlint.server.analysis as analysis
+
+    block = (ROOT / "examples" / "train_cuda.py").read_text()
+    lines = (block * 4).splitlines(keepends=True)
+    rng = random.Random(2301)
+    compared = 0
+    for _ in range(12):
+        edited = _edited(rng, lines)
+        text = "".join(edited)
+        try:
+            ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        lines = edited
+        source = Source("t.py", (text,), False, SETTINGS)
+        kept = analyze(source)
+        with monkeypatch.context() as fresh:
+            fresh.setattr(analysis, "_TREES", SectionTrees())
+            fresh.setattr(analysis, "_PRINTS", StatementPrints())
+            fresh.setattr(analysis, "_COMMENTS", _ONE_SCAN)
+            assert _items(kept) == _items(analyze(source))
+        compared += 1
+    assert compared >= 4
+
+
+class _OneScan:
+    """The comments of a fresh check: one scan of the whole text, as before chunks were kept."""
+
+    @staticmethod
+    def comments(text: str) -> object:
+        return scan(text)
+
+
+_ONE_SCAN = _OneScan()
+
+
+def _bench_script(lines: int) -> str:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("lsp_latency", ROOT / "bench" / "lsp_latency.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench.script(lines)
+
+
+# What the bench toggles, and what a person types into such a file: comments (a `# noqa` among
+# them) and strings that open and close across definitions.
+_BENCH_TYPED = [
+    "    # noqa: DEV101\n",
+    "    x = y.cuda()  # noqa\n",
+    "    x = y.cuda()  # noqa: DEV999\n",
+    '    s = """\ndef fake():  # in a string, not a comment\n"""\n',
+    "    t = (1,\n# a comment inside brackets\n2)\n",
+    "    # note\n",
+    "\n",
+]
+
+
+def test_the_worker_gives_a_fresh_analysis_through_seeded_edits_to_the_bench_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bench's file with findings (bench/lsp_latency.py): `.cuda()` toggled, comments and
+    `# noqa` typed, strings opened across definitions, lines removed; after every edit that
+    parses (one that does not is undone, as a person would), the worker's analysis with what it
+    kept (trees, prints, comments) is a fresh one's."""
+    import devlint.server.analysis as analysis
+
+    lines = _bench_script(600).splitlines(keepends=True)
+    rng = random.Random(2302)
+    compared = 0
+    for _ in range(40):
+        edited = list(lines)
+        at = rng.randrange(3, len(edited))
+        choice = rng.random()
+        if choice < 0.4 and ".cuda()" in edited[at]:
+            edited[at] = edited[at].replace(".cuda()", "")
+        elif choice < 0.4:
+            edited[at] = edited[at].replace("inputs = inputs", "inputs = inputs.cuda()", 1)
+        elif choice < 0.85:
+            edited.insert(at, rng.choice(_BENCH_TYPED))
+        else:
+            del edited[at]
+        text = "".join(edited)
+        try:
+            ast.parse(text)
+        except SyntaxError:
+            continue
+        lines = edited
+        source = Source("t.py", (text,), False, SETTINGS)
+        kept = analyze(source)
+        with monkeypatch.context() as fresh:
+            fresh.setattr(analysis, "_TREES", SectionTrees())
+            fresh.setattr(analysis, "_PRINTS", StatementPrints())
+            fresh.setattr(analysis, "_COMMENTS", _ONE_SCAN)
+            assert _items(kept) == _items(analyze(source))
+        compared += 1
+    assert compared >= 20
+
+
+def test_a_statement_is_printed_again_for_other_wanted_nodes_or_another_indent() -> None:
+    import libcst as cst
+
+    module = cst.parse_module("def f(x):\n    return x.cuda()\n")
+    other = module.with_changes(default_indent="  ")
+    statement = module.body[0]
+    call = statement.body.body[0].body[0].value
+    prints = StatementPrints()
+    first = prints.printed(module, statement, frozenset({id(statement)}))
+    assert prints.printed(module, statement, frozenset({id(statement)})) is first
+    with_call = prints.printed(module, statement, frozenset({id(statement), id(call)}))
+    assert with_call is not first and id(call) in with_call.spans
+    assert prints.printed(other, statement, with_call.wanted) is not with_call
 
 
 def test_a_section_met_twice_in_one_check_is_two_trees() -> None:
@@ -330,3 +512,85 @@ def test_a_section_met_twice_in_one_check_is_two_trees() -> None:
     first, second = parse("x = 1\n"), parse("x = 1\n")
     assert first is not second
     assert trees.parser()("x = 1\n") in (first, second)
+
+
+# -- comments of changed chunks only ---------------------------------------------------------
+
+_TRICKY = [
+    'x = """\ndef f():  # not a comment\n"""\ndef g():\n    pass  # noqa\n',
+    "x = (\n1,\n)\ndef f():\n    return 1  # one\n",
+    "def f():\n    return 1 \\\n\ndef g(): pass\n",
+    "def f():\n    s = '''a\n@b'''  # c\n    return s\nclass C:  # c\n    pass\n",
+    "def f():\r\n    x = 1  # a\r\n\r\ndef g():\r\n    y = '''\r\ndef h(): #\r\n'''\r\n",
+    "def f():\r    x = 1  # a\rdef g():\n    pass  # b\n",
+    "x = 1\r# a\ry = 2 \\\n+ 3\ndef g():\r    pass \\\n\n# c\n",
+    'def f():\n    s = """unfinished\ndef g():\n    pass  # b\n',
+    "@dec  # d\ndef f(\n    a,  # a\n):\n    pass\nasync def g():\n    f'{x}'  # e\n",
+    "",
+    "# only a comment",
+]
+
+
+def _same_comments(cache: CommentCache, text: str) -> None:
+    found, expected = cache.comments(text), scan(text)
+    assert (found.by_row, found.continues, found.exact_until) == (expected.by_row, expected.continues, expected.exact_until)
+    assert found.lines.text == text
+
+
+@pytest.mark.parametrize("text", _TRICKY)
+def test_comments_of_chunks_are_those_of_one_scan(text: str) -> None:
+    cache = CommentCache()
+    _same_comments(cache, text)
+    _same_comments(cache, text)  # every chunk taken from those kept
+
+
+@pytest.mark.parametrize("path", SECTIONED, ids=lambda p: p.stem)
+def test_comments_of_chunks_through_seeded_edits_are_those_of_one_scan(path: Path) -> None:
+    """Seeded edits that open and close strings and brackets across chunks, and type comments
+    and definitions: the chunked scan, reusing what it kept, gives what one scan gives."""
+    rng = random.Random(f"23c-{path.name}")
+    lines = path.read_text().splitlines(keepends=True)
+    typed = ['"""\n', "x = (\n", ")\n", "# noqa\n", "def typed():  # t\n", "    pass  # p\n", "@dec\n", "y = 1 \\\n"]
+    cache = CommentCache(kept_chars=4_000)
+    for _ in range(30):
+        at = rng.randrange(len(lines) + 1)
+        if rng.random() < 0.3 and len(lines) > 3:
+            del lines[min(at, len(lines) - 1)]
+        else:
+            lines.insert(at, rng.choice(typed))
+        _same_comments(cache, "".join(lines))
+
+
+def test_an_edit_tokenizes_only_the_chunk_it_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import devlint.server.comments as comments
+
+    text = "".join(f"def f{n}():\n    return {n}  # r{n}\n\n" for n in range(50))
+    cache = CommentCache()
+    cache.comments(text)
+    scanned: list[str] = []
+    monkeypatch.setattr(comments, "scan", lambda chunk: scanned.append(chunk) or scan(chunk))
+    edited = text.replace("return 7  # r7", "return 8  # r7")
+    _same_comments(cache, edited)
+    assert scanned == ["def f7():\n    return 8  # r7\n\n"]
+
+
+def test_a_statement_rebuilt_of_the_same_objects_takes_the_kept_print(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stitcher gives a section's first statement its leading lines anew in every check: the
+    rebuilt statement is not printed again, and its own span is found under its own id."""
+    import libcst as cst
+
+    import devlint.engine.positions as positions
+
+    module = cst.parse_module("x = 1\n\n# lead\ndef f(x):\n    return x.cuda()\n")
+    statement = module.body[1]
+    prints = StatementPrints()
+    first = prints.printed(module, statement, frozenset({id(statement)}))
+    rebuilt = statement.with_changes(leading_lines=list(statement.leading_lines))
+    monkeypatch.setattr(positions, "_Recorder", None)  # printing now would fail
+    again = prints.printed(module, rebuilt, frozenset({id(rebuilt)}))
+    assert again.code == first.code and again.spans[id(rebuilt)] == first.spans[id(statement)]
+    assert id(statement) not in again.spans
+    monkeypatch.undo()
+    changed = statement.with_changes(leading_lines=[])
+    assert first.code.startswith("\n# lead\n")
+    assert prints.printed(module, changed, frozenset({id(changed)})).code == "def f(x):\n    return x.cuda()\n"

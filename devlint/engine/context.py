@@ -14,7 +14,7 @@ from devlint.analysis.tracker import ScopeTracker
 from devlint.analysis.tree import ancestors
 from devlint.analysis.version_guards import older_branches, runs_only_below
 from devlint.engine.placement import Insertion, Source, local_definition, place
-from devlint.engine.positions import Positions
+from devlint.engine.positions import Positions, StatementPrints
 from devlint.engine.positions import positions as node_positions
 from devlint.engine.render import code_at_indent
 from devlint.engine.torch_imports import renamed_torch
@@ -28,13 +28,21 @@ from devlint.torchfacts.version import shown
 
 class FileContext:
     def __init__(
-        self, filename: str, text: str, module: cst.Module, settings: FixSettings = FixSettings(), stitched: bool = False
+        self,
+        filename: str,
+        text: str,
+        module: cst.Module,
+        settings: FixSettings = FixSettings(),
+        stitched: bool = False,
+        prints: StatementPrints | None = None,
     ) -> None:
         self.filename = filename
         self.text = text
         self.module = module
         # Parsed in sections (devlint.engine.sections): it must print back to the text exactly.
         self.stitched = stitched
+        # Statements printed in earlier checks of this file (devlint.engine.positions).
+        self.prints = prints
         self.settings = settings
         self.model = SemanticModel(module)
         self.tracker = ScopeTracker(self.model)
@@ -45,6 +53,7 @@ class FileContext:
         self.reports: list[Report] = []
         # The name of the device definition fixes insert, once one asks for it (see device()).
         self._inserted_name: str | None = None
+        self._codes: dict[int, tuple[cst.CSTNode, str]] = {}
 
     # -- for rules, during the walk ------------------------------------------------------
 
@@ -80,7 +89,13 @@ class FileContext:
         return DeviceRef(self._inserted_name, inserted=True)
 
     def code(self, node: cst.CSTNode) -> str:
-        return self.module.code_for_node(node)
+        # Kept by node (held with its code, so its id names no other node): a fix's new code is
+        # printed to check the torch it needs and the f-string it may stand in, and the node it
+        # replaces by the rule and again for that check.
+        kept = self._codes.get(id(node))
+        if kept is None or kept[0] is not node:
+            kept = self._codes[id(node)] = (node, self.module.code_for_node(node))
+        return kept[1]
 
     def qualname(self, node: cst.CSTNode) -> str | None:
         return self.model.qualname(node)
@@ -124,7 +139,7 @@ class FileContext:
         names: set[str] = set()
         for replace in plan.replacements:
             new = replace.new
-            text = self.module.code_for_node(new) if isinstance(new, cst.CSTNode) else "\n".join(new) if isinstance(new, tuple) else new
+            text = self.code(new) if isinstance(new, cst.CSTNode) else "\n".join(new) if isinstance(new, tuple) else new
             names |= introduced(text, self.code(replace.node))
         found = newest(names)
         if found is None or plan.requires > found.since:
@@ -151,7 +166,17 @@ class FileContext:
         # Only these nodes' positions are needed (devlint.engine.positions; any other is still found).
         wanted = [node for report in self.reports for node in (report.start, report.node)]
         wanted += [r.node for plan, _ in planned if plan is not None for r in plan.replacements]
-        return node_positions(self.module, lines, [*wanted, *self.module.body], strict=self.stitched)
+        return node_positions(
+            self.module, lines, [*wanted, *self.module.body], strict=self.stitched, prints=self.prints, top=self._top_level
+        )
+
+    def _top_level(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The top-level statement holding ``node`` (itself for one), None for a node the walk
+        did not reach."""
+        current, parent = node, self.parents.get(node)
+        while parent is not None and parent is not self.module:
+            current, parent = parent, self.parents.get(parent)
+        return current if parent is self.module else None
 
     @staticmethod
     def _needs_insertion(report: Report, plan: FixPlan | None) -> cst.CSTNode | None:
@@ -210,7 +235,7 @@ class FileContext:
             }
             new = replace.new
             if isinstance(new, cst.CSTNode):
-                new = self.module.code_for_node(new)
+                new = self.code(new)
             text = "".join(new) if isinstance(new, tuple) else new
             if any(quote in text for quote in quotes):
                 return True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -9,14 +10,14 @@ import libcst as cst
 
 from devlint.engine.context import FileContext, FixSettings
 from devlint.engine.interning import shared_trivia
-from devlint.engine.positions import TreeMismatch
+from devlint.engine.positions import StatementPrints, TreeMismatch
+from devlint.engine.screened import screened
 from devlint.engine.sections import SECTION_CHARS, Parser, parse_in_sections
 from devlint.engine.walk import walk
 from devlint.findings import Finding
 from devlint.fixes import applicable, apply_fixes
 from devlint.gate.nesting import nesting_problem
 from devlint.gate.prefilter import matching_rules
-from devlint.gate.screen import screen
 from devlint.gate.syntax import ParseError, cpython_error, cpython_tree
 from devlint.rule import Rule
 
@@ -29,8 +30,11 @@ def parse(text: str, section_chars: int = SECTION_CHARS) -> cst.Module:
     return _parse(text, section_chars)[0]
 
 
-def _parse(text: str, section_chars: int, parser: Parser = cst.parse_module) -> tuple[cst.Module, bool]:
-    """The tree, and whether it was stitched from sections (each parsed by ``parser``)."""
+def _parse(
+    text: str, section_chars: int, parser: Parser = cst.parse_module, tree: ast.Module | None = None
+) -> tuple[cst.Module, bool]:
+    """The tree, and whether it was stitched from sections (each parsed by ``parser``; ``tree``:
+    CPython's tree of ``text`` when the caller has it, which cutting it into sections reads)."""
     problem = nesting_problem(text)
     if problem is not None:
         # Checked first: LibCST's native parser would overflow the C stack on such input.
@@ -38,7 +42,7 @@ def _parse(text: str, section_chars: int, parser: Parser = cst.parse_module) -> 
     try:
         with shared_trivia():
             if len(text) > 2 * section_chars:
-                module = parse_in_sections(text, parser, section_chars)
+                module = parse_in_sections(text, parser, section_chars, tree)
                 if module is not None:
                     return module, True
             return cst.parse_module(text), False
@@ -67,37 +71,50 @@ def lint_text(
     prefilter: bool = True,
     gate: bool = True,
     sections: tuple[Parser, int] | None = None,
+    prints: StatementPrints | None = None,
 ) -> list[Finding]:
     """The findings of ``rules`` on ``text``. ``prefilter``: only the rules that may report walk
     the tree, and a file where none may is not parsed (devlint.gate.screen); ``gate``: that decision
     reads CPython's tree too, not only the text (devlint.gate); ``sections``: the parser of each
     section and their size, for a caller that keeps the trees of sections it parsed before (the
-    tree stitched from them is the one a single parse gives, devlint.engine.sections)."""
+    tree stitched from them is the one a single parse gives, devlint.engine.sections); ``prints``:
+    the statements printed by earlier checks, for a caller that checks the same file again
+    (devlint.engine.positions)."""
+    tree = None
     if prefilter:
-        screened = screen(text, rules, gate)
-        if screened is None:
+        screen = screened(text, rules, gate)
+        tree, chosen = screen.tree, screen.rules
+        del screen
+        if chosen is None:
             # CPython cannot read the text: LibCST parses it (for the rules whose triggers it
             # holds, or only to report the error or accept syntax newer than this Python's).
             rules = matching_rules(text, rules)
             if not rules:
                 parse(text)
                 return []
-        elif not screened:
+        elif not chosen:
             return []
         else:
-            rules = screened
+            rules = chosen
     parser, section_chars = sections or (cst.parse_module, SECTION_CHARS)
     try:
-        return _lint_module(_parse(text, section_chars, parser), text, filename, rules, settings)
+        parsed = _parse(text, section_chars, parser, tree)
+        del tree  # CPython's tree of a large file is ~100 MB: not kept through the walk
+        return _lint_module(parsed, text, filename, rules, settings, prints)
     except TreeMismatch:
         # A tree stitched from sections that does not print back to its text: parse it whole.
         return _lint_module(_parse(text, len(text)), text, filename, rules, settings)
 
 
 def _lint_module(
-    parsed: tuple[cst.Module, bool], text: str, filename: str, rules: Sequence[type[Rule]], settings: FixSettings
+    parsed: tuple[cst.Module, bool],
+    text: str,
+    filename: str,
+    rules: Sequence[type[Rule]],
+    settings: FixSettings,
+    prints: StatementPrints | None = None,
 ) -> list[Finding]:
-    ctx = FileContext(filename, text, parsed[0], settings, stitched=parsed[1])
+    ctx = FileContext(filename, text, parsed[0], settings, stitched=parsed[1], prints=prints)
     try:
         walk(ctx, [rule(ctx) for rule in rules])
         return ctx.findings()

@@ -11,13 +11,20 @@ answers from ``PositionProvider`` itself, as it does for a module that prints di
 its text (LibCST turns lone ``\r`` line endings into others). Asked to be ``strict`` (a module
 stitched from sections, devlint.engine.sections), such a mismatch raises ``TreeMismatch`` instead: it
 would mean a stitching bug, and positions in that tree would point at the wrong text.
+
+A caller that checks the same file again and again (the language server's worker, which reuses
+the trees of unchanged sections) passes a ``StatementPrints``: a top-level statement prints the
+same tokens wherever it stands (the indentation stack is empty between top-level statements), so
+the text and spans printed for a statement object are kept and only new statements are printed.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, fields
 from typing import Any
 
 import libcst as cst
@@ -25,6 +32,7 @@ from libcst._nodes.internal import CodegenState
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
 from devlint.fixes import LineIndex
+from devlint.engine.interning import SHARED_KINDS
 
 # Reused for every node whose position nobody asked for: it does nothing and holds no state.
 _NOTHING = nullcontext()
@@ -130,14 +138,158 @@ class Positions:
         return CodePosition(row, offset - starts[row - 1])
 
 
-def positions(module: cst.Module, lines: LineIndex, nodes: Iterable[cst.CSTNode], strict: bool = False) -> Positions:
-    """The positions of ``nodes`` (any other node is looked up the slow way when asked for)."""
-    recorder = _Recorder(module, {id(node) for node in nodes})
+def positions(
+    module: cst.Module,
+    lines: LineIndex,
+    nodes: Iterable[cst.CSTNode],
+    strict: bool = False,
+    prints: StatementPrints | None = None,
+    top: Callable[[cst.CSTNode], cst.CSTNode | None] | None = None,
+) -> Positions:
+    """The positions of ``nodes`` (any other node is looked up the slow way when asked for).
+    With ``prints`` and ``top`` (the top-level statement holding a node, None when unknown),
+    statements printed for an earlier call are not printed again."""
+    wanted = {id(node): node for node in nodes}
+    if prints is not None and top is not None:
+        found = _by_statement(module, lines, wanted, prints, top)
+        if found is not None:
+            return _checked(module, lines, *found, strict)
+    recorder = _Recorder(module, set(wanted))
     module._codegen(recorder)
-    if "".join(recorder.tokens) != lines.text:
+    return _checked(module, lines, "".join(recorder.tokens), recorder.spans, recorder.complete, strict)
+
+
+def _checked(
+    module: cst.Module, lines: LineIndex, code: str, spans: dict[int, tuple[int, int]], complete: bool, strict: bool
+) -> Positions:
+    if code != lines.text:
         if strict:
             raise TreeMismatch
         return Positions(module, lines, {})
-    if not recorder.complete:
+    if not complete:
         return Positions(module, lines, {})
-    return Positions(module, lines, recorder.spans)
+    return Positions(module, lines, spans)
+
+
+@dataclass(frozen=True)
+class _Printed:
+    """One top-level statement as printed in a module with ``style`` (indent, newline), with the
+    spans (from the statement's start) of the ``wanted`` nodes in it."""
+
+    statement: cst.CSTNode
+    style: tuple[str, str]
+    wanted: frozenset[int]
+    code: str
+    spans: dict[int, tuple[int, int]]
+    complete: bool
+
+
+# About ten times the text of the statements kept, as for the trees they belong to.
+KEPT_PRINT_CHARS = 2_000_000
+
+
+class StatementPrints:
+    """The printed text and wanted spans of top-level statements met lately, by what a statement
+    is made of (``_shape``; the statement is held here, so that no id in its shape names another
+    object while it is kept)."""
+
+    def __init__(self, kept_chars: int = KEPT_PRINT_CHARS) -> None:
+        self._printed: OrderedDict[tuple, _Printed] = OrderedDict()
+        self._chars = 0
+        self._kept_chars = kept_chars
+
+    def printed(self, module: cst.Module, statement: cst.CSTNode, wanted: frozenset[int]) -> _Printed:
+        style = (module.default_indent, module.default_newline)
+        shape = _shape(statement)
+        kept = self._printed.get(shape)
+        if kept is not None and kept.style == style and kept.wanted == _renamed(wanted, statement, kept.statement):
+            self._printed.move_to_end(shape)
+            return kept if kept.statement is statement else _moved(kept, statement, wanted)
+        recorder = _Recorder(module, set(wanted))
+        statement._codegen(recorder)
+        printed = _Printed(statement, style, wanted, "".join(recorder.tokens), recorder.spans, recorder.complete)
+        self._keep(shape, printed)
+        return printed
+
+    def _keep(self, shape: tuple, printed: _Printed) -> None:
+        old = self._printed.pop(shape, None)
+        if old is not None:
+            self._chars -= len(old.code)
+        self._printed[shape] = printed
+        self._chars += len(printed.code)
+        while self._chars > self._kept_chars and len(self._printed) > 1:
+            _, dropped = self._printed.popitem(last=False)
+            self._chars -= len(dropped.code)
+
+
+def _shape(statement: cst.CSTNode) -> tuple:
+    """What ``statement`` prints from: its type and the very objects of its fields. The stitcher
+    (devlint.engine.sections) gives a section's first statement the lines before it anew in every
+    check: a new statement object made of the same objects, which prints the same."""
+    parts: list = [type(statement)]
+    for field in fields(statement):
+        value = getattr(statement, field.name)
+        parts.append(tuple(map(id, value)) if isinstance(value, (list, tuple)) else id(value))
+    return tuple(parts)
+
+
+def _renamed(wanted: frozenset[int], statement: cst.CSTNode, kept: cst.CSTNode) -> frozenset[int]:
+    """``wanted`` with the statement's own id read as the kept statement's."""
+    if statement is kept or id(statement) not in wanted:
+        return wanted
+    return (wanted - {id(statement)}) | {id(kept)}
+
+
+def _moved(kept: _Printed, statement: cst.CSTNode, wanted: frozenset[int]) -> _Printed:
+    """The kept print of an equal statement, its own span under ``statement``'s id."""
+    spans = dict(kept.spans)
+    own = spans.pop(id(kept.statement), None)
+    if own is not None:
+        spans[id(statement)] = own
+    return _Printed(statement, kept.style, wanted, kept.code, spans, kept.complete)
+
+
+def _by_statement(
+    module: cst.Module,
+    lines: LineIndex,
+    wanted: dict[int, cst.CSTNode],
+    prints: StatementPrints,
+    top: Callable[[cst.CSTNode], cst.CSTNode | None],
+) -> tuple[str, dict[int, tuple[int, int]], bool] | None:
+    """The module's text and the spans of ``wanted``, printed statement by statement; None where
+    that would not give what one print of the module gives: a wanted node outside the body's
+    statements or shared among places (devlint.interning), or a module whose end LibCST prints
+    differently (no trailing newline, nothing in it)."""
+    if not module.body or not module.has_trailing_newline:
+        return None
+    statements = {id(stmt) for stmt in module.body}
+    if len(statements) != len(module.body):
+        return None
+    within: dict[int, set[int]] = {}
+    for key, node in wanted.items():
+        if type(node) in SHARED_KINDS:
+            return None
+        owner = top(node)
+        if owner is None or id(owner) not in statements:
+            return None
+        within.setdefault(id(owner), set()).add(key)
+    head = _Recorder(module, set())
+    for line in module.header:
+        line._codegen(head)
+    pieces = ["".join(head.tokens)]
+    at = len(pieces[0])
+    spans: dict[int, tuple[int, int]] = {}
+    complete = True
+    for stmt in module.body:
+        printed = prints.printed(module, stmt, frozenset(within.get(id(stmt), ())))
+        complete = complete and printed.complete
+        for key, (start, end) in printed.spans.items():
+            # As in one print, a node met twice keeps its first span.
+            spans.setdefault(key, (at + start, at + end))
+        pieces.append(printed.code)
+        at += len(printed.code)
+    foot = _Recorder(module, set())
+    for line in module.footer:
+        line._codegen(foot)
+    pieces.append("".join(foot.tokens))
+    return "".join(pieces), spans, complete

@@ -9,9 +9,12 @@ import libcst as cst
 
 
 def code_at_indent(module: cst.Module, new: cst.CSTNode, indent: str) -> str:
-    if indent:
-        new = new.visit(_BlockIndent(indent))
-    return module.code_for_node(new)
+    code = module.code_for_node(new)
+    # The nodes re-indented here always print a line break: code on one line has none of them,
+    # and the transform (which rebuilds every node) would give the same code back.
+    if not indent or ("\n" not in code and "\r" not in code):
+        return code
+    return module.code_for_node(new.visit(_BlockIndent(indent)))
 
 
 class _BlockIndent(cst.CSTTransformer):

@@ -80,13 +80,17 @@ class _Lines:
         return self.start(row) + len(self.line(row).encode("utf-8")[:byte_column].decode("utf-8", "replace"))
 
 
-def parse_in_sections(text: str, parse: Parser, section_chars: int = SECTION_CHARS) -> cst.Module | None:
+def parse_in_sections(
+    text: str, parse: Parser, section_chars: int = SECTION_CHARS, tree: ast.Module | None = None
+) -> cst.Module | None:
     """The module ``parse(text)`` would give, parsed in sections; None when that cannot be done
-    here (CPython rejects the text, or a section does not come back in the shape expected)."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+    here (CPython rejects the text, or a section does not come back in the shape expected).
+    ``tree``: CPython's tree of ``text``, when the caller has read it already."""
+    if tree is None:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
     lines = _Lines.of(text)
     units = _units(tree.body, lines, section_chars)
     del tree

@@ -15,6 +15,7 @@ from pathlib import Path
 import libcst as cst
 
 from devlint.engine.lint import ParseError, fix_text, lint_text
+from devlint.engine.positions import StatementPrints
 from devlint.findings import Finding
 from devlint.fixes import apply_fixes
 from devlint.gate.nesting import call_with_deep_stack
@@ -23,6 +24,7 @@ from devlint.rule import Rule
 from devlint.run.notebook import CELL_BREAK, NotebookError, Program, place
 from devlint.run.suppressions import Comments, apply_noqa, noqa_edit, noqa_target, scan, skip_file
 from devlint.server.cells import build_program, locate, unfinished
+from devlint.server.comments import CommentCache
 from devlint.server.model import Analysis, Change, Item, Problem, Source
 from devlint.server.textdiff import minimal_edits
 from devlint.server.trees import SECTION_CHARS, SectionTrees
@@ -30,6 +32,10 @@ from devlint.server.trees import SECTION_CHARS, SectionTrees
 # The worker's trees of the sections it parsed lately: this module runs in the worker only, for
 # as long as it lives, and the trees only spare parses (a check gives what a fresh one gives).
 _TREES = SectionTrees()
+# Likewise the printed text of the top-level statements of those trees (devlint.engine.positions).
+_PRINTS = StatementPrints()
+# And the comments of the chunks of text tokenized lately (devlint.server.comments).
+_COMMENTS = CommentCache()
 
 
 def analyze(source: Source) -> Analysis:
@@ -74,10 +80,10 @@ def _analyze(source: Source) -> Analysis:
     if skip_file(text):
         return Analysis()
     try:
-        findings = apply_noqa(text, lint_text(text, source.filename, _rules(source), source.settings.fix, sections=_sections()))
+        findings = apply_noqa(text, lint_text(text, source.filename, _rules(source), source.settings.fix, sections=_sections(), prints=_PRINTS))
     except ParseError as error:
         return Analysis(problem=Problem(error.message, 0, error.row, error.column, syntax=True))
-    comments = scan(text) if findings else None
+    comments = _COMMENTS.comments(text) if findings else None
     return Analysis(tuple(Item(f, 0, _own_changes(f), _noqa_changes(comments, f, 0)) for f in findings))
 
 
@@ -109,7 +115,7 @@ def _analyze_notebook(source: Source) -> Analysis:
         return Analysis(problem=problem)
     settings = replace(source.settings.fix, cell_break=CELL_BREAK)
     try:
-        found = apply_noqa(program.text, lint_text(program.text, source.filename, _rules(source), settings, sections=_sections()))
+        found = apply_noqa(program.text, lint_text(program.text, source.filename, _rules(source), settings, sections=_sections(), prints=_PRINTS))
     except ParseError as error:
         return Analysis(problem=locate(program, error))
     comments: dict[int, Comments] = {}
