@@ -7,7 +7,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from devlint.fixes import FixPlan, Replace
-from devlint.rule import Invalid, Rule, Site
+from devlint.rule import Invalid, Rule, RuleContext, Site
 from devlint.rulekit.accelerator import (
     ACCELERATOR,
     ACCELERATOR_INDEX,
@@ -149,8 +149,7 @@ class CudaRuntimeApi(Rule):
             "    torch.manual_seed(seed)\n    np.random.seed(seed)\n    torch.cuda.manual_seed_all(seed)\n"
             "    torch.cuda.manual_seed(seed)  # current GPU\n",
             HEAD + "import random\nimport numpy as np\n\n\ndef seed_everything(seed):\n    random.seed(seed)\n"
-            "    torch.manual_seed(seed)\n    np.random.seed(seed)\n    \n"
-            "      # current GPU\n",
+            "    torch.manual_seed(seed)\n    np.random.seed(seed)\n",
             count=2,
         ),
         # alone, torch.manual_seed would reseed the CPU too: unsafe
@@ -407,14 +406,14 @@ class CudaRuntimeApi(Rule):
             return
         statement = sole_statement(self.ctx, node)
         if statement is not None and self._seeded_beside(statement, seed.value):
-            line = self.ctx.parent(statement)
             self.report(
                 node,
                 f"`torch.cuda.{name}(...)` seeds CUDA only, and the `torch.manual_seed` beside it already "
                 "seeds every device: remove it",
                 fix=lambda site: FixPlan(
                     "Remove it: `torch.manual_seed` beside it seeds every device with the same seed",
-                    [Replace(line, "")],
+                    # the module without the line; the edit is cut down to the line itself
+                    [Replace(self.ctx.module, _without_line(self.ctx, statement).code)],
                 ),
             )
             return
@@ -493,6 +492,27 @@ _HANDLERS: dict[str, Callable[[CudaRuntimeApi, cst.Call], None]] = {
     "get_device_properties": CudaRuntimeApi._device_query,
     "get_device_capability": CudaRuntimeApi._device_query,
 }
+
+
+def _without_line(ctx: RuleContext, statement: cst.Expr) -> cst.Module:
+    """The module without the line of ``statement``; the comments above that line stay, above the
+    next line or at the end of the block."""
+    line = ctx.parent(statement)
+    block = ctx.parent(line)
+    assert isinstance(line, cst.SimpleStatementLine) and isinstance(block, (cst.IndentedBlock, cst.Module))
+    body = list(block.body)
+    here = body.index(line)
+    del body[here]
+    changes: dict[str, object] = {}
+    if line.leading_lines:
+        if here < len(body):
+            body[here] = body[here].with_changes(leading_lines=[*line.leading_lines, *body[here].leading_lines])
+        else:
+            changes["footer"] = [*line.leading_lines, *block.footer]
+    new_block = block.with_changes(body=body, **changes)
+    if isinstance(new_block, cst.Module):
+        return new_block
+    return ctx.module.deep_replace(block, new_block)
 
 
 def _lone_call(line: cst.BaseStatement) -> cst.Call | None:
