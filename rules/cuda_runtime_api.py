@@ -96,7 +96,7 @@ class CudaRuntimeApi(Rule):
         "(safe); elsewhere it becomes `torch.manual_seed(s)`, unsafe: that reseeds the CPU generator as "
         "well, changing the CPU's random numbers on every machine. `torch.accelerator` has no seeding "
         "function. `get_device_name()`, `get_device_properties()`, `get_device_capability()`: reported "
-        "only, outside a GPU check: no accelerator-generic query exists (`torch.accelerator."
+        "only, outside a GPU check (or a test whose decorator skips it without a GPU): no accelerator-generic query exists (`torch.accelerator."
         "get_device_capability()` returns the supported dtypes, not (major, minor); `torch.cpu` has none)."
     )
     triggers = ("cuda",)
@@ -114,6 +114,9 @@ class CudaRuntimeApi(Rule):
         HEAD + 'name = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"\n',
         HEAD + "def describe(device):\n    if device.type != \"cuda\":\n        return \"cpu\"\n"
         "    return torch.cuda.get_device_capability(device)\n",
+        HEAD + "import unittest\n\n\nclass T(unittest.TestCase):\n"
+        "    @unittest.skipUnless(torch.cuda.is_available(), \"needs a GPU\")\n"
+        "    def test_name(self):\n        self.assertTrue(torch.cuda.get_device_name())\n",
         # other torch.cuda calls are not this rule's
         HEAD + "torch.cuda.seed_all()\nstate = torch.cuda.get_rng_state_all()\n",
         # another object's manual_seed, a local `torch` that is not torch
@@ -452,8 +455,19 @@ class CudaRuntimeApi(Rule):
                 index += step
         return False
 
+    def _needs_a_gpu_to_run(self, node: cst.CSTNode) -> bool:
+        """In a function or class whose decorator is about CUDA or a GPU (``@skipUnless(torch.cuda.
+        is_available(), ...)``, ``@pytest.mark.skipif(not torch.cuda.is_available(), ...)``,
+        ``@requires_gpu``): a test that only runs where there is one."""
+        for ancestor in self.ctx.ancestors(node):
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)) and any(
+                word in self.ctx.code(decorator).lower() for decorator in ancestor.decorators for word in ("cuda", "gpu")
+            ):
+                return True
+        return False
+
     def _device_query(self, node: cst.Call) -> None:
-        if under_device_check(self.ctx, node):
+        if under_device_check(self.ctx, node) or self._needs_a_gpu_to_run(node):
             return
         name = cuda_function(self.ctx, node, CUDA_DEVICE_QUERIES)
         self.report(
