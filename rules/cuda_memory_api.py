@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.fixes import FixPlan
+from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule
 from devlint.rulekit.accelerator import ACCELERATOR_MEMORY, Guarded, call_text, cuda_function, positional_device
 from devlint.rulekit.device_checks import under_device_check
-from devlint.torchfacts.names import CUDA_MEMORY_API, CUDA_MEMORY_FALLBACKS
+from devlint.torchfacts.api_versions import SINCE
+from devlint.torchfacts.names import CUDA_MEMORY_API, CUDA_MEMORY_FALLBACKS, CUDA_OUT_OF_MEMORY
+
+# torch.accelerator.get_memory_info, the device-generic mem_get_info
+MEMORY_INFO = SINCE["torch.accelerator.get_memory_info"]
+# torch.OutOfMemoryError, the name torch.cuda.OutOfMemoryError has had since torch 2.5
+OUT_OF_MEMORY = SINCE["torch.OutOfMemoryError"]
 
 HEAD = "import torch\n"
 
@@ -19,7 +25,8 @@ class CudaMemoryApi(Rule):
     what = (
         "Flags `torch.cuda.empty_cache()`, `memory_allocated()`, `max_memory_allocated()`, "
         "`memory_reserved()`, `max_memory_reserved()`, `reset_peak_memory_stats()`, "
-        "`reset_accumulated_memory_stats()`, `memory_stats()` and `mem_get_info()`."
+        "`reset_accumulated_memory_stats()`, `memory_stats()` and `mem_get_info()`; and, with "
+        "torch-version >= 2.5, `torch.cuda.OutOfMemoryError`."
     )
     why = (
         "They report and manage CUDA memory only: on Apple MPS, Intel XPU or other accelerators a "
@@ -36,7 +43,7 @@ class CudaMemoryApi(Rule):
         "print((torch.accelerator.max_memory_allocated() if torch.accelerator.is_available() else 0) / 2**20)\n"
         "if torch.accelerator.is_available():\n    torch.accelerator.reset_peak_memory_stats()"
     )
-    fix_availability = "safe"
+    fix_availability = "sometimes"
     fix_note = (
         "Safe, with torch-version >= 2.9 (the torch.accelerator memory functions, per PyTorch's "
         "docs; below 2.9 the finding has no fix). On a CUDA machine the accelerator is CUDA and "
@@ -47,8 +54,13 @@ class CudaMemoryApi(Rule):
         "one that returns a value falls back to what the CUDA call returns without CUDA: 0 bytes, "
         "`{}` for `memory_stats()` (tests/test_dev6_semantics.py checks both on this CPU build). An "
         "enclosing GPU check makes the guard unneeded. A `device=` argument is passed positionally, "
-        "as torch.accelerator requires. `mem_get_info()` has no fix: without an accelerator there is "
-        "no free/total pair to return."
+        "as torch.accelerator requires. `mem_get_info()`: with torch-version >= 2.10 "
+        "`torch.accelerator.get_memory_info()` (the same cudaMemGetInfo of the current device on CUDA); "
+        "safe under a GPU check, unsafe elsewhere, since without an accelerator it still raises, as "
+        "the original did: there is no free/total pair to fall back to. `torch.cuda.OutOfMemoryError` "
+        "-> `torch.OutOfMemoryError`, safe: torch.cuda's name is an alias of that very class "
+        "(`OutOfMemoryError = torch._C.OutOfMemoryError` in torch/cuda/__init__.py), which every "
+        "backend raises; reported only with torch-version >= 2.5, the first torch with the generic name."
     )
     triggers = ("cuda",)
     advice_since = ACCELERATOR_MEMORY
@@ -61,6 +73,11 @@ class CudaMemoryApi(Rule):
         "from numba import cuda\ncuda.current_context().memory_info()\n",
         # a reference, not a call
         HEAD + "hook = torch.cuda.empty_cache\n",
+        # torch.OutOfMemoryError is the generic name already; below torch 2.5 it does not exist
+        HEAD + "try:\n    run()\nexcept torch.OutOfMemoryError:\n    pass\n",
+        HEAD + "try:\n    run()\nexcept torch.cuda.OutOfMemoryError:\n    pass\n",
+        # another object's OutOfMemoryError
+        "import torch\nimport jax\ntry:\n    run()\nexcept jax.errors.OutOfMemoryError:\n    pass\n",
     )
     INVALID = (
         # at the default torch-version (2.4) the accelerator memory API does not exist yet
@@ -88,21 +105,48 @@ class CudaMemoryApi(Rule):
             count=2,
             torch_version=ACCELERATOR_MEMORY,
         ),
+        # torch-version 2.10: mem_get_info has a device-generic twin; safe under a GPU check
+        Invalid(
+            HEAD + "if torch.cuda.is_available():\n    free, total = torch.cuda.mem_get_info(device=0)\n",
+            HEAD + "if torch.cuda.is_available():\n    free, total = torch.accelerator.get_memory_info(0)\n",
+            torch_version=MEMORY_INFO,
+        ),
+        # unguarded it still needs an accelerator, as the original needed CUDA: unsafe
+        Invalid(
+            HEAD + "free, total = torch.cuda.mem_get_info()\n",
+            HEAD + "free, total = torch.accelerator.get_memory_info()\n",
+            unsafe=True,
+            torch_version=MEMORY_INFO,
+        ),
+        # torch-version 2.5: the OutOfMemoryError class by its generic name, through any import
+        Invalid(
+            HEAD + "try:\n    run()\nexcept (torch.cuda.OutOfMemoryError, ValueError) as error:\n"
+            "    ok = isinstance(error, torch.cuda.OutOfMemoryError)\n",
+            HEAD + "try:\n    run()\nexcept (torch.OutOfMemoryError, ValueError) as error:\n"
+            "    ok = isinstance(error, torch.OutOfMemoryError)\n",
+            count=2,
+            torch_version=OUT_OF_MEMORY,
+        ),
+        Invalid(
+            "from torch.cuda import OutOfMemoryError as OOM\ntry:\n    run()\nexcept OOM:\n    pass\n",
+            "from torch.cuda import OutOfMemoryError as OOM\nimport torch\ntry:\n    run()\nexcept torch.OutOfMemoryError:\n    pass\n",
+            torch_version=OUT_OF_MEMORY,
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
         name = cuda_function(self.ctx, node, CUDA_MEMORY_API)
         if name is None:
             return
+        if name == "mem_get_info":
+            self._mem_get_info(node)
+            return
         fallback = CUDA_MEMORY_FALLBACKS[name]
         fixable = fallback is not None and not any(a.star for a in node.args)
         guarded = Guarded(node, under_device_check(self.ctx, node), fallback or "None")
         self.report(
             node,
-            f"`torch.cuda.{name}()` only sees CUDA memory; use `torch.accelerator.{name}()` (torch >= 2.9)"
-            if name != "mem_get_info"
-            else "`torch.cuda.mem_get_info()` fails without CUDA; use `torch.accelerator.get_memory_info()` "
-            "where an accelerator is available",
+            f"`torch.cuda.{name}()` only sees CUDA memory; use `torch.accelerator.{name}()` (torch >= 2.9)",
             fix=(lambda site: self._fix(node, name, guarded)) if fixable else None,
         )
 
@@ -113,4 +157,60 @@ class CudaMemoryApi(Rule):
             [guarded.replace(self.ctx, new)],
             needs_torch=True,
             requires=ACCELERATOR_MEMORY,
+        )
+
+    def _mem_get_info(self, node: cst.Call) -> None:
+        checked = under_device_check(self.ctx, node)
+        fixable = not any(a.star for a in node.args)
+        self.report(
+            node,
+            "`torch.cuda.mem_get_info()` fails without CUDA; use `torch.accelerator.get_memory_info()` "
+            "(torch >= 2.10) where an accelerator is available",
+            fix=(lambda site: self._memory_info_fix(node, checked)) if fixable else None,
+        )
+
+    def _memory_info_fix(self, node: cst.Call, checked: bool) -> FixPlan:
+        new = call_text(self.ctx, node, "torch.accelerator.get_memory_info", positional_device(node))
+        if checked:
+            return FixPlan(
+                "Use `torch.accelerator.get_memory_info()`", [Replace(node, new)], needs_torch=True, requires=MEMORY_INFO
+            )
+        return FixPlan(
+            "Use `torch.accelerator.get_memory_info()` (still fails without an accelerator)",
+            [Replace(node, new)],
+            "unsafe",
+            needs_torch=True,
+            requires=MEMORY_INFO,
+        )
+
+    # torch.cuda.OutOfMemoryError, by an attribute chain or an imported name
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value == "OutOfMemoryError" and self.ctx.model.qualname(node) == CUDA_OUT_OF_MEMORY:
+            self._out_of_memory(node)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value not in self.ctx.model.imports or self._in_import_or_attribute(node):
+            return
+        if self.ctx.model.qualname(node) == CUDA_OUT_OF_MEMORY:
+            self._out_of_memory(node)
+
+    def _in_import_or_attribute(self, node: cst.Name) -> bool:
+        parent = self.ctx.parent(node)
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            return True
+        return any(isinstance(a, (cst.Import, cst.ImportFrom)) for a in self.ctx.ancestors(node))
+
+    def _out_of_memory(self, node: cst.Attribute | cst.Name) -> None:
+        if self.ctx.settings.torch_version < OUT_OF_MEMORY:
+            return  # the generic name does not exist yet, and the CUDA one is the same class
+        self.report(
+            node,
+            "`torch.cuda.OutOfMemoryError` is `torch.OutOfMemoryError`, which every accelerator raises; "
+            "use the device-generic name",
+            fix=lambda site: FixPlan(
+                "Use `torch.OutOfMemoryError` (the same class)",
+                [Replace(node, "torch.OutOfMemoryError")],
+                needs_torch=True,
+                requires=OUT_OF_MEMORY,
+            ),
         )

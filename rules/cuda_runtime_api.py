@@ -7,7 +7,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from devlint.fixes import FixPlan, Replace
-from devlint.rule import Invalid, Rule, Site
+from devlint.rule import Invalid, Rule, RuleContext, Site
 from devlint.rulekit.accelerator import (
     ACCELERATOR,
     ACCELERATOR_INDEX,
@@ -18,9 +18,18 @@ from devlint.rulekit.accelerator import (
     device_module,
     guards_cuda_code,
     positional_device,
+    sole_statement,
 )
 from devlint.rulekit.device_checks import hardcoded_gpu_index, under_device_check
-from devlint.torchfacts.names import CUDA_RUNTIME_API, DEVICE_KEYWORDS
+from devlint.torchfacts.api_versions import SINCE
+from devlint.torchfacts.names import CUDA_DEVICE_QUERIES, CUDA_RUNTIME_API, CUDA_SEED_API, DEVICE_KEYWORDS, SEEDING_CALLS, TORCH_SEEDS
+
+# Every torch.cuda function this rule reports.
+_REPORTED = CUDA_RUNTIME_API | CUDA_SEED_API | CUDA_DEVICE_QUERIES
+# torch.Event, the device-generic event (its options are keywords only)
+EVENT = SINCE["torch.Event"]
+# torch.cuda.Event's positional parameters, in order, that torch.Event also takes
+_EVENT_OPTIONS = ("enable_timing", "blocking", "interprocess")
 
 HEAD = "import torch\n"
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
@@ -33,7 +42,10 @@ class CudaRuntimeApi(Rule):
         "Flags `torch.cuda.synchronize()`, `device_count()`, `current_device()`, `current_stream()`, "
         "`torch.cuda.stream(s)`, `torch.cuda.Stream()`, `torch.cuda.Event(...)`, and a GPU selection "
         "under a device check (`torch.cuda.set_device(rank)`, `with torch.cuda.device(rank)`) that "
-        "the hardcoded-device-selection rule leaves alone: calls that have a device-generic equivalent."
+        "the hardcoded-device-selection rule leaves alone: calls that have a device-generic equivalent. "
+        "Also `torch.cuda.manual_seed(s)` / `manual_seed_all(s)` (CUDA's generators only), and "
+        "`torch.cuda.get_device_name()`, `get_device_properties()`, `get_device_capability()` outside a "
+        "GPU check (they raise without CUDA)."
     )
     why = (
         "These calls only know CUDA: on Apple MPS, Intel XPU or Ascend NPU they fail or do the wrong "
@@ -72,7 +84,20 @@ class CudaRuntimeApi(Rule):
         "`set_device(rank)` becomes `torch.accelerator.set_device_index(rank)` (2.7); `with "
         "torch.cuda.device(rank)` is reported only (`torch.accelerator.device_index`, 2.8, takes an "
         "int, not a device). Versions from PyTorch's docs (torch.accelerator per release, torch.cpu "
-        "since 2.1); CPU behaviour checked in tests/test_dev6_semantics.py."
+        "since 2.1); CPU behaviour checked in tests/test_dev6_semantics.py. "
+        "`Event()` with no argument: `torch.get_device_module(device).Event()` (2.5), torch.cuda.Event "
+        "on CUDA and torch.cpu.Event, whose record/wait/query/synchronize run, on the CPU; a timing "
+        "event (`enable_timing=True`, ...): `torch.Event(enable_timing=True)` (2.4), unsafe: without an "
+        "accelerator its `record()` raises (\"cpu backend doesn't support events\"), as the original "
+        "failed to be made, and it is no `torch.cuda.Event` (`isinstance`, `.cuda_event`). "
+        "`manual_seed(s)` / `manual_seed_all(s)` are queued and never run without CUDA; "
+        "`torch.manual_seed(s)` seeds every device too (it calls `torch.cuda.manual_seed_all`), so beside "
+        "a `torch.manual_seed` of the same seed, among seeding statements only, the CUDA call is removed "
+        "(safe); elsewhere it becomes `torch.manual_seed(s)`, unsafe: that reseeds the CPU generator as "
+        "well, changing the CPU's random numbers on every machine. `torch.accelerator` has no seeding "
+        "function. `get_device_name()`, `get_device_properties()`, `get_device_capability()`: reported "
+        "only, outside a GPU check (or a test whose decorator skips it without a GPU): no accelerator-generic query exists (`torch.accelerator."
+        "get_device_capability()` returns the supported dtypes, not (major, minor); `torch.cpu` has none)."
     )
     triggers = ("cuda",)
     advice_since = ACCELERATOR
@@ -84,8 +109,19 @@ class CudaRuntimeApi(Rule):
         HEAD + "def sync(acc: torch.device):\n    torch.get_device_module(acc).synchronize()\n",
         # DEV202 owns a hardcoded or unguarded selection
         HEAD + "torch.cuda.set_device(0)\nwith torch.cuda.device(rank):\n    pass\n",
-        # other torch.cuda calls are not this rule's
+        # device queries under a GPU check
         HEAD + "if torch.cuda.is_available():\n    name = torch.cuda.get_device_name()\n",
+        HEAD + 'name = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"\n',
+        HEAD + "def describe(device):\n    if device.type != \"cuda\":\n        return \"cpu\"\n"
+        "    return torch.cuda.get_device_capability(device)\n",
+        HEAD + "import unittest\n\n\nclass T(unittest.TestCase):\n"
+        "    @unittest.skipUnless(torch.cuda.is_available(), \"needs a GPU\")\n"
+        "    def test_name(self):\n        self.assertTrue(torch.cuda.get_device_name())\n",
+        # other torch.cuda calls are not this rule's
+        HEAD + "torch.cuda.seed_all()\nstate = torch.cuda.get_rng_state_all()\n",
+        # another object's manual_seed, a local `torch` that is not torch
+        HEAD + "gen = torch.Generator()\ngen.manual_seed(0)\nrng.cuda.manual_seed_all(0)\n",
+        "def f(torch):\n    torch.cuda.manual_seed_all(0)\n    return torch.cuda.get_device_name()\n",
         # another library's cuda module
         "from numba import cuda\ncuda.synchronize()\nn = cuda.device_count()\n",
         # a reference, not a call
@@ -106,7 +142,36 @@ class CudaRuntimeApi(Rule):
         # rewriting the call alone would leave the line CUDA-only: no fix
         Invalid(HEAD + 'where = f"cuda:{torch.cuda.current_device()}"\n', unsafe=True),
         Invalid(HEAD + 'where = torch.cuda.current_device() if torch.cuda.is_available() else "cpu"\n', unsafe=True),
-        Invalid(HEAD + "e = torch.cuda.Event(enable_timing=True)\n"),
+        # before torch 2.4 there is no torch.Event; an option torch.Event lacks: no fix
+        Invalid(HEAD + "e = torch.cuda.Event(enable_timing=True)\n", torch_version=(2, 3)),
+        Invalid(HEAD + "e = torch.cuda.Event(True, external=True)\n"),
+        Invalid(HEAD + "done = torch.cuda.Event()\n"),
+        # seeding: beside torch.manual_seed of the same seed it is redundant (safe removal)
+        Invalid(
+            HEAD + "import random\nimport numpy as np\n\n\ndef seed_everything(seed):\n    random.seed(seed)\n"
+            "    torch.manual_seed(seed)\n    np.random.seed(seed)\n    torch.cuda.manual_seed_all(seed)\n"
+            "    torch.cuda.manual_seed(seed)  # current GPU\n",
+            HEAD + "import random\nimport numpy as np\n\n\ndef seed_everything(seed):\n    random.seed(seed)\n"
+            "    torch.manual_seed(seed)\n    np.random.seed(seed)\n",
+            count=2,
+        ),
+        # alone, torch.manual_seed would reseed the CPU too: unsafe
+        Invalid(
+            HEAD + "if torch.cuda.is_available():\n    torch.cuda.manual_seed_all(args.seed)\n",
+            HEAD + "if torch.cuda.is_available():\n    torch.manual_seed(args.seed)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            HEAD + "torch.manual_seed(1)\nx = torch.rand(2)\ntorch.cuda.manual_seed(1)\n",
+            HEAD + "torch.manual_seed(1)\nx = torch.rand(2)\ntorch.manual_seed(1)\n",
+            unsafe=True,
+        ),
+        # device queries outside a GPU check raise without CUDA: reported only
+        Invalid(
+            HEAD + 'print("gpu:", torch.cuda.get_device_name(0))\nmajor, minor = torch.cuda.get_device_capability()\n'
+            "mem = torch.cuda.get_device_properties(0).total_memory\n",
+            count=3,
+        ),
         Invalid(HEAD + "if torch.cuda.is_available():\n    with torch.cuda.device(rank):\n        pass\n"),
         # torch-version 2.6: torch.accelerator, guarded where it needs an accelerator
         Invalid(
@@ -117,6 +182,21 @@ class CudaRuntimeApi(Rule):
             "    if torch.cuda.is_available():\n        torch.accelerator.synchronize(0)\n    return fn(), n\n",
             count=3,
             torch_version=ACCELERATOR,
+        ),
+        # torch-version 2.5: an event that only orders work: the device module's (torch.cpu's runs on the CPU)
+        Invalid(
+            HEAD + "def step(device: torch.device):\n    done = torch.cuda.Event()\n    done.record()\n    done.synchronize()\n",
+            HEAD + "def step(device: torch.device):\n    done = torch.get_device_module(device).Event()\n"
+            "    done.record()\n    done.synchronize()\n",
+            torch_version=GET_DEVICE_MODULE,
+        ),
+        # a timing event: torch.Event (2.4), unsafe: recording still needs an accelerator
+        Invalid(
+            HEAD + "start, end = torch.cuda.Event(True), torch.cuda.Event(enable_timing=True)\n",
+            HEAD + "start, end = torch.Event(enable_timing=True), torch.Event(enable_timing=True)\n",
+            unsafe=True,
+            count=2,
+            torch_version=EVENT,
         ),
         # torch-version 2.5: the device module of the device in scope
         Invalid(
@@ -142,7 +222,7 @@ class CudaRuntimeApi(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = cuda_function(self.ctx, node, CUDA_RUNTIME_API)
+        name = cuda_function(self.ctx, node, _REPORTED)
         if name is None or any(a.star for a in node.args):
             return
         handler = _HANDLERS.get(name)
@@ -280,10 +360,120 @@ class CudaRuntimeApi(Rule):
         )
 
     def _event(self, node: cst.Call) -> None:
+        fix: Callable[[Site], FixPlan] | None = None
+        if not node.args:
+            fix = lambda site: self._device_module_fix(node, "Event", site)  # noqa: E731
+        elif self._event_options(node) is not None:
+            fix = lambda site: self._timing_event_fix(node)  # noqa: E731
         self.report(
             node,
             "`torch.cuda.Event(...)` fails without CUDA, and no CPU event keeps time; create events "
-            "through `torch.get_device_module(device).Event` where an accelerator is available",
+            "through `torch.get_device_module(device).Event` where an accelerator is available, or "
+            "`torch.Event` (torch >= 2.4) for timing",
+            fix=fix,
+        )
+
+    @staticmethod
+    def _event_options(node: cst.Call) -> list[cst.Arg] | None:
+        """The call's arguments as torch.Event's keywords, None where one has no counterpart."""
+        options: list[cst.Arg] = []
+        for position, argument in enumerate(node.args):
+            if argument.keyword is None:
+                if position >= len(_EVENT_OPTIONS):
+                    return None
+                argument = argument.with_changes(
+                    keyword=cst.Name(_EVENT_OPTIONS[position]),
+                    equal=cst.AssignEqual(
+                        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+                    ),
+                )
+            elif argument.keyword.value not in _EVENT_OPTIONS:
+                return None
+            options.append(argument)
+        return options
+
+    def _timing_event_fix(self, node: cst.Call) -> FixPlan:
+        return FixPlan(
+            "Use `torch.Event(...)` (recording it still needs an accelerator; it is no `torch.cuda.Event`)",
+            [Replace(node, call_text(self.ctx, node, "torch.Event", self._event_options(node)))],
+            "unsafe",
+            needs_torch=True,
+            requires=EVENT,
+        )
+
+    def _seed(self, node: cst.Call) -> None:
+        name = cuda_function(self.ctx, node, CUDA_SEED_API)
+        seed = node.args[0] if len(node.args) == 1 else None
+        if seed is None or (seed.keyword is not None and seed.keyword.value != "seed"):
+            self.report(node, f"`torch.cuda.{name}(...)` seeds CUDA only; use `torch.manual_seed(...)`")
+            return
+        statement = sole_statement(self.ctx, node)
+        if statement is not None and self._seeded_beside(statement, seed.value):
+            self.report(
+                node,
+                f"`torch.cuda.{name}(...)` seeds CUDA only, and the `torch.manual_seed` beside it already "
+                "seeds every device: remove it",
+                fix=lambda site: FixPlan(
+                    "Remove it: `torch.manual_seed` beside it seeds every device with the same seed",
+                    # the module without the line; the edit is cut down to the line itself
+                    [Replace(self.ctx.module, _without_line(self.ctx, statement).code)],
+                ),
+            )
+            return
+        given = [seed.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT)]
+        self.report(
+            node,
+            f"`torch.cuda.{name}(...)` seeds CUDA only; use `torch.manual_seed(...)`, which seeds every "
+            "device (and the CPU)",
+            fix=lambda site: FixPlan(
+                "Use `torch.manual_seed(...)` (it also reseeds the CPU generator)",
+                [Replace(node, call_text(self.ctx, node, "torch.manual_seed", given))],
+                "unsafe",
+                needs_torch=True,
+            ),
+        )
+
+    def _seeded_beside(self, statement: cst.Expr, seed: cst.BaseExpression) -> bool:
+        """A `torch.manual_seed` of the same seed among the seeding statements around ``statement``
+        in its block (nothing else between them: no draw, no new value of the seed)."""
+        line = self.ctx.parent(statement)
+        block = self.ctx.parent(line)
+        if not isinstance(block, (cst.IndentedBlock, cst.Module)) or not _pure(seed):
+            return False
+        lines = list(block.body)
+        here = lines.index(line)
+        wanted = self.ctx.code(seed)
+        for step in (-1, 1):
+            index = here + step
+            while 0 <= index < len(lines):
+                call = _lone_call(lines[index])
+                qual = self.ctx.model.qualname(call.func) if call is not None else None
+                if call is None or qual not in SEEDING_CALLS:
+                    break
+                if qual in TORCH_SEEDS and [self.ctx.code(a) for a in call.args] == [wanted]:
+                    return True
+                index += step
+        return False
+
+    def _needs_a_gpu_to_run(self, node: cst.CSTNode) -> bool:
+        """In a function or class whose decorator is about CUDA or a GPU (``@skipUnless(torch.cuda.
+        is_available(), ...)``, ``@pytest.mark.skipif(not torch.cuda.is_available(), ...)``,
+        ``@requires_gpu``): a test that only runs where there is one."""
+        for ancestor in self.ctx.ancestors(node):
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)) and any(
+                word in self.ctx.code(decorator).lower() for decorator in ancestor.decorators for word in ("cuda", "gpu")
+            ):
+                return True
+        return False
+
+    def _device_query(self, node: cst.Call) -> None:
+        if under_device_check(self.ctx, node) or self._needs_a_gpu_to_run(node):
+            return
+        name = cuda_function(self.ctx, node, CUDA_DEVICE_QUERIES)
+        self.report(
+            node,
+            f"`torch.cuda.{name}()` raises without CUDA and knows CUDA GPUs only; call it under a GPU check "
+            "(no accelerator-generic query exists)",
         )
 
     def _set_device(self, node: cst.Call) -> None:
@@ -310,4 +500,49 @@ _HANDLERS: dict[str, Callable[[CudaRuntimeApi, cst.Call], None]] = {
     "Stream": CudaRuntimeApi._stream_api,
     "Event": CudaRuntimeApi._event,
     "set_device": CudaRuntimeApi._set_device,
+    "manual_seed": CudaRuntimeApi._seed,
+    "manual_seed_all": CudaRuntimeApi._seed,
+    "get_device_name": CudaRuntimeApi._device_query,
+    "get_device_properties": CudaRuntimeApi._device_query,
+    "get_device_capability": CudaRuntimeApi._device_query,
 }
+
+
+def _without_line(ctx: RuleContext, statement: cst.Expr) -> cst.Module:
+    """The module without the line of ``statement``; the comments above that line stay, above the
+    next line or at the end of the block."""
+    line = ctx.parent(statement)
+    block = ctx.parent(line)
+    assert isinstance(line, cst.SimpleStatementLine) and isinstance(block, (cst.IndentedBlock, cst.Module))
+    body = list(block.body)
+    here = body.index(line)
+    del body[here]
+    changes: dict[str, object] = {}
+    if line.leading_lines:
+        if here < len(body):
+            body[here] = body[here].with_changes(leading_lines=[*line.leading_lines, *body[here].leading_lines])
+        else:
+            changes["footer"] = [*line.leading_lines, *block.footer]
+    new_block = block.with_changes(body=body, **changes)
+    if isinstance(new_block, cst.Module):
+        return new_block
+    return ctx.module.deep_replace(block, new_block)
+
+
+def _lone_call(line: cst.BaseStatement) -> cst.Call | None:
+    """The call that ``line`` is, when it is a line of one expression statement calling something."""
+    if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
+        statement = line.body[0]
+        if isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call):
+            return statement.value
+    return None
+
+
+def _pure(seed: cst.BaseExpression) -> bool:
+    """A seed that reads the same value each time: a literal, a name, an attribute of a name."""
+    while isinstance(seed, cst.Attribute):
+        seed = seed.value
+    if isinstance(seed, cst.UnaryOperation):
+        seed = seed.expression
+    return isinstance(seed, (cst.Name, cst.Integer))
+

@@ -47,6 +47,14 @@ VERSION_TABLE = [
         "m = torch.accelerator.max_memory_reserved(device) if torch.accelerator.is_available() else 0",
     ),
     ("s = torch.amp.GradScaler()", AMP_DEVICE_ARGUMENT, 's = torch.amp.GradScaler(device.type, enabled=device.type != "cpu")'),
+    # issue 22 item 7
+    ("e = torch.cuda.Event()", GET_DEVICE_MODULE, "e = torch.get_device_module(device).Event()"),
+    ("e = torch.cuda.Event(enable_timing=True)", (2, 4), "e = torch.Event(enable_timing=True)"),
+    (
+        "if torch.cuda.is_available():\n    free, total = torch.cuda.mem_get_info()",
+        (2, 10),
+        "if torch.cuda.is_available():\n    free, total = torch.accelerator.get_memory_info()",
+    ),
 ]
 
 
@@ -61,8 +69,25 @@ def test_a_fix_appears_from_the_torch_version_that_has_its_api(code: str, since:
     assert earlier is None or not earlier.endswith(fixed + "\n")
 
 
-def test_mem_get_info_and_timing_events_have_no_fix_at_any_version() -> None:
+def test_mem_get_info_and_timing_events_have_no_safe_fix_at_any_version() -> None:
+    # both still need an accelerator after the fix (no CPU free/total pair, no CPU timing event)
     for code in ("free, total = torch.cuda.mem_get_info()", "start = torch.cuda.Event(enable_timing=True)"):
+        assert _fix_text(HEAD + code + "\n", (2, 13)) is None
+        assert _fix_text(HEAD + code + "\n", (2, 13), unsafe=True) is not None
+
+
+def test_cuda_out_of_memory_error_is_reported_from_the_torch_that_has_the_generic_name() -> None:
+    source = HEAD + "try:\n    pass\nexcept torch.cuda.OutOfMemoryError:\n    pass\n"
+    assert [f.code for f in lint_text(source, "x.py", ALL, FixSettings(torch_version=(2, 4)))] == []
+    assert _fix_text(source, (2, 5)) == source.replace("torch.cuda.OutOfMemoryError", "torch.OutOfMemoryError")
+
+
+def test_device_queries_and_lone_seeds_have_no_safe_fix() -> None:
+    for code in ("name = torch.cuda.get_device_name(0)", "torch.cuda.manual_seed_all(0)"):
+        assert _fix_text(HEAD + code + "\n", (2, 13)) is None
+    assert _fix_text(HEAD + "torch.cuda.manual_seed_all(0)\n", (2, 13), unsafe=True) == HEAD + "torch.manual_seed(0)\n"
+    # beside torch.manual_seed of another seed, or with a draw between, the CUDA seed is no repeat
+    for code in ("torch.manual_seed(1)\ntorch.cuda.manual_seed_all(0)", "torch.manual_seed(0)\nx = torch.rand(1)\ntorch.cuda.manual_seed_all(0)"):
         assert _fix_text(HEAD + code + "\n", (2, 13)) is None
 
 

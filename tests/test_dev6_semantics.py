@@ -161,3 +161,33 @@ def _run(source: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         exec(compile(source, "program.py", "exec"), {"__name__": "__main__"})  # noqa: S102
+
+
+def test_the_claims_of_issue_22_item_7() -> None:
+    # torch.cuda.OutOfMemoryError is the device-generic class itself: renaming it changes nothing
+    assert torch.cuda.OutOfMemoryError is torch.OutOfMemoryError
+    # the CUDA seeds are queued without CUDA; torch.manual_seed moves the CPU generator: not the same
+    state = torch.get_rng_state()
+    torch.cuda.manual_seed_all(123)
+    torch.cuda.manual_seed(123)
+    assert torch.equal(torch.get_rng_state(), state)
+    torch.manual_seed(123)
+    assert not torch.equal(torch.get_rng_state(), state)
+    # the device queries raise without CUDA; torch.accelerator's capability is no (major, minor)
+    for query in (torch.cuda.get_device_name, torch.cuda.get_device_properties, torch.cuda.get_device_capability):
+        with pytest.raises((AssertionError, RuntimeError)):
+            query()
+    with pytest.raises(RuntimeError, match="Cannot access accelerator device"):
+        torch.accelerator.get_device_capability()
+    # torch.cpu's event (the device module's) records, waits and synchronizes; it keeps no time
+    event = torch.get_device_module("cpu").Event()
+    event.record()
+    event.wait()
+    event.synchronize()
+    assert event.query() and not hasattr(event, "elapsed_time")
+    # torch.Event is made without an accelerator, but recording it raises: the timing fix is unsafe
+    with pytest.raises(RuntimeError, match="doesn't support events"):
+        torch.Event(enable_timing=True).record()
+    # mem_get_info's generic twin still needs an accelerator
+    with pytest.raises(RuntimeError, match="Cannot access accelerator device"):
+        torch.accelerator.get_memory_info()

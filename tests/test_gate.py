@@ -270,6 +270,8 @@ def _table_examples() -> list[tuple[str, str]]:
             for name in names.CUDA_RUNTIME_API
         ]
         examples += [("DEV602", f"import {prefix[:-1]}\nx = {prefix}{name}()\n") for name in names.CUDA_MEMORY_API]
+        examples += [("DEV601", f"import {prefix[:-1]}\n{prefix}{name}(0)\n") for name in names.CUDA_SEED_API]
+        examples += [("DEV601", f"import {prefix[:-1]}\nx = {prefix}{name}(0)\n") for name in names.CUDA_DEVICE_QUERIES]
     for namespace in (*names.DEVICE_API_MODULES, *names.DEVICE_API_CLASSES):
         examples.append(("DEV605", f"import torch\nx = {namespace}.no_such_name\n"))
     # a frozenset iterates in another order in each process; an id (an index) must name one example
@@ -287,7 +289,8 @@ def test_every_entry_of_a_shared_table_passes_the_gate(code: str, text: str) -> 
 
 
 NEAR_MISSES = [
-    "import torch\nif torch.backends.cuda.is_built():\n    torch.cuda.manual_seed_all(0)\n",
+    # (manual_seed_all is DEV601's since issue 22 item 7; seed_all is no rule's)
+    "import torch\nif torch.backends.cuda.is_built():\n    torch.cuda.seed_all()\n",
     "import torch\nif x.device.type == 'cuda':\n    pass\nbackend = 'cuda'\n",
     "import numba.cuda as cuda\ncuda.select_device(0)\nx = torch.FloatTensor(2)\n",
     "import torch\nt = torch.autocast('cpu')\nsd = model.load_state_dict(s)\n",

@@ -30,8 +30,11 @@ from devlint.torchfacts.names import (
     AMP_MODULES,
     CUDA_BACKEND,
     CUDA_DEVICE_KEYWORDS,
+    CUDA_DEVICE_QUERIES,
     CUDA_MEMORY_API,
+    CUDA_OUT_OF_MEMORY,
     CUDA_RUNTIME_API,
+    CUDA_SEED_API,
     CUDA_SUBMODULES,
     DATA_PARALLEL,
     DATALOADERS,
@@ -461,13 +464,19 @@ def _cuda_functions(facts: Facts, names: frozenset[str]) -> bool:
 
 def cuda_runtime_api(facts: Facts) -> bool:
     # DEV601 reports calls of torch.cuda's runtime functions (CUDA_RUNTIME_API), and `with` items
-    # calling `torch.cuda.device` (which `calls_to` finds among all calls, with items included).
-    return _cuda_functions(facts, CUDA_RUNTIME_API | {"device"})
+    # calling `torch.cuda.device` (which `calls_to` finds among all calls, with items included);
+    # and (issue 22 item 7) calls of its seeding functions and device queries.
+    return _cuda_functions(facts, CUDA_RUNTIME_API | CUDA_SEED_API | CUDA_DEVICE_QUERIES | {"device"})
 
 
 def cuda_memory_api(facts: Facts) -> bool:
-    # DEV602 reports calls of torch.cuda's memory functions (CUDA_MEMORY_API).
-    return _cuda_functions(facts, CUDA_MEMORY_API)
+    # DEV602 reports calls of torch.cuda's memory functions (CUDA_MEMORY_API), and a name that
+    # resolves (through imports) to torch.cuda.OutOfMemoryError, whose last part is then an
+    # attribute or a part of an import.
+    if _cuda_functions(facts, CUDA_MEMORY_API):
+        return True
+    last = CUDA_OUT_OF_MEMORY.rpartition(".")[2]
+    return "torch" in facts.import_roots() and mentions(facts, last)
 
 
 def cuda_device_type(facts: Facts) -> bool:

@@ -52,6 +52,8 @@ SINCE: dict[str, TorchVersion] = {
     # the device-generic torch.Stream / torch.Event (pytorch#123611, April 2024)
     "torch.Stream": (2, 4),
     "torch.Event": (2, 4),
+    # torch.cuda.OutOfMemoryError's class under its generic name (pytorch#121702; accelerate and
+    # torch's docs date it to 2.5); DEV602 writes it
     "torch.OutOfMemoryError": (2, 5),
     # torch.amp's device-generic GradScaler (torch.cuda.amp's takes no device)
     "torch.amp.GradScaler": (2, 3),

@@ -194,3 +194,25 @@ DEVICE_API_MODULES: Mapping[str, Mapping[str, TorchVersion | None]] = MappingPro
     {"torch.accelerator": ACCELERATOR, "torch.amp": AMP}
 )
 DEVICE_API_CLASSES: Mapping[str, frozenset[str]] = MappingProxyType({"torch.Stream": STREAM, "torch.Event": EVENT})
+
+# -- torch.cuda calls with no exact device-generic twin (issue 22 item 7) ---------------------
+
+# torch.cuda's seeding functions: silently queued (a no-op) without CUDA; `torch.manual_seed` seeds
+# the CPU and every device, so it replaces them only where it already runs with the same seed.
+# DEV601 and its gate condition.
+CUDA_SEED_API = frozenset({"manual_seed", "manual_seed_all"})
+# torch.manual_seed by both its names: it seeds the CPU and every device. DEV601.
+TORCH_SEEDS = frozenset({"torch.manual_seed", "torch.random.manual_seed"})
+# The seeding calls that may stand beside torch.manual_seed in a run of seeding statements
+# (Python's, NumPy's, torch's own). DEV601.
+SEEDING_CALLS = TORCH_SEEDS | {
+    "random.seed", "numpy.random.seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all",
+    "torch.cuda.random.manual_seed", "torch.cuda.random.manual_seed_all",
+}
+# torch.cuda's device queries: they raise without CUDA ("Torch not compiled with CUDA enabled");
+# torch.accelerator has no name or properties query, and its `get_device_capability` returns the
+# supported dtypes, not (major, minor). DEV601 and its gate condition.
+CUDA_DEVICE_QUERIES = frozenset({"get_device_name", "get_device_properties", "get_device_capability"})
+# torch.cuda.OutOfMemoryError is torch.OutOfMemoryError (the same class, renamed in torch 2.5).
+# DEV602 and its gate condition.
+CUDA_OUT_OF_MEMORY = "torch.cuda.OutOfMemoryError"
