@@ -324,13 +324,12 @@ def _whitespace(module: cst.Module) -> list[cst.SimpleWhitespace]:
 
 
 @pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parent.parent / "fixtures").rglob("*.py")), ids=lambda p: p.stem)
-def test_the_engines_screen_answers_as_the_gates_and_keeps_the_tree_it_read(path: Path) -> None:
-    """The engine screens through devlint.engine.screened to keep CPython's tree for cutting
-    sections: it must choose the rules devlint.gate.screen chooses."""
+def test_the_screen_keeps_the_tree_it_read(path: Path) -> None:
+    """The engine screens through ``screened`` to keep CPython's tree for cutting sections: the
+    tree must be the text's, and the rules ``screen``'s."""
     import ast
 
-    from devlint.engine.screened import screened
-    from devlint.gate.screen import screen
+    from devlint.gate.screen import screen, screened
 
     text = path.read_text()
     rules = select_rules()

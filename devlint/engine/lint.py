@@ -11,13 +11,13 @@ import libcst as cst
 from devlint.engine.context import FileContext, FixSettings
 from devlint.engine.interning import shared_trivia
 from devlint.engine.positions import StatementPrints, TreeMismatch
-from devlint.engine.screened import screened
 from devlint.engine.sections import SECTION_CHARS, Parser, parse_in_sections
 from devlint.engine.walk import walk
 from devlint.findings import Finding
 from devlint.fixes import applicable, apply_fixes
 from devlint.gate.nesting import nesting_problem
 from devlint.gate.prefilter import matching_rules
+from devlint.gate.screen import screened
 from devlint.gate.syntax import ParseError, cpython_error, cpython_tree
 from devlint.rule import Rule
 

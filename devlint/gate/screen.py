@@ -7,21 +7,38 @@ syntax errors), and the gate's conditions over its tree (devlint.gate). Neither 
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Generic
 
 from devlint.gate import R, gated, passing
 from devlint.gate.prefilter import matching_rules
 from devlint.gate.syntax import cpython_tree
 
 
+@dataclass(frozen=True)
+class Screened(Generic[R]):
+    """``rules``: what ``screen`` answers; ``tree``: CPython's tree of the text, when it was read
+    (the engine cuts a large file into sections along it instead of compiling it again)."""
+
+    rules: list[R] | None
+    tree: ast.Module | None = None
+
+
 def screen(text: str, rules: Sequence[R], gate: bool = True) -> list[R] | None:
     """The rules of ``rules`` that may report on ``text``, in their order: empty when LibCST need
     not parse the file at all; None when CPython cannot read it, so that LibCST must decide
     (its syntax may be newer than this interpreter's, or the error is to be reported)."""
+    return screened(text, rules, gate).rules
+
+
+def screened(text: str, rules: Sequence[R], gate: bool = True) -> Screened[R]:
+    """``screen``'s answer, with the CPython tree it read to give it."""
     candidates = matching_rules(text, rules)
     if candidates and not (gate and gated(candidates)):
-        return candidates
+        return Screened(candidates)
     tree = cpython_tree(text)
     if tree is None:
-        return None
-    return passing(tree, candidates) if candidates else []
+        return Screened(None)
+    return Screened(passing(tree, candidates) if candidates else [], tree)
