@@ -134,8 +134,9 @@ def _settings(tmp_path: Path, toml: str) -> FixSettings:
 
 def test_selecting_dev604_makes_inserted_definitions_use_the_accelerator(tmp_path: Path) -> None:
     assert _settings(tmp_path, 'extend-select = ["DEV604"]\ntorch-version = "2.6"\n').device_expression == "accelerator"
-    # without DEV604, or below 2.6 where DEV604 reports nothing, the default stays
-    assert _settings(tmp_path, 'torch-version = "2.6"\n').device_expression == "default"
+    # from 2.6 DEV604 is on by default; ignored, or below 2.6 where it reports nothing, the default stays
+    assert _settings(tmp_path, 'torch-version = "2.6"\n').device_expression == "accelerator"
+    assert _settings(tmp_path, 'torch-version = "2.6"\nignore = ["DEV604"]\n').device_expression == "default"
     assert _settings(tmp_path, 'extend-select = ["DEV604"]\ntorch-version = "2.5"\n').device_expression == "default"
     # an expression the user chose wins
     chosen = 'extend-select = ["DEV604"]\ntorch-version = "2.6"\ndevice-expression = "torch.device(\'cpu\')"\n'

@@ -68,11 +68,11 @@ def test_every_rule_has_a_condition() -> None:
 
 def test_the_catalog_describes_the_rules_exactly() -> None:
     real = [
-        (rule.code, rule.name, rule.default_enabled, [(str(t), isinstance(t, Word)) for t in rule.triggers], rule.__module__)
+        (rule.code, rule.name, rule.default_enabled, [(str(t), isinstance(t, Word)) for t in rule.triggers], rule.__module__, rule.default_since)
         for rule in RULES_ALL
     ]
     listed = [
-        (info.code, info.name, info.default_enabled, [(str(t), isinstance(t, Word)) for t in info.triggers], info.module)
+        (info.code, info.name, info.default_enabled, [(str(t), isinstance(t, Word)) for t in info.triggers], info.module, info.default_since)
         for info in RULES
     ]
     assert listed == real, "devlint/gate/catalog.py must list every rule of devlint.rules as it is"
