@@ -12,7 +12,8 @@ from devlint.rulekit.calls import imported_qualname, keyword, positional
 from devlint.torchfacts.names import AMP_DEVICE_TYPE, AMP_MODULES, SCALER, AmpCall
 
 HEAD = "import torch\n"
-DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+# after the imports, a blank line first (as isort leaves code there)
+DEVICE = '\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
 _LAST_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in AMP_DEVICE_TYPE)
 
 

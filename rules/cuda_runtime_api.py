@@ -24,7 +24,8 @@ from devlint.rulekit.device_checks import hardcoded_gpu_index, under_device_chec
 from devlint.torchfacts.names import CUDA_RUNTIME_API, DEVICE_KEYWORDS
 
 HEAD = "import torch\n"
-DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+# after the imports, a blank line first (as isort leaves code there)
+DEVICE = '\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
 
 
 class CudaRuntimeApi(Rule):
