@@ -65,7 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--fix", action="store_true", help="apply safe fixes in place")
     fix = commands.add_parser("fix", help="apply safe fixes in place, report what remains")
     _add_common(fix)
-    commands.add_parser("rules", help="list the rules")
+    rules = commands.add_parser("rules", help="list the rules")
+    rules.add_argument(
+        "--torch-version", type=_torch_version, default=None, metavar="X.Y",
+        help="show which rules are on by default for code that must run on this torch",
+    )
     rule = commands.add_parser("rule", help="show one rule's documentation")
     rule.add_argument("code", metavar="CODE")
     verify = commands.add_parser("verify", help="run original and fixed code on every device and compare")
@@ -167,7 +171,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "rules":
         from devlint.docs import list_rules
 
-        return list_rules(sys.stdout)
+        return list_rules(sys.stdout, torch_version=args.torch_version)
     if args.command == "rule":
         from devlint.docs import show_rule
 

@@ -28,10 +28,31 @@ SUMMARY_MIN_WIDTH = 20
 UNBOUNDED = 1_000_000
 
 
+def default_text(rule: type[Rule], torch_version: tuple[int, int] | None = None) -> str:
+    """The rule's default as `devlint rules` and the README show it: "on", "off", or, for a rule
+    whose default follows torch-version, "from 2.6"; "on"/"off" for one ``torch_version``."""
+    if torch_version is not None:
+        return "on" if _on_by_default(rule, torch_version) else "off"
+    if rule.default_enabled:
+        return "on"
+    since = rule.default_since
+    return f"from {since[0]}.{since[1]}" if since is not None else "off"
+
+
+def _on_by_default(rule: type[Rule], torch_version: tuple[int, int]) -> bool:
+    return rule.default_enabled or (rule.default_since is not None and torch_version >= rule.default_since)
+
+
 def rule_markdown(rule: type[Rule]) -> str:
     """A rule's documentation in ruff's shape: what it does, why, example, use instead, fix."""
     if rule.default_enabled:
         default = f"On by default; `--ignore {rule.code}` turns it off."
+    elif rule.default_since is not None:
+        since = f"{rule.default_since[0]}.{rule.default_since[1]}"
+        default = (
+            f"On by default where `torch-version` is {since} or newer (`--ignore {rule.code}` turns it off); "
+            f"off below (`--extend-select {rule.code}` turns it on). An explicit `select` or `ignore` always wins."
+        )
     else:
         default = f"Off by default; `--extend-select {rule.code}` turns it on."
     fix = FIX_SENTENCES.get(rule.fix_availability, rule.fix_availability)
@@ -47,9 +68,10 @@ def rule_markdown(rule: type[Rule]) -> str:
     )
 
 
-def rules_table(rules: Sequence[type[Rule]], summary: bool = True) -> Table:
+def rules_table(rules: Sequence[type[Rule]], summary: bool = True, torch_version: tuple[int, int] | None = None) -> Table:
+    title = "devlint rules" if torch_version is None else f"devlint rules (defaults at torch-version {torch_version[0]}.{torch_version[1]})"
     table = Table(
-        title="devlint rules",
+        title=title,
         caption="`devlint rule CODE` shows a rule's documentation",
         title_justify="left",
         caption_justify="left",
@@ -65,16 +87,18 @@ def rules_table(rules: Sequence[type[Rule]], summary: bool = True) -> Table:
             Text(rule.code),
             Text(rule.name),
             Text(rule.fix_availability, style=FIX_STYLES.get(rule.fix_availability, "")),
-            Text("on" if rule.default_enabled else "off"),
+            Text(default_text(rule, torch_version)),
         ]
         # Text, not markup: a rule's prose may hold brackets such as `x[0]`.
         table.add_row(*row, *([Text(rule.what)] if summary else []))
     return table
 
 
-def list_rules(out: TextIO, width: int | None = None) -> int:
+def list_rules(out: TextIO, width: int | None = None, torch_version: tuple[int, int] | None = None) -> int:
     """Print the rule table. The summary wraps to fit the width, and goes when even the other
-    columns would not fit; below that, one plain line per rule. No rule code is ever cut."""
+    columns would not fit; below that, one plain line per rule. No rule code is ever cut. The
+    default column says "from 2.6" for a rule on by default from that torch-version; with
+    ``torch_version``, "on"/"off" at that version."""
     rules = all_rules()
     console = Console(file=out, width=width, highlight=False)
     if width is None and not console.is_terminal:
@@ -83,15 +107,15 @@ def list_rules(out: TextIO, width: int | None = None) -> int:
     # The width the table needs without the summary; the summary column takes 3 more for its
     # border and padding, and folds its words to fit whatever is left.
     unbounded = console.options.update(max_width=UNBOUNDED)
-    needed = Measurement.get(console, unbounded, rules_table(rules, summary=False)).maximum
+    needed = Measurement.get(console, unbounded, rules_table(rules, summary=False, torch_version=torch_version)).maximum
     if needed + 3 + SUMMARY_MIN_WIDTH <= console.width:
-        console.print(rules_table(rules))
+        console.print(rules_table(rules, torch_version=torch_version))
     elif needed <= console.width:
-        console.print(rules_table(rules, summary=False))
+        console.print(rules_table(rules, summary=False, torch_version=torch_version))
     else:
         # Too narrow for any table: one rule a line, nothing cut.
         for rule in rules:
-            default = "on" if rule.default_enabled else "off"
+            default = default_text(rule, torch_version)
             out.write(f"{rule.code} {rule.name} fix={rule.fix_availability} default={default}\n")
     return 0
 

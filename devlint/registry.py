@@ -14,6 +14,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from devlint.gate.catalog import RULES, RuleInfo
+from devlint.torchfacts.version import DEFAULT as DEFAULT_TORCH_VERSION
 
 if TYPE_CHECKING:
     from devlint.rule import Rule
@@ -47,7 +48,8 @@ def infos() -> tuple[RuleInfo, ...]:
     if modules == {info.module for info in RULES}:
         return RULES
     return tuple(
-        RuleInfo(rule.code, rule.name, rule.default_enabled, tuple(rule.triggers), rule.__module__) for rule in all_rules()
+        RuleInfo(rule.code, rule.name, rule.default_enabled, tuple(rule.triggers), rule.__module__, rule.default_since)
+        for rule in all_rules()
     )
 
 
@@ -89,10 +91,14 @@ def select_infos(
     select: Iterable[str] | None = None,
     ignore: Iterable[str] = (),
     extend_select: Iterable[str] = (),
+    torch_version: tuple[int, int] = DEFAULT_TORCH_VERSION,
 ) -> list[RuleInfo]:
-    """Rules chosen by codes or prefixes (``DEV1`` selects DEV1xx); default: the default-on rules."""
+    """Rules chosen by codes or prefixes (``DEV1`` selects DEV1xx); default: the rules on by
+    default for code that must run on ``torch_version`` (DEV604 from 2.6). Explicit configuration
+    wins over a version's defaults: a ``select`` replaces them, ``ignore`` removes a rule at any
+    version."""
     if select is None:
-        chosen = {info for info in infos() if info.default_enabled}
+        chosen = {info for info in infos() if info.on_by_default(torch_version)}
     else:
         chosen = {info for code in select for info in _matching(code)}
     chosen |= {info for code in extend_select for info in _matching(code)}
@@ -104,6 +110,7 @@ def select_rules(
     select: Iterable[str] | None = None,
     ignore: Iterable[str] = (),
     extend_select: Iterable[str] = (),
+    torch_version: tuple[int, int] = DEFAULT_TORCH_VERSION,
 ) -> list[type[Rule]]:
     """``select_infos``'s rules as classes."""
-    return [load(info.code) for info in select_infos(select, ignore, extend_select)]
+    return [load(info.code) for info in select_infos(select, ignore, extend_select, torch_version)]

@@ -110,6 +110,9 @@ class Rule:
     fix_availability: ClassVar[FixAvailability] = "none"
     fix_note: ClassVar[str] = ""
     default_enabled: ClassVar[bool] = True
+    # On by default where torch-version is this or newer (as ruff's rules follow target-version),
+    # whatever ``default_enabled`` says; an explicit select/ignore still wins.
+    default_since: ClassVar[tuple[int, int] | None] = None
     # The torch version from which the rule's advice holds (the API it recommends exists, or the
     # one it flags is deprecated). Code in a branch that only runs on an older torch is not
     # flagged (devlint.analysis.version_guards).

@@ -1,5 +1,5 @@
-"""DEV604 cuda-availability-check (opt-in): `torch.cuda.is_available()` choosing a device or
-guarding device code."""
+"""DEV604 cuda-availability-check (on by default from torch-version 2.6): `torch.cuda.is_available()`
+choosing a device or guarding device code."""
 
 from __future__ import annotations
 
@@ -31,15 +31,15 @@ class CudaAvailabilityCheck(Rule):
         '`torch.cuda.is_available()` choosing a device (`"cuda" if torch.cuda.is_available() else '
         '"cpu"`, `torch.device(...)` of that, `f"cuda:{rank}"` too), guarding device code '
         "(`if torch.cuda.is_available():`), or as a DataLoader's `pin_memory=`. "
-        "Opt-in: add it with `extend-select`."
+        "On by default where torch-version is 2.6 or newer; below, opt-in with `extend-select` "
+        "(it reports nothing there)."
     )
     why = (
         "The check only knows CUDA: on Apple MPS, Intel XPU or Ascend NPU the program picks the CPU "
         "and skips its accelerator code. `torch.accelerator.is_available()` and "
         "`torch.accelerator.current_accelerator()` (torch 2.6+) answer for whatever accelerator "
-        "there is. Opt-in, because devlint's own default device definition uses the CUDA check; with "
-        "this rule selected (and torch-version >= 2.6), the definitions fixes insert use the "
-        "accelerator form instead."
+        "there is. Whenever this rule is selected (by default from torch-version 2.6), the device "
+        "definitions fixes insert use the accelerator form, so fixing never creates a finding of it."
     )
     example = (
         'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
@@ -77,6 +77,8 @@ class CudaAvailabilityCheck(Rule):
     )
     triggers = ("is_available",)
     default_enabled = False
+    # Where torch.accelerator exists the goal is accelerator-generic code: on by default there.
+    default_since = ACCELERATOR
     advice_since = ACCELERATOR
 
     VALID = (

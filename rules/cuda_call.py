@@ -22,7 +22,8 @@ from devlint.rulekit.calls import (
 )
 
 HEADER = "import torch\n"
-DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+# after the imports, a blank line first (as isort leaves code there)
+DEVICE = '\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
 
 
 class CudaCall(Rule):
@@ -125,7 +126,7 @@ class CudaCall(Rule):
         # `device` means something else here: the definition takes another name
         Invalid(
             'import torch\ndevice = "gpu-0"\nx = torch.zeros(2).cuda()\n',
-            'import torch\ntorch_device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            'import torch\n\ntorch_device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             'device = "gpu-0"\nx = torch.zeros(2).to(torch_device)\n',
         ),
         # a call laid out one argument a line keeps its layout and the block's indentation

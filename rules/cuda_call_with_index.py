@@ -31,7 +31,8 @@ from devlint.rulekit.calls import (
 from devlint.torchfacts.names import CUDA_DEVICE_KEYWORDS
 
 HEADER = "import torch\n"
-DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+# after the imports, a blank line first (as isort leaves code there)
+DEVICE = '\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
 QUOTE = '"'
 # Tensor.cuda(device, non_blocking, memory_format): what the later positionals mean in `.to(...)`.
 _LATER_POSITIONALS = ("non_blocking", "memory_format")

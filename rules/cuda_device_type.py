@@ -30,7 +30,8 @@ from devlint.torchfacts.names import (
 )
 
 HEAD = "import torch\n"
-DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+# after the imports, a blank line first (as isort leaves code there)
+DEVICE = '\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
 _LAST_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in (*AMP_DEVICE_TYPE, *MESH_DEVICE_TYPE, *PROCESS_GROUP_BACKEND))
 GUARD = " if torch.cuda.is_available() else "
 BACKEND_FOR_DEVICE = "get_default_backend_for_device"

@@ -6,7 +6,8 @@ import libcst as cst
 
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule
-from devlint.rulekit.accelerator import ACCELERATOR_MEMORY, Guarded, call_text, cuda_function, positional_device
+from devlint.rulekit.accelerator import ACCELERATOR, ACCELERATOR_MEMORY, Guarded, call_text, cuda_function, positional_device
+from devlint.rulekit.before_accelerator import cuda_guard_fix, runs_without_cuda_before_accelerator
 from devlint.rulekit.device_checks import under_device_check
 from devlint.torchfacts.api_versions import SINCE
 from devlint.torchfacts.names import CUDA_MEMORY_API, CUDA_MEMORY_FALLBACKS, CUDA_OUT_OF_MEMORY
@@ -46,7 +47,11 @@ class CudaMemoryApi(Rule):
     fix_availability = "sometimes"
     fix_note = (
         "Safe, with torch-version >= 2.9 (the torch.accelerator memory functions, per PyTorch's "
-        "docs; below 2.9 the finding has no fix). On a CUDA machine the accelerator is CUDA and "
+        "docs; from 2.6 to 2.8 the finding has no fix). Below 2.6 a call that already runs without "
+        "CUDA (under a GPU check; `empty_cache()`, `memory_allocated()` and the other readers, which "
+        "return 0 or `{}` there) is not reported, and a `reset_peak_memory_stats()` or "
+        "`reset_accumulated_memory_stats()` statement, which fails without CUDA, gets `if "
+        "torch.cuda.is_available():` around it. On a CUDA machine the accelerator is CUDA and "
         "`torch.accelerator.X(device_index=None)` reads the current device, as `torch.cuda.X()` did. "
         "Without an accelerator they raise \"Cannot access accelerator device when none is "
         "available\", so the fix guards them: a call that returns nothing runs under `if "
@@ -78,12 +83,18 @@ class CudaMemoryApi(Rule):
         HEAD + "try:\n    run()\nexcept torch.cuda.OutOfMemoryError:\n    pass\n",
         # another object's OutOfMemoryError
         "import torch\nimport jax\ntry:\n    run()\nexcept jax.errors.OutOfMemoryError:\n    pass\n",
+        # below torch-version 2.6 (the default 2.4): what already runs without CUDA has nothing to move to
+        HEAD + "torch.cuda.empty_cache()\nused = torch.cuda.memory_allocated()\n"
+        "if torch.cuda.is_available():\n    torch.cuda.reset_peak_memory_stats()\n",
     )
     INVALID = (
-        # at the default torch-version (2.4) the accelerator memory API does not exist yet
-        Invalid(HEAD + "torch.cuda.empty_cache()\nused = torch.cuda.memory_allocated()\n", count=2),
+        # at the default torch-version (2.4) the accelerator memory API does not exist yet: what
+        # fails without CUDA is reported, a statement fixed with the CUDA check around it
+        Invalid(HEAD + "torch.cuda.reset_peak_memory_stats()\n", HEAD + "if torch.cuda.is_available():\n    torch.cuda.reset_peak_memory_stats()\n"),
         Invalid(HEAD + "free, total = torch.cuda.mem_get_info()\n"),
-        Invalid(HEAD + "from torch.cuda import memory_stats\nstats = memory_stats(device=0)\n"),
+        # from 2.6 accelerator-generic code is the goal: reported, the fix needs 2.9
+        Invalid(HEAD + "torch.cuda.empty_cache()\nused = torch.cuda.memory_allocated()\n", count=2, torch_version=(2, 6)),
+        Invalid(HEAD + "from torch.cuda import memory_stats\nstats = memory_stats(device=0)\n", torch_version=(2, 6)),
         # torch-version 2.9: a statement gets a guard, a value the CUDA call's value without CUDA
         Invalid(
             HEAD + "def report(step):\n    torch.cuda.empty_cache()  # between epochs\n"
@@ -138,6 +149,8 @@ class CudaMemoryApi(Rule):
         name = cuda_function(self.ctx, node, CUDA_MEMORY_API)
         if name is None:
             return
+        if runs_without_cuda_before_accelerator(self.ctx, node, name):
+            return  # nothing generic to move to below torch-version 2.6, and it runs without CUDA
         if name == "mem_get_info":
             self._mem_get_info(node)
             return
@@ -150,7 +163,10 @@ class CudaMemoryApi(Rule):
             fix=(lambda site: self._fix(node, name, guarded)) if fixable else None,
         )
 
-    def _fix(self, node: cst.Call, name: str, guarded: Guarded) -> FixPlan:
+    def _fix(self, node: cst.Call, name: str, guarded: Guarded) -> FixPlan | None:
+        if self.ctx.settings.torch_version < ACCELERATOR:
+            # fails without CUDA (what runs there is not reported below 2.6): the CUDA check around it
+            return cuda_guard_fix(self.ctx, node, f"torch.cuda.{name}()") if CUDA_MEMORY_FALLBACKS[name] == "None" else None
         new = call_text(self.ctx, node, f"torch.accelerator.{name}", positional_device(node))
         return FixPlan(
             f"Use `torch.accelerator.{name}()` where an accelerator is available",

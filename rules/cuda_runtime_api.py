@@ -20,6 +20,7 @@ from devlint.rulekit.accelerator import (
     positional_device,
     sole_statement,
 )
+from devlint.rulekit.before_accelerator import cuda_guard_fix, runs_without_cuda_before_accelerator
 from devlint.rulekit.device_checks import hardcoded_gpu_index, under_device_check
 from devlint.torchfacts.api_versions import SINCE
 from devlint.torchfacts.names import CUDA_DEVICE_QUERIES, CUDA_RUNTIME_API, CUDA_SEED_API, DEVICE_KEYWORDS, SEEDING_CALLS, TORCH_SEEDS
@@ -32,7 +33,8 @@ EVENT = SINCE["torch.Event"]
 _EVENT_OPTIONS = ("enable_timing", "blocking", "interprocess")
 
 HEAD = "import torch\n"
-DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+# after the imports, a blank line first (as isort leaves code there)
+DEVICE = '\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
 
 
 class CudaRuntimeApi(Rule):
@@ -65,7 +67,10 @@ class CudaRuntimeApi(Rule):
     fix_availability = "sometimes"
     fix_note = (
         "Each fix does on a CUDA machine exactly what the original did and runs without an "
-        "accelerator. `synchronize()`: with torch-version >= 2.6 `if torch.accelerator.is_available(): "
+        "accelerator. Below torch-version 2.6 (no torch.accelerator) a call that already runs without "
+        "CUDA, under a GPU check or by itself (`device_count()` says 0), is not reported; a bare "
+        "`torch.cuda.synchronize()` statement gets `if torch.cuda.is_available():` around it with "
+        "torch-version 2.4 or older. `synchronize()`: with torch-version >= 2.6 `if torch.accelerator.is_available(): "
         "torch.accelerator.synchronize()` (the accelerator of a CUDA machine is CUDA; the guard skips "
         "what would raise \"Cannot access accelerator device when none is available\" on the CPU; an "
         "enclosing GPU check makes the guard unneeded); with 2.5 "
@@ -126,11 +131,15 @@ class CudaRuntimeApi(Rule):
         "from numba import cuda\ncuda.synchronize()\nn = cuda.device_count()\n",
         # a reference, not a call
         HEAD + "assert isinstance(s, torch.cuda.Stream)\n",
+        # below torch-version 2.6 (the default 2.4): what already runs without CUDA has nothing to move to
+        HEAD + "n = torch.cuda.device_count()\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\n"
+        "    s = torch.cuda.Stream()\n",
     )
     INVALID = (
-        # 2.4 (default torch-version): get_device_module needs 2.5, accelerator 2.6: reported only
-        Invalid(HEAD + "torch.cuda.synchronize()\n"),
-        Invalid(HEAD + "n = torch.cuda.device_count()\n"),
+        # 2.4 (default torch-version): get_device_module needs 2.5, accelerator 2.6; what fails
+        # without CUDA gets the CUDA check around it (on CUDA it runs as before)
+        Invalid(HEAD + "torch.cuda.synchronize()\n", HEAD + "if torch.cuda.is_available():\n    torch.cuda.synchronize()\n"),
+        Invalid(HEAD + "s = torch.cuda.current_stream()\n"),
         Invalid(HEAD + 'if torch.cuda.device_count() > 1:\n    x = x.to("cuda:1")\n', torch_version=ACCELERATOR),
         # a current-device index given as a device: the device in scope
         Invalid(
@@ -141,7 +150,11 @@ class CudaRuntimeApi(Rule):
         Invalid(HEAD + 'print(f"gpu {torch.cuda.current_device()}")\n'),
         # rewriting the call alone would leave the line CUDA-only: no fix
         Invalid(HEAD + 'where = f"cuda:{torch.cuda.current_device()}"\n', unsafe=True),
-        Invalid(HEAD + 'where = torch.cuda.current_device() if torch.cuda.is_available() else "cpu"\n', unsafe=True),
+        Invalid(
+            HEAD + 'where = torch.cuda.current_device() if torch.cuda.is_available() else "cpu"\n',
+            unsafe=True,
+            torch_version=ACCELERATOR,
+        ),
         # before torch 2.4 there is no torch.Event; an option torch.Event lacks: no fix
         Invalid(HEAD + "e = torch.cuda.Event(enable_timing=True)\n", torch_version=(2, 3)),
         Invalid(HEAD + "e = torch.cuda.Event(True, external=True)\n"),
@@ -160,6 +173,7 @@ class CudaRuntimeApi(Rule):
             HEAD + "if torch.cuda.is_available():\n    torch.cuda.manual_seed_all(args.seed)\n",
             HEAD + "if torch.cuda.is_available():\n    torch.manual_seed(args.seed)\n",
             unsafe=True,
+            torch_version=ACCELERATOR,
         ),
         Invalid(
             HEAD + "torch.manual_seed(1)\nx = torch.rand(2)\ntorch.cuda.manual_seed(1)\n",
@@ -172,7 +186,7 @@ class CudaRuntimeApi(Rule):
             "mem = torch.cuda.get_device_properties(0).total_memory\n",
             count=3,
         ),
-        Invalid(HEAD + "if torch.cuda.is_available():\n    with torch.cuda.device(rank):\n        pass\n"),
+        Invalid(HEAD + "if torch.cuda.is_available():\n    with torch.cuda.device(rank):\n        pass\n", torch_version=ACCELERATOR),
         # torch-version 2.6: torch.accelerator, guarded where it needs an accelerator
         Invalid(
             HEAD + "def timed(fn):\n    torch.cuda.synchronize()\n    n = torch.cuda.device_count()\n"
@@ -225,6 +239,8 @@ class CudaRuntimeApi(Rule):
         name = cuda_function(self.ctx, node, _REPORTED)
         if name is None or any(a.star for a in node.args):
             return
+        if runs_without_cuda_before_accelerator(self.ctx, node, name):
+            return  # nothing generic to move to below torch-version 2.6, and it runs without CUDA
         handler = _HANDLERS.get(name)
         if handler is not None:
             handler(self, node)
@@ -236,6 +252,8 @@ class CudaRuntimeApi(Rule):
         # hardcoded or unguarded: DEV202 reports it (the item's own parent link comes after this hook)
         if hardcoded_gpu_index(self.ctx, item) or not under_device_check(self.ctx, node):
             return
+        if runs_without_cuda_before_accelerator(self.ctx, node, None):
+            return  # under its GPU check: it runs without CUDA, and below 2.6 has nothing to move to
         self.report(
             item,
             "`with torch.cuda.device(...)` only switches CUDA GPUs; with an int index use "
@@ -262,6 +280,8 @@ class CudaRuntimeApi(Rule):
                 needs_torch=True,
                 requires=ACCELERATOR,
             )
+        if self.ctx.settings.torch_version < GET_DEVICE_MODULE:
+            return cuda_guard_fix(self.ctx, node, "torch.cuda.synchronize()")
         return self._device_module_fix(node, "synchronize", site)
 
     def _device_count(self, node: cst.Call) -> None:

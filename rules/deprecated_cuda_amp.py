@@ -11,7 +11,8 @@ from devlint.rulekit.calls import imported_qualname
 from devlint.torchfacts.names import DEPRECATED_AMP, AmpCall
 
 HEAD = "import torch\n"
-DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+# after the imports, a blank line first (as isort leaves code there)
+DEVICE = '\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
 OFF = 'enabled=device.type != "cpu"'
 _LAST_NAMES = frozenset(name.split(".")[-1] for name in DEPRECATED_AMP)
 

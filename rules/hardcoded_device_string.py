@@ -24,7 +24,8 @@ from devlint.torchfacts.names import (
 )
 
 HEADER = "import torch\n"
-DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+# after the imports, a blank line first (as isort leaves code there)
+DEVICE = '\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
 EXPRESSION = 'torch.device("cuda" if torch.cuda.is_available() else "cpu")'
 GUARD = " if torch.cuda.is_available() else "
 # Literals a device value may sit in on its way to the call that receives it.

@@ -12,7 +12,8 @@ from devlint.rulekit.calls import arg, code_in_place, keyword, method_call, name
 from devlint.torchfacts.names import LEGACY_TENSOR_TYPES
 
 HEADER = "import torch\n"
-DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+# after the imports, a blank line first (as isort leaves code there)
+DEVICE = '\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
 CUDA_TYPES = {f"torch.cuda.{name}": dtype for name, dtype in LEGACY_TENSOR_TYPES.items()}
 CPU_TYPES = {f"torch.{name}": dtype for name, dtype in LEGACY_TENSOR_TYPES.items()}
 _SPACED_COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))

@@ -16,7 +16,8 @@ from devlint.rulekit.value_flow import FlowRule, Kind
 from devlint.torchfacts.names import LOSS_TENSOR_ARGUMENTS, MOVES
 
 HEADER = "import torch\n"
-DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+# after the imports, a blank line first (as isort leaves code there)
+DEVICE = '\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
 # How far a weight is followed through variables (`w = torch.tensor(...)`, `weights = w.float()`).
 _DEPTH = 3
 

@@ -10,7 +10,8 @@ from devlint.rulekit.calls import keyword, method_call
 from devlint.rulekit.value_flow import FlowRule, Kind
 
 HEAD = "import torch\n"
-DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+# after the imports, a blank line first (as isort leaves code there)
+DEVICE = '\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
 
 
 class NumpyOnDeviceTensor(FlowRule):

@@ -10,7 +10,8 @@ from devlint.rule import Invalid, Rule, Site
 from devlint.torchfacts.names import LEGACY_TENSOR_TYPES
 
 HEADER = "import torch\n"
-DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+# after the imports, a blank line first (as isort leaves code there)
+DEVICE = '\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
 # torch accepts only the floating types as the default.
 _FLOATING = {name: dtype for name, dtype in LEGACY_TENSOR_TYPES.items() if "float" in dtype}
 _CALL = "torch.set_default_tensor_type"

@@ -222,3 +222,65 @@ def test_readme_error_example_is_what_devlint_prints(tmp_path: Path, capsys) -> 
     write(tmp_path / "a.py", CUDA)
     assert main(["check", "a.py"]) == 2
     assert capsys.readouterr().err.strip() == example
+
+
+# -- defaults follow torch-version (as ruff's rules follow target-version) ---------------------
+
+GUARDED_CHOICE = 'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+
+
+@pytest.mark.parametrize(
+    ("table", "flags", "dev604"),
+    [
+        ('torch-version = "2.4"\n', (), False),  # below 2.6: off by default
+        ('torch-version = "2.6"\n', (), True),  # 2.6 or newer: on by default
+        ('torch-version = "2.9"\n', (), True),
+        ('torch-version = "2.6"\nignore = ["DEV604"]\n', (), False),  # the file's ignore wins
+        ('torch-version = "2.6"\nignore = ["DEV6"]\n', (), False),  # a prefix too
+        ('torch-version = "2.6"\nselect = ["DEV601"]\n', (), False),  # an explicit select replaces the defaults
+        ('torch-version = "2.6"\nselect = ["DEV6"]\n', (), True),  # ... and may name it
+        ('torch-version = "2.4"\nextend-select = ["DEV604"]\n', (), True),  # opt-in below 2.6
+        ('torch-version = "2.6"\n', ("--ignore", "DEV604"), False),  # the command line wins
+        ('torch-version = "2.6"\n', ("--select", "DEV601"), False),
+        ('torch-version = "2.4"\n', ("--torch-version", "2.6"), True),  # --torch-version moves the default
+        ('torch-version = "2.6"\n', ("--torch-version", "2.5"), False),
+    ],
+)
+def test_dev604_is_on_by_default_from_torch_2_6_and_explicit_configuration_wins(
+    tmp_path: Path, table: str, flags: tuple[str, ...], dev604: bool
+) -> None:
+    write(tmp_path / "pyproject.toml", "[tool.devlint]\n" + table)
+    resolver = Resolver(Overrides(
+        select=tuple(flags[1].split(",")) if flags[:1] == ("--select",) else None,
+        ignore=tuple(flags[1].split(",")) if flags[:1] == ("--ignore",) else (),
+        torch_version=tuple(int(p) for p in flags[1].split(".")) if flags[:1] == ("--torch-version",) else None,
+    ))
+    settings = resolver.settings_for(write(tmp_path / "a.py", GUARDED_CHOICE))
+    assert ("DEV604" in settings.codes) is dev604
+    # whenever DEV604 is selected (and can report), the definitions fixes insert use the accelerator form
+    accelerator = dev604 and settings.fix.torch_version >= (2, 6)
+    assert settings.fix.device_expression == ("accelerator" if accelerator else "default")
+
+
+def test_torch_2_6_from_the_project_requirement_makes_fixes_accelerator_generic(tmp_path: Path, capsys) -> None:
+    write(tmp_path / "pyproject.toml", '[project]\nname = "p"\ndependencies = ["torch>=2.6"]\n')
+    target = write(tmp_path / "a.py", GUARDED_CHOICE + "x = torch.ones(2).cuda()\n")
+    assert main(["fix", "--output-format", "concise", "a.py"]) == 0
+    assert target.read_text() == (
+        "import torch\ndevice = torch.accelerator.current_accelerator() if torch.accelerator.is_available() "
+        'else torch.device("cpu")\nx = torch.ones(2).to(device)\n'
+    )
+    # the same file, for a project that must still run on torch 2.4: the CUDA check stays
+    write(tmp_path / "pyproject.toml", '[project]\nname = "p"\ndependencies = ["torch>=2.4"]\n')
+    target.write_text(GUARDED_CHOICE + "x = torch.ones(2).cuda()\n")
+    assert main(["fix", "--output-format", "concise", "a.py"]) == 0
+    assert target.read_text() == GUARDED_CHOICE + "x = torch.ones(2).to(device)\n"
+
+
+def test_devlint_rules_shows_the_defaults_per_torch_version(capsys) -> None:
+    assert main(["rules"]) == 0
+    assert re.search(r"DEV604 .*from 2\.6", capsys.readouterr().out)
+    assert main(["rules", "--torch-version", "2.6"]) == 0
+    assert re.search(r"DEV604\W+cuda-availability-check\W+sometimes\W+on\b", capsys.readouterr().out)
+    assert main(["rules", "--torch-version", "2.5"]) == 0
+    assert re.search(r"DEV604\W+cuda-availability-check\W+sometimes\W+off\b", capsys.readouterr().out)

@@ -11,7 +11,8 @@ from devlint.findings import Finding
 from devlint.registry import rule_by_code
 from devlint.settings import FixSettings
 
-DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+# after the imports, a blank line first (as isort leaves code there)
+DEVICE = '\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
 
 
 def lint(code: str, text: str, settings: FixSettings = FixSettings()) -> list[Finding]:

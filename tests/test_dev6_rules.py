@@ -24,11 +24,12 @@ PAIRS = Path(__file__).resolve().parent.parent / "fixtures" / "pairs"
 
 
 def _fix_text(source: str, version: tuple[int, int], unsafe: bool = False) -> str | None:
-    """The one DEV601-DEV603 finding's fix applied, or None when it has no fix at ``version``."""
+    """The one DEV601-DEV603 finding's fix applied, or None when it has no fix at ``version`` (or,
+    below 2.6 for a call that already runs without CUDA, no finding)."""
     settings = FixSettings(torch_version=version)
     findings = [f for f in lint_text(source, "x.py", ALL, settings) if f.code in ("DEV601", "DEV602", "DEV603")]
-    assert len(findings) == 1, findings
-    if findings[0].fix is None or (findings[0].fix.applicability == "unsafe" and not unsafe):
+    assert len(findings) == (1 if version >= ACCELERATOR else len(findings[:1])), findings
+    if not findings or findings[0].fix is None or (findings[0].fix.applicability == "unsafe" and not unsafe):
         return None
     return fix_text(source, "x.py", select_rules([findings[0].code]), settings, unsafe=unsafe).text
 
@@ -159,8 +160,9 @@ def _settings(tmp_path: Path, toml: str) -> FixSettings:
 
 def test_selecting_dev604_makes_inserted_definitions_use_the_accelerator(tmp_path: Path) -> None:
     assert _settings(tmp_path, 'extend-select = ["DEV604"]\ntorch-version = "2.6"\n').device_expression == "accelerator"
-    # without DEV604, or below 2.6 where DEV604 reports nothing, the default stays
-    assert _settings(tmp_path, 'torch-version = "2.6"\n').device_expression == "default"
+    # from 2.6 DEV604 is on by default; ignored, or below 2.6 where it reports nothing, the default stays
+    assert _settings(tmp_path, 'torch-version = "2.6"\n').device_expression == "accelerator"
+    assert _settings(tmp_path, 'torch-version = "2.6"\nignore = ["DEV604"]\n').device_expression == "default"
     assert _settings(tmp_path, 'extend-select = ["DEV604"]\ntorch-version = "2.5"\n').device_expression == "default"
     # an expression the user chose wins
     chosen = 'extend-select = ["DEV604"]\ntorch-version = "2.6"\ndevice-expression = "torch.device(\'cpu\')"\n'
@@ -224,3 +226,45 @@ DEVICE_BIAS = [
 def test_every_cuda_pattern_of_test_device_bias_is_flagged(code: str) -> None:
     test = HEAD + "@requires_gpu()\ndef test_kernel():\n" + "".join("    " + line + "\n" for line in code.splitlines())
     assert lint_text(test, "test_kernel.py", select_rules(None)) != []
+
+
+# -- below torch-version 2.6: what already runs without CUDA is not reported -------------------
+
+RUNS_WITHOUT_CUDA = [
+    "if torch.cuda.is_available():\n    torch.cuda.synchronize()\n",
+    "if not torch.cuda.is_available():\n    raise SystemExit\ntorch.cuda.synchronize()\n",
+    "if device.type == \"cuda\":\n    s = torch.cuda.Stream()\n    torch.cuda.reset_peak_memory_stats()\n",
+    "n = torch.cuda.device_count()\n",
+    "torch.cuda.empty_cache()\nprint(torch.cuda.max_memory_allocated(), torch.cuda.memory_stats())\n",
+]
+FAILS_WITHOUT_CUDA = [
+    # (code, its fix below 2.5, None for none)
+    ("torch.cuda.synchronize()  # wait\n", "if torch.cuda.is_available():\n    torch.cuda.synchronize()  # wait\n"),
+    ("def f():\n    torch.cuda.reset_accumulated_memory_stats()\n",
+     "def f():\n    if torch.cuda.is_available():\n        torch.cuda.reset_accumulated_memory_stats()\n"),
+    ("s = torch.cuda.current_stream()\n", None),
+    ("free, total = torch.cuda.mem_get_info()\n", None),
+    ("x = torch.cuda.synchronize() or 1\n", None),
+]
+
+
+@pytest.mark.parametrize("code", RUNS_WITHOUT_CUDA)
+def test_below_2_6_a_cuda_call_that_runs_without_cuda_is_not_reported(code: str) -> None:
+    source = HEAD + code
+    for version in ((2, 1), (2, 4), (2, 5)):
+        assert [f.code for f in lint_text(source, "x.py", ALL, FixSettings(torch_version=version))] == [], version
+    # from 2.6 the goal is accelerator-generic code: the same calls are reported
+    found = {f.code for f in lint_text(source, "x.py", ALL, FixSettings(torch_version=ACCELERATOR))}
+    assert found & {"DEV601", "DEV602"}, found
+
+
+@pytest.mark.parametrize(("code", "fixed"), FAILS_WITHOUT_CUDA)
+def test_below_2_6_a_cuda_call_that_fails_without_cuda_is_reported_and_guarded(code: str, fixed: str | None) -> None:
+    source = HEAD + code
+    settings = FixSettings(torch_version=(2, 4))
+    findings = [f for f in lint_text(source, "x.py", ALL, settings) if f.code in ("DEV601", "DEV602")]
+    assert len(findings) == 1, findings
+    result = fix_text(source, "x.py", ALL, settings).text
+    assert result == (source if fixed is None else HEAD + fixed)
+    # the guarded call is what runs without CUDA: fixing again changes nothing
+    assert fix_text(result, "x.py", ALL, settings).text == result

@@ -68,11 +68,11 @@ def test_every_rule_has_a_condition() -> None:
 
 def test_the_catalog_describes_the_rules_exactly() -> None:
     real = [
-        (rule.code, rule.name, rule.default_enabled, [(str(t), isinstance(t, Word)) for t in rule.triggers], rule.__module__)
+        (rule.code, rule.name, rule.default_enabled, [(str(t), isinstance(t, Word)) for t in rule.triggers], rule.__module__, rule.default_since)
         for rule in RULES_ALL
     ]
     listed = [
-        (info.code, info.name, info.default_enabled, [(str(t), isinstance(t, Word)) for t in info.triggers], info.module)
+        (info.code, info.name, info.default_enabled, [(str(t), isinstance(t, Word)) for t in info.triggers], info.module, info.default_since)
         for info in RULES
     ]
     assert listed == real, "devlint/gate/catalog.py must list every rule of devlint.rules as it is"
@@ -283,7 +283,8 @@ TABLE_EXAMPLES = _table_examples()
 
 @pytest.mark.parametrize(("code", "text"), TABLE_EXAMPLES, ids=[f"{c}-{i}" for i, (c, _) in enumerate(TABLE_EXAMPLES)])
 def test_every_entry_of_a_shared_table_passes_the_gate(code: str, text: str) -> None:
-    findings = _assert_same(text)
+    # at torch-version 2.6, where the DEV6 rules report a CUDA call that already runs without CUDA
+    findings = _assert_same(text, settings=FixSettings(torch_version=(2, 6)))
     assert isinstance(findings, list) and code in {f.code for f in findings}, "each example holds a finding of its rule"
     assert [rule.code for rule in screen(text, [rule_by_code(code)]) or []] == [code]
 

@@ -29,7 +29,7 @@ ALLOWED: dict[str, set[str]] = {
     "rulekit": {"rule", "analysis", "fixes", "findings", "settings", "torchfacts"},
     "engine": {"rule", "rulekit", "analysis", "gate", "fixes", "findings", "settings", "torchfacts", "signals"},
     "rules": {"rule", "rulekit", "analysis", "fixes", "findings", "settings", "torchfacts"},
-    "registry": {"rules", "rule", "gate"},
+    "registry": {"rules", "rule", "gate", "torchfacts"},
     "docs": {"registry", "rule"},
     "formats": {"docs", "registry", "rule", "findings", "__init__"},
     "run": {

@@ -43,7 +43,7 @@ def test_the_definition_goes_after_the_imports_before_the_first_use() -> None:
     assert placement.local == (None,)
     assert insertion.import_hazard is None and insertion.definition_hazard is None
     assert _applied(code, insertion.torch, insertion.device) == (
-        '"""Doc."""\nimport os\nimport torch\n'
+        '"""Doc."""\nimport os\nimport torch\n\n'
         'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\nuse(1)\n'
     )
 
@@ -51,7 +51,7 @@ def test_the_definition_goes_after_the_imports_before_the_first_use() -> None:
 def test_a_file_that_imports_torch_under_another_name_gets_no_second_import() -> None:
     insertion = _place("import torch as th\nuse(1)\n")[0].module
     assert insertion.torch is None and insertion.torch_as == "th"
-    assert insertion.device is not None and insertion.device.content.startswith("device = th.device(")
+    assert insertion.device is not None and insertion.device.content.startswith("\ndevice = th.device(")
 
 
 def test_torch_imported_inside_try_makes_the_definition_unsafe() -> None:
@@ -93,3 +93,38 @@ def test_a_module_level_import_is_unsafe_where_torch_is_imported_only_in_functio
 def test_nothing_to_place_when_no_fix_needs_it() -> None:
     placement = _place("import torch\nuse(1)\n", marker="other")[0]
     assert placement.local == () and placement.module.torch is None and placement.module.device is None
+
+
+# -- the definition as isort and ruff leave code after the imports -----------------------------
+
+
+def _fixed(text: str) -> str:
+    from devlint.engine.lint import fix_text
+    from devlint.registry import select_rules
+
+    return fix_text(text, "x.py", select_rules(["DEV101"]), FixSettings()).text
+
+
+DEFINITION = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+
+
+def test_the_definition_is_separated_from_the_import_block_by_a_blank_line() -> None:
+    assert _fixed("import torch\nx = torch.ones(2).cuda()\n") == "import torch\n\n" + DEFINITION + "x = torch.ones(2).to(device)\n"
+    # the blank line the file had after its imports stays after the definition
+    assert _fixed("import torch\n\nx = torch.ones(2).cuda()\n") == (
+        "import torch\n\n" + DEFINITION + "\nx = torch.ones(2).to(device)\n"
+    )
+
+
+def test_a_parenthesised_import_block_ends_at_its_closing_line() -> None:
+    text = "import os\nfrom torch import (\n    nn,\n    optim,\n)  # layers\n\n\ndef build():\n    return nn.Linear(2, 2).cuda()\n"
+    assert _fixed(text) == (
+        "import os\nfrom torch import (\n    nn,\n    optim,\n)  # layers\nimport torch\n\n" + DEFINITION
+        + "\n\ndef build():\n    return nn.Linear(2, 2).to(device)\n"
+    )
+
+
+def test_the_separated_definition_is_stable_under_a_second_fix_and_crlf() -> None:
+    once = _fixed("import torch\r\nx = torch.ones(2).cuda()\r\ny = torch.ones(2).cuda()\r\n")
+    assert once == "import torch\r\n\r\n" + DEFINITION.replace("\n", "\r\n") + "x = torch.ones(2).to(device)\r\ny = torch.ones(2).to(device)\r\n"
+    assert _fixed(once) == once

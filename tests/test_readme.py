@@ -6,16 +6,17 @@ import re
 from pathlib import Path
 
 from devlint.cli import build_parser
+from devlint.docs import default_text
 from devlint.registry import all_rules
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 
 
 def test_rule_table_matches_the_rules() -> None:
-    rows = re.findall(r"^\| \[?(DEV\d{3})\]?[^|]*\| `([a-z-]+)` \| ([a-z]+) \| (on|off) \|", README, re.M)
+    rows = re.findall(r"^\| \[?(DEV\d{3})\]?[^|]*\| `([a-z-]+)` \| ([a-z]+) \| (on|off|from \d+\.\d+) \|", README, re.M)
     documented = {code: (name, fix, default) for code, name, fix, default in rows}
     actual = {
-        rule.code: (rule.name, rule.fix_availability, "on" if rule.default_enabled else "off") for rule in all_rules()
+        rule.code: (rule.name, rule.fix_availability, default_text(rule)) for rule in all_rules()
     }
     assert documented == actual
 

@@ -13,7 +13,7 @@ import pytest
 from devlint.run.command import Options, run_check
 
 CUDA = b"import torch\nx = torch.ones(2).cuda()\n"
-FIXED = b'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\nx = torch.ones(2).to(device)\n'
+FIXED = b'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\nx = torch.ones(2).to(device)\n'
 
 
 @pytest.fixture(autouse=True)
@@ -61,7 +61,7 @@ def test_fix_writes_the_whole_fixed_source_to_stdout_and_findings_to_stderr() ->
     left = CUDA + b"torch.cuda.set_device(0)\nz = torch.ones(1).cuda(args.gpu)\n"
     status, out, err = run(left, stdin_filename="a.py", fix=True)
     assert out.startswith(FIXED) and b".cuda(args.gpu)" in out
-    assert status == 1 and "a.py:" in err and out.count(b"\n") == 5
+    assert status == 1 and "a.py:" in err and out.count(b"\n") == 6
 
 
 def test_fix_echoes_unchanged_and_unparsable_input_byte_for_byte() -> None:

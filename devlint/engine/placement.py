@@ -126,6 +126,9 @@ def _module_insertion(source: Source, nodes: list[cst.CSTNode], inserted_name: s
         if spot.torch_as is not None:
             expression = renamed_torch(expression, spot.torch_as)
         prefix = spot.prefix if torch is None else ""
+        if _ends_import_block(source, body, spot):
+            # as isort and ruff leave code after the imports: a blank line between them
+            prefix += newline
         device = source.lines.edit(spot.offset, spot.offset, f"{prefix}{inserted_name} = {expression}{newline}")
     return Insertion(
         torch=torch,
@@ -134,6 +137,12 @@ def _module_insertion(source: Source, nodes: list[cst.CSTNode], inserted_name: s
         import_hazard=_import_hazard(source),
         definition_hazard=_definition_hazard(source, body, spot, inserted_name),
     )
+
+
+def _ends_import_block(source: Source, body: list[cst.BaseStatement], spot: _Spot) -> bool:
+    """The insertion follows an import (a parenthesised one spans lines: its end counts), so the
+    definition starts the code after the import block."""
+    return source.settings.cell_break is None and spot.after >= 0 and is_import_line(body[spot.after])
 
 
 def _deadline(source: Source, nodes: list[cst.CSTNode], body: list[cst.BaseStatement]) -> int:

@@ -28,6 +28,14 @@ class RuleInfo:
     triggers: tuple[str, ...]
     # The module that defines the rule class.
     module: str
+    # On by default from this torch-version on, as the rule's own ``default_since`` (None: as
+    # ``default_enabled`` says at every version).
+    default_since: tuple[int, int] | None = None
+
+    def on_by_default(self, torch_version: tuple[int, int]) -> bool:
+        """Whether a run that selects nothing itself gets this rule, for code that must run on
+        ``torch_version``."""
+        return self.default_enabled or (self.default_since is not None and torch_version >= self.default_since)
 
 
 class Triggered(Protocol):
@@ -58,7 +66,8 @@ RULES: tuple[RuleInfo, ...] = (
     RuleInfo("DEV601", "cuda-runtime-api", True, ("cuda",), f"{_PACKAGE}.cuda_runtime_api"),
     RuleInfo("DEV602", "cuda-memory-api", True, ("cuda",), f"{_PACKAGE}.cuda_memory_api"),
     RuleInfo("DEV603", "cuda-device-type", True, ("cuda", "GradScaler", "nccl"), f"{_PACKAGE}.cuda_device_type"),
-    RuleInfo("DEV604", "cuda-availability-check", False, ("is_available",), f"{_PACKAGE}.cuda_availability_check"),
+    # On by default where torch-version has torch.accelerator (2.6): there the goal is accelerator-generic code.
+    RuleInfo("DEV604", "cuda-availability-check", False, ("is_available",), f"{_PACKAGE}.cuda_availability_check", (2, 6)),
     RuleInfo(
         "DEV605", "unknown-device-api", True, ("accelerator", "amp", "Stream", "Event", "get_device_module"),
         f"{_PACKAGE}.unknown_device_api",

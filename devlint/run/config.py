@@ -224,7 +224,7 @@ class Resolver:
     forced: Path | None = None
     cwd: Path = field(default_factory=lambda: Path(os.getcwd()))
     _folders: dict[Path, Config] = field(default_factory=dict)
-    _codes: dict[Config, tuple[str, ...]] = field(default_factory=dict)
+    _codes: dict[tuple[Config, TorchVersion], tuple[str, ...]] = field(default_factory=dict)
     _forced_config: Config | None = None
     # folder -> the torch lower bound of the nearest pyproject.toml at or above it
     _requirements: dict[Path, TorchVersion | None] = field(default_factory=dict)
@@ -279,7 +279,9 @@ class Resolver:
 
     def settings_for(self, path: Path) -> FileSettings:
         config = self.config_for(path)
-        codes = self._selected(config)
+        over = self.overrides
+        torch_version = over.torch_version or config.torch_version or self.required_torch(path)
+        codes = self._selected(config, torch_version)
         if config.per_file_ignores:
             rel = _relative(path, config.root)
             dropped = {
@@ -289,8 +291,6 @@ class Resolver:
                 for rule in select_infos(globbed)
             }
             codes = tuple(code for code in codes if code not in dropped)
-        over = self.overrides
-        torch_version = over.torch_version or config.torch_version or self.required_torch(path)
         expression = over.device_expression or config.device_expression or _default_expression(codes, torch_version)
         if expression == "accelerator" and torch_version < ACCELERATOR_SINCE:
             source = "--device-expression" if over.device_expression else _where(config.path) if config.path else "device-expression"
@@ -326,15 +326,20 @@ class Resolver:
             self._requirements[visited] = found
         return found or DEFAULT_TORCH_VERSION
 
-    def _selected(self, config: Config) -> tuple[str, ...]:
+    def _selected(self, config: Config, torch_version: TorchVersion) -> tuple[str, ...]:
         """The file's selection, then the command line's on top: a `select` starts afresh,
-        `extend-select` adds, `ignore` removes (as with ruff)."""
-        if config not in self._codes:
-            chosen = {rule.code for rule in select_infos(config.select, config.ignore, config.extend_select)}
+        `extend-select` adds, `ignore` removes (as with ruff). Without a `select` anywhere, the
+        start is the rules on by default at the file's torch-version (DEV604 from 2.6); what the
+        configuration or the command line names always wins over that default."""
+        key = (config, torch_version)
+        if key not in self._codes:
+            chosen = {
+                rule.code for rule in select_infos(config.select, config.ignore, config.extend_select, torch_version)
+            }
             over = self.overrides
             if over.select is not None:
                 chosen = {rule.code for rule in select_infos(over.select)}
             chosen |= {rule.code for rule in select_infos(over.extend_select)}
             chosen -= {rule.code for rule in select_infos(over.ignore)}
-            self._codes[config] = tuple(sorted(chosen))
-        return self._codes[config]
+            self._codes[key] = tuple(sorted(chosen))
+        return self._codes[key]

@@ -216,3 +216,14 @@ CUDA_DEVICE_QUERIES = frozenset({"get_device_name", "get_device_properties", "ge
 # torch.cuda.OutOfMemoryError is torch.OutOfMemoryError (the same class, renamed in torch 2.5).
 # DEV602 and its gate condition.
 CUDA_OUT_OF_MEMORY = "torch.cuda.OutOfMemoryError"
+
+# -- what runs without CUDA --------------------------------------------------------------------
+
+# The torch.cuda functions that a machine without CUDA answers without raising (0 GPUs, 0 bytes,
+# `{}` for the stats, `empty_cache()` does nothing; tests/test_dev6_semantics.py checks it on this
+# CPU build). Below torch-version 2.6 nothing device-generic replaces them, and they already run
+# everywhere, so DEV601 and DEV602 do not report them there (devlint.rulekit.before_accelerator).
+CUDA_RUNS_WITHOUT_CUDA = frozenset({
+    "device_count", "empty_cache", "memory_allocated", "max_memory_allocated", "memory_reserved",
+    "max_memory_reserved", "memory_stats",
+})
