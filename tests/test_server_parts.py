@@ -393,7 +393,6 @@ def test_printed_statements_kept_through_file_level_edits_give_one_parses_findin
 def test_the_worker_publishes_a_fresh_analysis_through_file_level_edits(monkeypatch: pytest.MonkeyPatch) -> None:
     """The worker's own analysis (kept trees and prints, noqa changes included) of a large file
     after each seeded edit equals the analysis of a worker that has kept nothing."""
-    import devlint.server.analysis as analysis
 
     block = (ROOT / "examples" / "train_cuda.py").read_text()
     lines = (block * 4).splitlines(keepends=True)
@@ -407,13 +406,7 @@ def test_the_worker_publishes_a_fresh_analysis_through_file_level_edits(monkeypa
         except (SyntaxError, ValueError):
             continue
         lines = edited
-        source = Source("t.py", (text,), False, SETTINGS)
-        kept = analyze(source)
-        with monkeypatch.context() as fresh:
-            fresh.setattr(analysis, "_TREES", SectionTrees())
-            fresh.setattr(analysis, "_PRINTS", StatementPrints())
-            fresh.setattr(analysis, "_COMMENTS", _ONE_SCAN)
-            assert _items(kept) == _items(analyze(source))
+        _assert_kept_equals_fresh(monkeypatch, text)
         compared += 1
     assert compared >= 4
 
@@ -427,6 +420,19 @@ class _OneScan:
 
 
 _ONE_SCAN = _OneScan()
+
+
+def _assert_kept_equals_fresh(monkeypatch, text: str) -> None:
+    """The worker's analysis with what it keeps equals one by a worker that keeps nothing."""
+    import devlint.server.analysis as analysis
+
+    source = Source("t.py", (text,), False, SETTINGS)
+    kept = analyze(source)
+    with monkeypatch.context() as fresh:
+        fresh.setattr(analysis, "_TREES", SectionTrees())
+        fresh.setattr(analysis, "_PRINTS", StatementPrints())
+        fresh.setattr(analysis, "_COMMENTS", _ONE_SCAN)
+        assert _items(kept) == _items(analyze(source))
 
 
 def _bench_script(lines: int) -> str:
@@ -457,7 +463,6 @@ def test_the_worker_gives_a_fresh_analysis_through_seeded_edits_to_the_bench_fil
     `# noqa` typed, strings opened across definitions, lines removed; after every edit that
     parses (one that does not is undone, as a person would), the worker's analysis with what it
     kept (trees, prints, comments) is a fresh one's."""
-    import devlint.server.analysis as analysis
 
     lines = _bench_script(600).splitlines(keepends=True)
     rng = random.Random(2302)
@@ -480,13 +485,7 @@ def test_the_worker_gives_a_fresh_analysis_through_seeded_edits_to_the_bench_fil
         except SyntaxError:
             continue
         lines = edited
-        source = Source("t.py", (text,), False, SETTINGS)
-        kept = analyze(source)
-        with monkeypatch.context() as fresh:
-            fresh.setattr(analysis, "_TREES", SectionTrees())
-            fresh.setattr(analysis, "_PRINTS", StatementPrints())
-            fresh.setattr(analysis, "_COMMENTS", _ONE_SCAN)
-            assert _items(kept) == _items(analyze(source))
+        _assert_kept_equals_fresh(monkeypatch, text)
         compared += 1
     assert compared >= 20
 
