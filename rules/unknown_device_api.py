@@ -7,7 +7,7 @@ import libcst as cst
 from devlint.analysis.semantic import dotted_name
 from devlint.analysis.version_guards import branches
 from devlint.fixes import FixPlan, Replace
-from devlint.rule import Invalid, Rule, Site
+from devlint.rule import Invalid, Rule
 from devlint.torchfacts.device_api_table import ACCELERATOR, DEVICE_MODULE
 from devlint.torchfacts.names import DEVICE_API_CLASSES, DEVICE_API_MODULES
 from devlint.torchfacts.version import TorchVersion, shown

@@ -355,6 +355,19 @@ def test_the_cache_folder_is_tagged_ignored_and_left_without_temporary_files(tmp
     assert not [p for p in cache_dir.iterdir() if p.name.endswith(".tmp")]
 
 
+def test_the_cache_key_reads_libcsts_version_even_without_its_version_file(monkeypatch) -> None:
+    """Where LibCST's version file cannot be read, the key falls back to the installed version."""
+    from importlib import metadata
+
+    from devlint.run import cache
+
+    def unreadable(self: Path) -> bytes:
+        raise OSError("no version file")
+
+    monkeypatch.setattr(Path, "read_bytes", unreadable)
+    assert cache._libcst_version() == metadata.version("libcst")
+
+
 @pytest.mark.parametrize(
     "garbage",
     [b"\x00\xff not json", b"[1, 2, 3]", b'{"py:x": "y"}', b"[" * 50_000, None],

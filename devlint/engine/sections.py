@@ -306,7 +306,7 @@ class _Block:
     locate: Callable[[cst.Module], cst.BaseStatement]
 
     def stitched(self) -> cst.BaseStatement:
-        text, lines, inner = self.text, self.lines, self.stmt.body
+        lines, inner = self.lines, self.stmt.body
         count = len(inner)
         cuts = _cuts(inner, lines)
         cuts[0] = self._first_cut()

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from devlint.analysis.devices import is_cuda_string, reach_of
-from devlint.analysis.semantic import Binding, dotted_name, string_value
+from devlint.analysis.semantic import dotted_name, string_value
 from devlint.fixes import DeviceRef, Replace
 from devlint.rule import RuleContext, Site
 from devlint.rulekit.calls import append_arg, arg, code_in_place, imported_qualname, keyword, prepend_arg

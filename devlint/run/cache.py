@@ -72,7 +72,7 @@ def _libcst_version() -> str:
 
 
 def _installed_version(name: str) -> str:
-    import importlib.util
+    from importlib import metadata
 
     try:
         return metadata.version(name)

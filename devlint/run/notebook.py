@@ -23,7 +23,7 @@ from itertools import count
 from json.decoder import scanstring
 from typing import Any
 
-from devlint.findings import Edit, Finding, Location
+from devlint.findings import Finding, Location
 
 CELL_BREAK = "__devlint_cell__"
 # Cell magics whose body IPython runs as Python in the kernel; the body is linted and fixed.
