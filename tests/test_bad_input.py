@@ -22,7 +22,8 @@ from devlint.run.file_job import process_file
 from devlint.run.job import Job
 
 CUDA = "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n"
-DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+# after the imports, a blank line first (as isort leaves code there)
+DEVICE = '\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
 FIXED = "import torch\n" + DEVICE + "model = torch.nn.Linear(2, 2).to(device)\n"
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -178,7 +179,7 @@ def test_line_endings_are_kept(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert code == 0, err
     data = path.read_bytes().decode()
     # Every original line keeps its own ending; the inserted definition takes its neighbour's.
-    expected = ["import torch" + endings[0], DEVICE.rstrip("\n") + endings[0], "def f(x):" + endings[1],
+    expected = ["import torch" + endings[0], endings[0], DEVICE.strip("\n") + endings[0], "def f(x):" + endings[1],
                 "    return x.to(device)" + endings[2], endings[3], "y = f(torch.ones(2))" + endings[4]]
     assert data == "".join(expected)
 

@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CUDA = "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n"
 FIXED = (
     "import torch\n"
+    "\n"
     'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
     "model = torch.nn.Linear(2, 2).to(device)\n"
 )

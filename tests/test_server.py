@@ -366,7 +366,7 @@ def test_a_quick_fix_edits_only_the_characters_that_change(client: LspClient, ro
     edits = only_edits(fix, uri, 1)
     # The device definition, and `cuda(` -> `to(device` in place: `torch.nn.Linear(2, 2).` stays.
     assert sorted(e["newText"] for e in edits) == sorted(
-        ['device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n', "to(device"]
+        ['\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n', "to(device"]
     )
     (call,) = [e for e in edits if e["newText"] == "to(device"]
     assert call["range"] == span(text, "cuda(")

@@ -24,7 +24,7 @@ CLEAN = "def add(a, b):\n    return a + b\n"
 # Triggers everywhere (cuda, load, numpy, DataLoader), a finding nowhere: the gate rules it out.
 QUIET = (
     "import torch\nfrom torch.utils.data import DataLoader\n\n"
-    "def restore(path):\n    if torch.cuda.is_available():\n        torch.cuda.manual_seed_all(0)\n"
+    "def restore(path):\n    if torch.cuda.is_available():\n        print(torch.version.cuda)\n"
     '    return torch.load(path, map_location="cpu"), torch.ones(2).numpy()\n'
 )
 CUDA = "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n"

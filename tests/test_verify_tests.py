@@ -117,7 +117,7 @@ def test_a_fix_that_aliases_on_the_cpu_is_reported_by_name_in_the_cpu_run(aliasi
     lines = aliasing.stdout.splitlines()
     assert lines[lines.index(changed[0]) + 1] == (
         "    cause: only the CPU run changed: there `.to(device)` returns the tensor itself where `.cuda()` "
-        "copied it, so code that changes the copy changes the original (fixed lines: src/alias_pkg/staging.py:7)"
+        "copied it, so code that changes the copy changes the original (fixed lines: src/alias_pkg/staging.py:8)"
     )
 
 
