@@ -197,9 +197,6 @@ class SemanticModel:
             self._options = collector
         return self._options
 
-    def is_torch_name(self, name: str) -> bool:
-        return self.imports.get(name, "").split(".")[0] == "torch"
-
     def torch_alias(self) -> str | None:
         """A local name bound to the torch module itself (`torch`, or `t` after `import torch as t`)."""
         if self.imports.get("torch") == "torch":

@@ -109,16 +109,6 @@ class Machine:
         return self._visible
 
     @property
-    def known_visible(self) -> bool:
-        """The device was looked for and is there (asking does not read the variable)."""
-        return self._visible is True
-
-    @property
-    def known_hidden(self) -> bool:
-        """The device was looked for and is hidden (asking does not read the variable)."""
-        return self._visible is False
-
-    @property
     def absent(self) -> bool:
         """No CUDA at all: torch's own behaviour on this machine (known without asking)."""
         return self._absent
