@@ -29,6 +29,7 @@ from devlint.server.severity import severity, tags  # noqa: E402
 from devlint.server.textdiff import minimal_edits  # noqa: E402
 from devlint.server.textlines import UTF8, UTF16, UTF32, Lines, apply_change  # noqa: E402
 from devlint.engine.positions import StatementPrints  # noqa: E402
+from devlint.engine.reuse import EarlierChecks  # noqa: E402
 from devlint.server.trees import SectionTrees  # noqa: E402
 from devlint.settings import FixSettings  # noqa: E402
 
@@ -432,6 +433,7 @@ def _assert_kept_equals_fresh(monkeypatch, text: str) -> None:
         fresh.setattr(analysis, "_TREES", SectionTrees())
         fresh.setattr(analysis, "_PRINTS", StatementPrints())
         fresh.setattr(analysis, "_COMMENTS", _ONE_SCAN)
+        fresh.setattr(analysis, "_EARLIER", EarlierChecks())
         assert _items(kept) == _items(analyze(source))
 
 

@@ -202,7 +202,9 @@ class StatementPrints:
         style = (module.default_indent, module.default_newline)
         shape = _shape(statement)
         kept = self._printed.get(shape)
-        if kept is not None and kept.style == style and kept.wanted == _renamed(wanted, statement, kept.statement):
+        # A print that recorded more nodes than asked for serves too (a check that reuses earlier
+        # findings asks for fewer): the extra spans are of nodes of the same statement.
+        if kept is not None and kept.style == style and kept.wanted >= _renamed(wanted, statement, kept.statement):
             self._printed.move_to_end(shape)
             return kept if kept.statement is statement else _moved(kept, statement, wanted)
         recorder = _Recorder(module, set(wanted))
