@@ -218,3 +218,15 @@ def test_a_file_of_repeated_blocks_reuses_only_findings_of_their_own_place() -> 
     _lint(text, earlier, trees, prints)
     _lint(text, earlier, trees, prints)
     assert _exact(_lint(edited, earlier, trees, prints)) == _exact(_lint(edited))
+
+
+def test_a_shifted_finding_is_built_from_every_field() -> None:
+    """Window.shifted builds a Finding field by field, in this order: a new field must be added
+    there too, or a reused finding would lose it."""
+    from dataclasses import fields
+
+    from devlint.findings import Finding
+
+    assert [f.name for f in fields(Finding)] == [
+        "code", "name", "message", "filename", "location", "end_location", "fix", "cell", "source_line", "noqa_row",
+    ]

@@ -595,3 +595,33 @@ def test_a_statement_rebuilt_of_the_same_objects_takes_the_kept_print(monkeypatc
     changed = statement.with_changes(leading_lines=[])
     assert first.code.startswith("\n# lead\n")
     assert prints.printed(module, changed, frozenset({id(changed)})).code == "def f(x):\n    return x.cuda()\n"
+
+
+# -- the worker collects garbage while idle -----------------------------------------------------
+
+
+def test_garbage_is_collected_when_the_worker_is_idle_not_while_a_result_is_due(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+    import time
+
+    from devlint.server.workers import IdleCollection
+
+    collected: list[float] = []
+    monkeypatch.setattr(gc, "collect", lambda *args: collected.append(time.monotonic()) or 0)
+    idle = IdleCollection(delay=0.2, most=3)
+    idle.job_starts()
+    ended = time.monotonic()
+    idle.job_ended()
+    assert collected == []  # not on the way to the result
+    time.sleep(0.5)
+    assert len(collected) == 1 and collected[0] - ended >= 0.2  # once idle
+    # jobs back to back: no pause to collect in, until the third job in a row
+    for _ in range(3):
+        idle.job_starts()
+        idle.job_ended()
+    assert len(collected) == 1
+    idle.job_starts()
+    assert len(collected) == 2
+    idle.job_ended()
+    time.sleep(0.5)
+    assert len(collected) == 3

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 
 import libcst as cst
 
@@ -58,6 +58,8 @@ class FileContext:
         # Set by a caller that keeps this check for the next check of the file (devlint.engine.reuse).
         self.keep_check = False
         self.rule_codes: tuple[str, ...] = ()
+        # Per report, the index of the top-level statement it is in (while a check is kept).
+        self._statements: list[int] = []
         self.check: Check | None = None
 
     # -- for rules, during the walk ------------------------------------------------------
@@ -160,6 +162,9 @@ class FileContext:
             return []
         lines = LineIndex(self.text)
         facts = FileFacts.of(self.module, self.model, self.settings) if self.keep_check else None
+        if facts is not None:
+            statements = {id(stmt): i for i, stmt in enumerate(self.module.body)}
+            self._statements = [statements.get(id(self._top_level(report.node)), -1) for report in self.reports]
         reused = self._reusable(earlier, lines, facts)
         if reused is not None:
             found = self._build(lines, facts, reused)
@@ -176,13 +181,12 @@ class FileContext:
         changed = window(earlier, lines, self.module, self.model, facts)
         if changed is None:
             return None
-        statements = {id(stmt): i for i, stmt in enumerate(self.module.body)}
         kept = {
             i: found
             for i, report in enumerate(self.reports)
             if report.rule.reusable_fixes
             and (found := earlier.kept.get(report_key(report.rule.code, report.node, report.start, report.message, report.lead))) is not None
-            and found.statement == statements.get(id(self._top_level(report.node)))
+            and found.statement == self._statements[i]
         }
         return (earlier, changed, kept) if kept else None
 
@@ -191,7 +195,7 @@ class FileContext:
         changed after all (the statements did not move as the edit says, or the insertions differ)."""
         taken = reused[2] if reused is not None else {}
         planned = [(None, "") if i in taken else self._plan(report) for i, report in enumerate(self.reports)]
-        positions = self._positions(planned, lines)
+        positions = self._positions(planned, lines, taken)
         spans = tuple((lines.offset(p.start.line, p.start.column), lines.offset(p.end.line, p.end.column)) for p in map(positions.__getitem__, self.module.body))
         if reused is not None and list(spans) != reused[1].expected(reused[0].spans):
             return None
@@ -207,9 +211,8 @@ class FileContext:
             return None
         findings: list[Finding] = []
         kept: dict[tuple, Kept] = {}
-        statements = {id(stmt): i for i, stmt in enumerate(self.module.body)}
         for i, (report, (plan, note), spot) in enumerate(zip(self.reports, planned, placement.local)):
-            at = statements.get(id(self._top_level(report.node)), -1)
+            at = self._statements[i] if facts is not None else -1
             if i in taken:
                 assert reused is not None
                 finding = reused[1].shifted(taken[i].finding) if spot is None else None
@@ -227,9 +230,10 @@ class FileContext:
         findings.sort(key=Finding.sort_key)
         return findings
 
-    def _positions(self, planned: list[tuple[FixPlan | None, str]], lines: LineIndex) -> Positions:
-        # Only these nodes' positions are needed (devlint.engine.positions; any other is still found).
-        wanted = [node for report in self.reports for node in (report.start, report.node)]
+    def _positions(self, planned: list[tuple[FixPlan | None, str]], lines: LineIndex, taken: Container[int] = ()) -> Positions:
+        # Only these nodes' positions are needed (devlint.engine.positions; any other is still
+        # found): none of the findings taken over from the last check (``taken``).
+        wanted = [node for i, report in enumerate(self.reports) if i not in taken for node in (report.start, report.node)]
         wanted += [r.node for plan, _ in planned if plan is not None for r in plan.replacements]
         return node_positions(
             self.module, lines, [*wanted, *self.module.body], strict=self.stitched, prints=self.prints, top=self._top_level

@@ -195,11 +195,27 @@ class StatementPrints:
 
     def __init__(self, kept_chars: int = KEPT_PRINT_CHARS) -> None:
         self._printed: OrderedDict[tuple, _Printed] = OrderedDict()
+        # The print of each statement object met in the last call, by id (the print holds the
+        # statement, so the id names no other object): most statements of the next check are the
+        # same objects, and need no shape worked out.
+        self._last: dict[int, _Printed] = {}
         self._chars = 0
         self._kept_chars = kept_chars
 
     def printed(self, module: cst.Module, statement: cst.CSTNode, wanted: frozenset[int]) -> _Printed:
         style = (module.default_indent, module.default_newline)
+        last = self._last.get(id(statement))
+        if last is not None and last.statement is statement and last.style == style and last.wanted >= wanted:
+            return last
+        printed = self._printed_by_shape(module, statement, wanted, style)
+        self._last[id(statement)] = printed
+        return printed
+
+    def forget_unused(self, statements: Iterable[cst.CSTNode]) -> None:
+        """Keep by object only the prints of ``statements`` (a module's body just printed)."""
+        self._last = {id(s): self._last[id(s)] for s in statements if id(s) in self._last}
+
+    def _printed_by_shape(self, module: cst.Module, statement: cst.CSTNode, wanted: frozenset[int], style: tuple[str, str]) -> _Printed:
         shape = _shape(statement)
         kept = self._printed.get(shape)
         # A print that recorded more nodes than asked for serves too (a check that reuses earlier
@@ -290,6 +306,7 @@ def _by_statement(
             spans.setdefault(key, (at + start, at + end))
         pieces.append(printed.code)
         at += len(printed.code)
+    prints.forget_unused(module.body)
     foot = _Recorder(module, set())
     for line in module.footer:
         line._codegen(foot)
