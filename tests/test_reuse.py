@@ -187,6 +187,20 @@ _REACHING_EDITS = {
         "import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\nargs = parser.parse_args()\n"
         "device = torch.device('cuda' if args.cuda else 'cpu')\n" + _SPARE_DEVICE + "\n\ndef options():\n    parser.add_argument('--cuda', action='store_true')\n" + _GAP + "\n\nx = torch.zeros(2).cuda()\n",
     ),
+    # the type of `--gpu` decides whether `.cuda(args.gpu)` becomes `.to(...)` safely
+    "index-option": (
+        "import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\n\n\ndef options():\n"
+        "    parser.add_argument('--gpu', type=int, default=0)\n" + _GAP + "\n\nargs = parser.parse_args()\nx = torch.zeros(2).cuda(args.gpu)\n",
+        "import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\n\n\ndef options():\n"
+        "    parser.add_argument('--gpu', default='0')\n" + _GAP + "\n\nargs = parser.parse_args()\nx = torch.zeros(2).cuda(args.gpu)\n",
+    ),
+    # what the file assigns to any `x.gpu` counts too
+    "index-attribute": (
+        "import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\nparser.add_argument('--gpu', type=int, default=0)\n\n\n"
+        "def configure(args, rank):\n    args.gpu = 1\n" + _GAP + "\n\nargs = parser.parse_args()\nx = torch.zeros(2).cuda(args.gpu)\n",
+        "import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\nparser.add_argument('--gpu', type=int, default=0)\n\n\n"
+        "def configure(args, rank):\n    args.gpu = rank\n" + _GAP + "\n\nargs = parser.parse_args()\nx = torch.zeros(2).cuda(args.gpu)\n",
+    ),
 }
 
 
