@@ -92,10 +92,15 @@ class _Recorder(CodegenState):
     def _syntactic(
         self, node: cst.CSTNode, start_node: cst.CSTNode | None, end_node: cst.CSTNode | None
     ) -> Iterator[None]:
-        # The range borrows its ends from children printed inside this block: want them too.
+        # The range borrows its ends from children printed inside this block: want them too,
+        # as printed here. A shared node (devlint.engine.interning: the `)` of every
+        # `from m import (...)` that ends alike is one object) was met before: its span there
+        # is another statement's.
         for borrowed in (start_node, end_node):
             if borrowed is not None:
                 self.wanted.add(id(borrowed))
+                if type(borrowed) in SHARED_KINDS:
+                    self.spans.pop(id(borrowed), None)
         start = self.offset()
         yield
         end = self.offset()
