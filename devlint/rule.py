@@ -120,6 +120,10 @@ class Rule:
     # Code that only runs where a tensor or device is known to be on CUDA (`if x.is_cuda:`) is the
     # CUDA half of device-generic code: rules that set this do not flag it (devlint.analysis.cuda_regions).
     quiet_where_cuda_is_known: ClassVar[bool] = False
+    # The rule's fixes read only the reported statement, the device finder and the file-wide facts
+    # devlint.engine.reuse holds equal between checks: a check after an edit elsewhere may take
+    # them over. Rules whose fixes read their own state from the whole walk leave this unset.
+    reusable_fixes: ClassVar[bool] = False
     # A file that contains none of these substrings (``Word``: whole identifiers) cannot hold a
     # finding of this rule.
     triggers: ClassVar[tuple[str, ...]]

@@ -29,6 +29,8 @@ class BlockingHostToDeviceCopy(FlowRule):
     example = "for x, y in loader:\n    x, y = x.to(device), y.to(device)"
     use_instead = "for x, y in loader:\n    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)"
     fix_availability = "safe"
+    # its fix reads only the call (devlint.engine.reuse)
+    reusable_fixes = True
     fix_note = (
         "Safe: adds `non_blocking=True`. Only copies of loader batches to a device are touched, "
         "never `.cpu()`, `.to(\"cpu\")`, dtype-only `.to(...)`, or a copy read at once by "

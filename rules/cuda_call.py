@@ -52,6 +52,8 @@ class CudaCall(Rule):
     )
     triggers = ("cuda",)
     quiet_where_cuda_is_known = True
+    # its fix reads the call, the device finder and the classes of the file (devlint.engine.reuse)
+    reusable_fixes = True
 
     VALID = (
         # already device-agnostic

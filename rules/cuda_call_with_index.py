@@ -90,6 +90,9 @@ class CudaCallWithIndex(Rule):
     )
     triggers = ("cuda",)
     quiet_where_cuda_is_known = True
+    # its fix reads the call, the device finder, argparse options, attribute assignments and the
+    # classes of the file (devlint.engine.reuse)
+    reusable_fixes = True
 
     VALID = (
         # a class implementing cuda() itself passes its caller's device on (as nn.Module.cuda does)

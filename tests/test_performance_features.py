@@ -173,6 +173,30 @@ def test_positions_equal_libcsts_for_every_node_and_for_any_few(text: str) -> No
         assert [found[node] for node in few] == [expected[node] for node in few]
 
 
+def test_statements_ending_in_a_shared_parenthesis_end_where_they_end() -> None:
+    """Every `from m import (...)` whose `)` ends alike shares one `)` object (interning), and a
+    statement's range ends at its `)`: each must end at its own, as in a parse that shares
+    nothing (LibCST's PositionProvider on the shared tree would give the first one's end)."""
+    text = (
+        "import torch\nfrom a import (\n    b,\n)\nfrom c import (\n    d,\n    e,\n)\n"
+        "import os, sys\nfrom f import (g)\nfrom h import (i)\nx = torch.zeros(2).cuda()\n"
+    )
+    module = parse(text)
+    assert module.body[1].body[0].rpar is module.body[2].body[0].rpar  # shared, as the case needs
+    plain = cst.parse_module(text)
+    expected = MetadataWrapper(plain, unsafe_skip_copy=True).resolve(PositionProvider)
+    found = positions(module, LineIndex(text), list(module.body))
+    assert [found[s] for s in module.body] == [expected[s] for s in plain.body]
+
+
+def test_the_definition_goes_after_the_last_of_several_parenthesised_imports() -> None:
+    text = "import torch\nfrom a import (\n    b,\n)\nfrom c import (\n    d,\n)\n\nx = torch.zeros(2).cuda()\n"
+    from devlint.engine.lint import fix_text
+
+    fixed = fix_text(text, "t.py", RULES).text
+    assert fixed.index("device = ") > fixed.index("from c import")
+
+
 def test_a_node_not_asked_for_is_still_positioned() -> None:
     text = "import torch\nx = torch.ones(2).cuda()\n"
     module = parse(text)

@@ -29,6 +29,7 @@ from devlint.server.severity import severity, tags  # noqa: E402
 from devlint.server.textdiff import minimal_edits  # noqa: E402
 from devlint.server.textlines import UTF8, UTF16, UTF32, Lines, apply_change  # noqa: E402
 from devlint.engine.positions import StatementPrints  # noqa: E402
+from devlint.engine.reuse import EarlierChecks  # noqa: E402
 from devlint.server.trees import SectionTrees  # noqa: E402
 from devlint.settings import FixSettings  # noqa: E402
 
@@ -432,6 +433,7 @@ def _assert_kept_equals_fresh(monkeypatch, text: str) -> None:
         fresh.setattr(analysis, "_TREES", SectionTrees())
         fresh.setattr(analysis, "_PRINTS", StatementPrints())
         fresh.setattr(analysis, "_COMMENTS", _ONE_SCAN)
+        fresh.setattr(analysis, "_EARLIER", EarlierChecks())
         assert _items(kept) == _items(analyze(source))
 
 
@@ -593,3 +595,33 @@ def test_a_statement_rebuilt_of_the_same_objects_takes_the_kept_print(monkeypatc
     changed = statement.with_changes(leading_lines=[])
     assert first.code.startswith("\n# lead\n")
     assert prints.printed(module, changed, frozenset({id(changed)})).code == "def f(x):\n    return x.cuda()\n"
+
+
+# -- the worker collects garbage while idle -----------------------------------------------------
+
+
+def test_garbage_is_collected_when_the_worker_is_idle_not_while_a_result_is_due(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+    import time
+
+    from devlint.server.workers import IdleCollection
+
+    collected: list[float] = []
+    monkeypatch.setattr(gc, "collect", lambda *args: collected.append(time.monotonic()) or 0)
+    idle = IdleCollection(delay=0.2, most=3)
+    idle.job_starts()
+    ended = time.monotonic()
+    idle.job_ended()
+    assert collected == []  # not on the way to the result
+    time.sleep(0.5)
+    assert len(collected) == 1 and collected[0] - ended >= 0.2  # once idle
+    # jobs back to back: no pause to collect in, until the third job in a row
+    for _ in range(3):
+        idle.job_starts()
+        idle.job_ended()
+    assert len(collected) == 1
+    idle.job_starts()
+    assert len(collected) == 2
+    idle.job_ended()
+    time.sleep(0.5)
+    assert len(collected) == 3

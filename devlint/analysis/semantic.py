@@ -148,6 +148,8 @@ class SemanticModel:
         # or `T = torch.cuda.FloatTensor if cuda else torch.FloatTensor`
         self.value_aliases: dict[str, set[str]] = {}
         self.identifiers: set[str] = set()
+        # the names of the functions the file defines, at any depth (methods included)
+        self.function_names: set[str] = set()
         self.classes: dict[str, ClassInfo] = {}
         self.import_statements: list[tuple[Order, cst.SimpleStatementLine]] = []
         self.torch_imported_at: Order | None = None

@@ -75,6 +75,7 @@ class ScopeTracker:
             model.record_assignment(node.name.name, None, order, self._conditional())
         elif isinstance(node, cst.FunctionDef):
             model.bind(node.name.value, order, "def")
+            model.function_names.add(node.name.value)
             scope = model.push_scope("function", node, node.name.value)
             self._bind_params(node.params, order, scope)
         elif isinstance(node, cst.Lambda):

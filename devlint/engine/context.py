@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 
 import libcst as cst
 
@@ -17,6 +17,7 @@ from devlint.engine.placement import Insertion, Source, local_definition, place
 from devlint.engine.positions import Positions, StatementPrints
 from devlint.engine.positions import positions as node_positions
 from devlint.engine.render import code_at_indent
+from devlint.engine.reuse import Check, FileFacts, Kept, Window, report_key, window
 from devlint.engine.torch_imports import renamed_torch
 from devlint.findings import Edit, Finding, Fix, Location
 from devlint.fixes import DeviceRef, FixPlan, LineIndex, Replace
@@ -54,6 +55,12 @@ class FileContext:
         # The name of the device definition fixes insert, once one asks for it (see device()).
         self._inserted_name: str | None = None
         self._codes: dict[int, tuple[cst.CSTNode, str]] = {}
+        # Set by a caller that keeps this check for the next check of the file (devlint.engine.reuse).
+        self.keep_check = False
+        self.rule_codes: tuple[str, ...] = ()
+        # Per report, the index of the top-level statement it is in (while a check is kept).
+        self._statements: list[int] = []
+        self.check: Check | None = None
 
     # -- for rules, during the walk ------------------------------------------------------
 
@@ -146,25 +153,87 @@ class FileContext:
             return Requirement("", plan.requires)
         return found
 
-    def findings(self) -> list[Finding]:
+    def findings(self, earlier: Check | None = None) -> list[Finding]:
+        """The findings of the reports. ``earlier``: the last check of this file, whose fixes are
+        reused where the edit since cannot have changed them (devlint.engine.reuse); this check,
+        for the next one, is left in ``self.check`` when ``keep_check`` is set."""
         self.reports = [report for report in self.reports if self._reportable(report)]
         if not self.reports:
             return []
         lines = LineIndex(self.text)
-        planned = [self._plan(report) for report in self.reports]
-        source = Source(self.module, self.model, self.parents, self._positions(planned, lines), lines, self.settings)
-        needs = [self._needs_insertion(report, plan) for report, (plan, _) in zip(self.reports, planned)]
-        placement = place(source, needs, self._inserted_name)
-        findings = [
-            self._finding(report, note, self._fix(plan, spot, placement.module, source), source)
-            for report, (plan, note), spot in zip(self.reports, planned, placement.local)
+        facts = FileFacts.of(self.module, self.model, self.settings) if self.keep_check else None
+        if facts is not None:
+            statements = {id(stmt): i for i, stmt in enumerate(self.module.body)}
+            self._statements = [statements.get(id(self._top_level(report.node)), -1) for report in self.reports]
+        reused = self._reusable(earlier, lines, facts)
+        if reused is not None:
+            found = self._build(lines, facts, reused)
+            if found is not None:
+                return found
+        found = self._build(lines, facts, None)
+        assert found is not None
+        return found
+
+    def _reusable(self, earlier: Check | None, lines: LineIndex, facts: FileFacts | None) -> tuple[Check, Window, dict[int, Kept]] | None:
+        """The earlier findings this check may take over, by report."""
+        if earlier is None or facts is None or earlier.settings != self.settings or earlier.rules != self.rule_codes:
+            return None
+        changed = window(earlier, lines, self.module, self.model, facts)
+        if changed is None:
+            return None
+        kept = {
+            i: found
+            for i, report in enumerate(self.reports)
+            if report.rule.reusable_fixes
+            and (found := earlier.kept.get(report_key(report.rule.code, report.node, report.start, report.message, report.lead))) is not None
+            and found.statement == self._statements[i]
+        }
+        return (earlier, changed, kept) if kept else None
+
+    def _build(self, lines: LineIndex, facts: FileFacts | None, reused: tuple[Check, Window, dict[int, Kept]] | None) -> list[Finding] | None:
+        """The findings, with the fixes of ``reused`` taken over; None when what they read has
+        changed after all (the statements did not move as the edit says, or the insertions differ)."""
+        taken = reused[2] if reused is not None else {}
+        planned = [(None, "") if i in taken else self._plan(report) for i, report in enumerate(self.reports)]
+        positions = self._positions(planned, lines, taken)
+        spans = tuple((lines.offset(p.start.line, p.start.column), lines.offset(p.end.line, p.end.column)) for p in map(positions.__getitem__, self.module.body))
+        if reused is not None and list(spans) != reused[1].expected(reused[0].spans):
+            return None
+        source = Source(self.module, self.model, self.parents, positions, lines, self.settings)
+        if any(kept.uses_definition for kept in taken.values()) and self._inserted_name is None:
+            self._inserted_name = free_name(self.model, self.settings.device_name)
+        needs = [
+            (report.site.node if taken[i].needs_insertion else None) if i in taken else self._needs_insertion(report, plan)
+            for i, (report, (plan, _)) in enumerate(zip(self.reports, planned))
         ]
+        placement = place(source, needs, self._inserted_name)
+        if reused is not None and placement.module != reused[0].insertion:
+            return None
+        findings: list[Finding] = []
+        kept: dict[tuple, Kept] = {}
+        for i, (report, (plan, note), spot) in enumerate(zip(self.reports, planned, placement.local)):
+            at = self._statements[i] if facts is not None else -1
+            if i in taken:
+                assert reused is not None
+                finding = reused[1].shifted(taken[i].finding) if spot is None else None
+                if finding is None:
+                    return None
+                entry = Kept(finding, taken[i].needs_insertion, taken[i].uses_definition, at)
+            else:
+                finding = self._finding(report, note, self._fix(plan, spot, placement.module, source), source)
+                entry = Kept(finding, needs[i] is not None, plan is not None and _uses_definition(plan), at)
+            findings.append(finding)
+            if spot is None:
+                kept[report_key(report.rule.code, report.node, report.start, report.message, report.lead)] = entry
+        if facts is not None:
+            self.check = Check(lines, self.rule_codes, self.settings, tuple(self.module.body), spans, facts, placement.module, kept)
         findings.sort(key=Finding.sort_key)
         return findings
 
-    def _positions(self, planned: list[tuple[FixPlan | None, str]], lines: LineIndex) -> Positions:
-        # Only these nodes' positions are needed (devlint.engine.positions; any other is still found).
-        wanted = [node for report in self.reports for node in (report.start, report.node)]
+    def _positions(self, planned: list[tuple[FixPlan | None, str]], lines: LineIndex, taken: Container[int] = ()) -> Positions:
+        # Only these nodes' positions are needed (devlint.engine.positions; any other is still
+        # found): none of the findings taken over from the last check (``taken``).
+        wanted = [node for i, report in enumerate(self.reports) if i not in taken for node in (report.start, report.node)]
         wanted += [r.node for plan, _ in planned if plan is not None for r in plan.replacements]
         return node_positions(
             self.module, lines, [*wanted, *self.module.body], strict=self.stitched, prints=self.prints, top=self._top_level

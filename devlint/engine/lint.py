@@ -11,6 +11,7 @@ import libcst as cst
 from devlint.engine.context import FileContext, FixSettings
 from devlint.engine.interning import shared_trivia
 from devlint.engine.positions import StatementPrints, TreeMismatch
+from devlint.engine.reuse import EarlierChecks
 from devlint.engine.sections import SECTION_CHARS, Parser, parse_in_sections
 from devlint.engine.walk import walk
 from devlint.findings import Finding
@@ -72,6 +73,7 @@ def lint_text(
     gate: bool = True,
     sections: tuple[Parser, int] | None = None,
     prints: StatementPrints | None = None,
+    earlier: EarlierChecks | None = None,
 ) -> list[Finding]:
     """The findings of ``rules`` on ``text``. ``prefilter``: only the rules that may report walk
     the tree, and a file where none may is not parsed (devlint.gate.screen); ``gate``: that decision
@@ -79,7 +81,8 @@ def lint_text(
     section and their size, for a caller that keeps the trees of sections it parsed before (the
     tree stitched from them is the one a single parse gives, devlint.engine.sections); ``prints``:
     the statements printed by earlier checks, for a caller that checks the same file again
-    (devlint.engine.positions)."""
+    (devlint.engine.positions); ``earlier``: the last checks of the files a caller checks again
+    and again, whose fixes are reused where an edit cannot have changed them (devlint.engine.reuse)."""
     tree = None
     if prefilter:
         screen = screened(text, rules, gate)
@@ -100,7 +103,7 @@ def lint_text(
     try:
         parsed = _parse(text, section_chars, parser, tree)
         del tree  # CPython's tree of a large file is ~100 MB: not kept through the walk
-        return _lint_module(parsed, text, filename, rules, settings, prints)
+        return _lint_module(parsed, text, filename, rules, settings, prints, earlier)
     except TreeMismatch:
         # A tree stitched from sections that does not print back to its text: parse it whole.
         return _lint_module(_parse(text, len(text)), text, filename, rules, settings)
@@ -113,13 +116,19 @@ def _lint_module(
     rules: Sequence[type[Rule]],
     settings: FixSettings,
     prints: StatementPrints | None = None,
+    earlier: EarlierChecks | None = None,
 ) -> list[Finding]:
     ctx = FileContext(filename, text, parsed[0], settings, stitched=parsed[1], prints=prints)
+    ctx.rule_codes = tuple(rule.code for rule in rules)
+    ctx.keep_check = earlier is not None
     try:
         walk(ctx, [rule(ctx) for rule in rules])
-        return ctx.findings()
+        findings = ctx.findings(earlier.get(filename) if earlier is not None else None)
     except RecursionError:
         raise ParseError("too deeply nested to analyse") from None
+    if earlier is not None:
+        earlier.put(filename, ctx.check)
+    return findings
 
 
 @dataclass

@@ -92,10 +92,15 @@ class _Recorder(CodegenState):
     def _syntactic(
         self, node: cst.CSTNode, start_node: cst.CSTNode | None, end_node: cst.CSTNode | None
     ) -> Iterator[None]:
-        # The range borrows its ends from children printed inside this block: want them too.
+        # The range borrows its ends from children printed inside this block: want them too,
+        # as printed here. A shared node (devlint.engine.interning: the `)` of every
+        # `from m import (...)` that ends alike is one object) was met before: its span there
+        # is another statement's.
         for borrowed in (start_node, end_node):
             if borrowed is not None:
                 self.wanted.add(id(borrowed))
+                if type(borrowed) in SHARED_KINDS:
+                    self.spans.pop(id(borrowed), None)
         start = self.offset()
         yield
         end = self.offset()
@@ -195,14 +200,32 @@ class StatementPrints:
 
     def __init__(self, kept_chars: int = KEPT_PRINT_CHARS) -> None:
         self._printed: OrderedDict[tuple, _Printed] = OrderedDict()
+        # The print of each statement object met in the last call, by id (the print holds the
+        # statement, so the id names no other object): most statements of the next check are the
+        # same objects, and need no shape worked out.
+        self._last: dict[int, _Printed] = {}
         self._chars = 0
         self._kept_chars = kept_chars
 
     def printed(self, module: cst.Module, statement: cst.CSTNode, wanted: frozenset[int]) -> _Printed:
         style = (module.default_indent, module.default_newline)
+        last = self._last.get(id(statement))
+        if last is not None and last.statement is statement and last.style == style and last.wanted >= wanted:
+            return last
+        printed = self._printed_by_shape(module, statement, wanted, style)
+        self._last[id(statement)] = printed
+        return printed
+
+    def forget_unused(self, statements: Iterable[cst.CSTNode]) -> None:
+        """Keep by object only the prints of ``statements`` (a module's body just printed)."""
+        self._last = {id(s): self._last[id(s)] for s in statements if id(s) in self._last}
+
+    def _printed_by_shape(self, module: cst.Module, statement: cst.CSTNode, wanted: frozenset[int], style: tuple[str, str]) -> _Printed:
         shape = _shape(statement)
         kept = self._printed.get(shape)
-        if kept is not None and kept.style == style and kept.wanted == _renamed(wanted, statement, kept.statement):
+        # A print that recorded more nodes than asked for serves too (a check that reuses earlier
+        # findings asks for fewer): the extra spans are of nodes of the same statement.
+        if kept is not None and kept.style == style and kept.wanted >= _renamed(wanted, statement, kept.statement):
             self._printed.move_to_end(shape)
             return kept if kept.statement is statement else _moved(kept, statement, wanted)
         recorder = _Recorder(module, set(wanted))
@@ -288,6 +311,7 @@ def _by_statement(
             spans.setdefault(key, (at + start, at + end))
         pieces.append(printed.code)
         at += len(printed.code)
+    prints.forget_unused(module.body)
     foot = _Recorder(module, set())
     for line in module.footer:
         line._codegen(foot)

@@ -16,6 +16,7 @@ import libcst as cst
 
 from devlint.engine.lint import ParseError, fix_text, lint_text
 from devlint.engine.positions import StatementPrints
+from devlint.engine.reuse import EarlierChecks
 from devlint.findings import Finding
 from devlint.fixes import apply_fixes
 from devlint.gate.nesting import call_with_deep_stack
@@ -36,6 +37,9 @@ _TREES = SectionTrees()
 _PRINTS = StatementPrints()
 # And the comments of the chunks of text tokenized lately (devlint.server.comments).
 _COMMENTS = CommentCache()
+# And the last check of each document, whose fixes an edit elsewhere leaves as they were
+# (devlint.engine.reuse).
+_EARLIER = EarlierChecks()
 
 
 def analyze(source: Source) -> Analysis:
@@ -80,7 +84,7 @@ def _analyze(source: Source) -> Analysis:
     if skip_file(text):
         return Analysis()
     try:
-        findings = apply_noqa(text, lint_text(text, source.filename, _rules(source), source.settings.fix, sections=_sections(), prints=_PRINTS))
+        findings = apply_noqa(text, lint_text(text, source.filename, _rules(source), source.settings.fix, sections=_sections(), prints=_PRINTS, earlier=_EARLIER))
     except ParseError as error:
         return Analysis(problem=Problem(error.message, 0, error.row, error.column, syntax=True))
     comments = _COMMENTS.comments(text) if findings else None
@@ -115,7 +119,7 @@ def _analyze_notebook(source: Source) -> Analysis:
         return Analysis(problem=problem)
     settings = replace(source.settings.fix, cell_break=CELL_BREAK)
     try:
-        found = apply_noqa(program.text, lint_text(program.text, source.filename, _rules(source), settings, sections=_sections(), prints=_PRINTS))
+        found = apply_noqa(program.text, lint_text(program.text, source.filename, _rules(source), settings, sections=_sections(), prints=_PRINTS, earlier=_EARLIER))
     except ParseError as error:
         return Analysis(problem=locate(program, error))
     comments: dict[int, Comments] = {}

@@ -50,16 +50,57 @@ def _start_worker() -> None:
     all_rules()
     # What is loaded now lives as long as the worker: keep it out of every collection. A tree
     # holds millions of objects and no cycles: the cyclic collector, run while it is built,
-    # would walk it again and again; the worker collects after each job instead.
+    # would walk it again and again; the worker collects between jobs instead (IdleCollection).
     gc.freeze()
     gc.disable()
 
 
+class IdleCollection:
+    """The worker's garbage collection, off the path from an edit to its diagnostics: a job's
+    garbage is collected once the worker has been idle for ``delay`` seconds after it (the
+    result is on its way by then), or before the job after ``most`` jobs in a row that left no
+    such pause (memory stays bounded while edits come back to back)."""
+
+    def __init__(self, delay: float = 0.05, most: int = 4) -> None:
+        self._delay = delay
+        self._most = most
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        self._uncollected = 0
+
+    def job_starts(self) -> None:
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            due = self._uncollected >= self._most
+        if due:
+            self._collect()
+
+    def job_ended(self) -> None:
+        with self._lock:
+            self._uncollected += 1
+            self._timer = threading.Timer(self._delay, self._collect)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _collect(self) -> None:
+        gc.collect()
+        with self._lock:
+            self._uncollected = 0
+
+
+# One per process: the worker's (for as long as it lives), or the server's where checks run in
+# a thread.
+_IDLE = IdleCollection()
+
+
 def _then_collect(function: Callable[..., T], *args: object) -> T:
+    _IDLE.job_starts()
     try:
         return function(*args)
     finally:
-        gc.collect()
+        _IDLE.job_ended()
 
 
 class Workers:
