@@ -30,6 +30,16 @@ class Replace:
 
     node: cst.CSTNode
     new: cst.CSTNode | str | tuple[str, ...]
+    # The replaced text runs on to the start of this later node: a guard that joins the guard
+    # block right after its statement takes that block's header line in (devlint.rulekit.guards).
+    until: cst.CSTNode | None = None
+    # Fixes conflict over the node's whole lines and the line breaks on either side: of two
+    # statements next to each other that get a guard, one is guarded in a round of `devlint fix`
+    # and the other joins its block in the next, rather than both writing an identical block.
+    whole_lines: bool = False
+    # Fixes conflict over these nodes too (and all that lies between them and ``node``): a guard
+    # waits for a fix of another rule that may turn the test of the `if` next to it into its own.
+    holds: tuple[cst.CSTNode, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -76,6 +86,12 @@ class LineIndex:
     def indent(self, row: int) -> str:
         line = self.line(row)
         return line[: len(line) - len(line.lstrip(" \t\f"))]
+
+    def around(self, first: int, last: int) -> tuple[int, int]:
+        """Rows ``first`` to ``last`` (1-based) with the line break before them and their own."""
+        start = max(self.starts[first - 1] - 1, 0) if first - 1 < len(self.starts) else len(self.text)
+        end = self.starts[last] if last < len(self.starts) else len(self.text)
+        return start, end
 
     def location(self, offset: int) -> Location:
         lo, hi = 0, len(self.starts) - 1

@@ -5,8 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.fixes import FixPlan, Replace
-from devlint.rule import Invalid, Rule
+from devlint.rule import FixFactory, Invalid, Rule
 from devlint.rulekit.accelerator import ACCELERATOR, ACCELERATOR_MEMORY, Guarded, call_text, cuda_function, positional_device
+from devlint.rulekit.cuda_choices import whole_choice
 from devlint.rulekit.before_accelerator import cuda_guard_fix, runs_without_cuda_before_accelerator
 from devlint.rulekit.device_checks import under_device_check
 from devlint.torchfacts.api_versions import SINCE
@@ -58,7 +59,10 @@ class CudaMemoryApi(Rule):
         "torch.accelerator.is_available():` (or `... if ... else None` inside an expression), and "
         "one that returns a value falls back to what the CUDA call returns without CUDA: 0 bytes, "
         "`{}` for `memory_stats()` (tests/test_dev6_semantics.py checks both on this CPU build). An "
-        "enclosing GPU check makes the guard unneeded. A `device=` argument is passed positionally, "
+        "enclosing GPU check makes the guard unneeded; a reading chosen by `torch.cuda.is_available()` in "
+        "its own expression (`torch.cuda.memory_allocated() if torch.cuda.is_available() else 0`) gets "
+        "`torch.accelerator.is_available()` there too, and none where the test asks more of CUDA. "
+        "Consecutive statements that get a guard share one `if`. A `device=` argument is passed positionally, "
         "as torch.accelerator requires. `mem_get_info()`: with torch-version >= 2.10 "
         "`torch.accelerator.get_memory_info()` (the same cudaMemGetInfo of the current device on CUDA); "
         "safe under a GPU check, unsafe elsewhere, since without an accelerator it still raises, as "
@@ -107,6 +111,45 @@ class CudaMemoryApi(Rule):
             count=3,
             torch_version=ACCELERATOR_MEMORY,
         ),
+        # a reading chosen by a CUDA check in its expression moves with the check, or gets no fix
+        Invalid(
+            HEAD + "used = torch.cuda.memory_allocated() if torch.cuda.is_available() else 0\n",
+            HEAD + "used = torch.accelerator.memory_allocated() if torch.accelerator.is_available() else 0\n",
+            torch_version=ACCELERATOR_MEMORY,
+        ),
+        Invalid(
+            HEAD + "used = torch.cuda.memory_allocated() if torch.cuda.device_count() else 0\n",
+            torch_version=ACCELERATOR_MEMORY,
+        ),
+        # consecutive statements share one guard, as do a statement and a guard block right next
+        # to it with the same test; a blank line or a comment line ends a run
+        Invalid(
+            HEAD + "torch.cuda.empty_cache()\ntorch.cuda.reset_peak_memory_stats()\n# then\n"
+            "torch.cuda.reset_accumulated_memory_stats()\n\ntorch.cuda.empty_cache()\n"
+            "if torch.accelerator.is_available():\n    torch.accelerator.synchronize()\n",
+            HEAD + "if torch.accelerator.is_available():\n    torch.accelerator.empty_cache()\n"
+            "    torch.accelerator.reset_peak_memory_stats()\n# then\nif torch.accelerator.is_available():\n"
+            "    torch.accelerator.reset_accumulated_memory_stats()\n\nif torch.accelerator.is_available():\n"
+            "    torch.accelerator.empty_cache()\n    torch.accelerator.synchronize()\n",
+            count=4,
+            torch_version=ACCELERATOR_MEMORY,
+        ),
+        # another test (a CUDA check, an else) is no identical guard: a block of its own
+        Invalid(
+            HEAD + "if torch.cuda.is_available():\n    model.half()\ntorch.cuda.empty_cache()\n"
+            "if torch.accelerator.is_available():\n    model.half()\nelse:\n    model.float()\n",
+            HEAD + "if torch.cuda.is_available():\n    model.half()\nif torch.accelerator.is_available():\n"
+            "    torch.accelerator.empty_cache()\nif torch.accelerator.is_available():\n    model.half()\nelse:\n"
+            "    model.float()\n",
+            torch_version=ACCELERATOR_MEMORY,
+        ),
+        # below torch 2.6 the guard is the CUDA check, shared the same way
+        Invalid(
+            HEAD + "torch.cuda.reset_peak_memory_stats()\ntorch.cuda.reset_accumulated_memory_stats()\n",
+            HEAD + "if torch.cuda.is_available():\n    torch.cuda.reset_peak_memory_stats()\n"
+            "    torch.cuda.reset_accumulated_memory_stats()\n",
+            count=2,
+        ),
         # under a GPU check the guard is not repeated; a call inside an expression keeps its value
         Invalid(
             "from torch import cuda\nif cuda.is_available():\n    cuda.reset_peak_memory_stats()\n"
@@ -144,6 +187,18 @@ class CudaMemoryApi(Rule):
             torch_version=OUT_OF_MEMORY,
         ),
     )
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str,
+        fix: FixFactory | None = None,
+        start: cst.CSTNode | None = None,
+        lead: int = 0,
+    ) -> None:
+        # a call chosen by a CUDA check in its expression is fixed together with the check, or not
+        fix, note = whole_choice(self.ctx, node, fix)
+        super().report(node, message + note, fix, start, lead)
 
     def visit_Call(self, node: cst.Call) -> None:
         name = cuda_function(self.ctx, node, CUDA_MEMORY_API)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from devlint.fixes import FixPlan, Replace
-from devlint.rule import Invalid, Rule, RuleContext, Site
+from devlint.rule import FixFactory, Invalid, Rule, RuleContext, Site
 from devlint.rulekit.accelerator import (
     ACCELERATOR,
     ACCELERATOR_INDEX,
@@ -20,6 +20,7 @@ from devlint.rulekit.accelerator import (
     positional_device,
     sole_statement,
 )
+from devlint.rulekit.cuda_choices import whole_choice
 from devlint.rulekit.before_accelerator import cuda_guard_fix, runs_without_cuda_before_accelerator
 from devlint.rulekit.device_checks import hardcoded_gpu_index, under_device_check
 from devlint.torchfacts.api_versions import SINCE
@@ -89,7 +90,14 @@ class CudaRuntimeApi(Rule):
         "`set_device(rank)` becomes `torch.accelerator.set_device_index(rank)` (2.7); `with "
         "torch.cuda.device(rank)` is reported only (`torch.accelerator.device_index`, 2.8, takes an "
         "int, not a device). Versions from PyTorch's docs (torch.accelerator per release, torch.cpu "
-        "since 2.1); CPU behaviour checked in tests/test_dev6_semantics.py. "
+        "since 2.1); CPU behaviour checked in tests/test_dev6_semantics.py. A call chosen by a CUDA "
+        "check in its own expression (`torch.cuda.Stream() if torch.cuda.is_available() else None`, "
+        "`torch.cuda.is_available() and torch.cuda.synchronize()`) is fixed together with the check, "
+        "which becomes `torch.accelerator.is_available()` (2.6): on a CUDA machine both hold and the "
+        "accelerator is CUDA, without an accelerator neither does, so the line keeps its choice and no "
+        "CUDA-only test is left on it; where the test asks more of CUDA (`device_count() > 1`) or the "
+        "other side still names CUDA, no fix (nor for `current_device()` so chosen: pass the device in "
+        "use). Consecutive statements that get a guard share one `if`. "
         "`Event()` with no argument: `torch.get_device_module(device).Event()` (2.5), torch.cuda.Event "
         "on CUDA and torch.cpu.Event, whose record/wait/query/synchronize run, on the CPU; a timing "
         "event (`enable_timing=True`, ...): `torch.Event(enable_timing=True)` (2.4), unsafe: without an "
@@ -131,6 +139,8 @@ class CudaRuntimeApi(Rule):
         "from numba import cuda\ncuda.synchronize()\nn = cuda.device_count()\n",
         # a reference, not a call
         HEAD + "assert isinstance(s, torch.cuda.Stream)\n",
+        # the whole choice moved already
+        HEAD + "s = torch.get_device_module(device).Stream() if torch.accelerator.is_available() else None\n",
         # below torch-version 2.6 (the default 2.4): what already runs without CUDA has nothing to move to
         HEAD + "n = torch.cuda.device_count()\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\n"
         "    s = torch.cuda.Stream()\n",
@@ -139,6 +149,49 @@ class CudaRuntimeApi(Rule):
         # 2.4 (default torch-version): get_device_module needs 2.5, accelerator 2.6; what fails
         # without CUDA gets the CUDA check around it (on CUDA it runs as before)
         Invalid(HEAD + "torch.cuda.synchronize()\n", HEAD + "if torch.cuda.is_available():\n    torch.cuda.synchronize()\n"),
+        # a call chosen by a CUDA check in its expression: fixed with the check, from torch-version
+        # 2.6 (the same choice on a CUDA machine, and on one without an accelerator)
+        Invalid(
+            HEAD + "def side(device: torch.device):\n    torch.cuda.is_available() and torch.cuda.synchronize()\n"
+            "    ev = None if not torch.cuda.is_available() else torch.cuda.Event()\n"
+            "    return torch.cuda.Stream() if torch.cuda.is_available() else None\n",
+            HEAD + "def side(device: torch.device):\n    torch.accelerator.is_available() and torch.accelerator.synchronize()\n"
+            "    ev = None if not torch.accelerator.is_available() else torch.get_device_module(device).Event()\n"
+            "    return torch.get_device_module(device).Stream() if torch.accelerator.is_available() else None\n",
+            count=3,
+            torch_version=ACCELERATOR,
+        ),
+        Invalid(
+            HEAD + "start = torch.cuda.Event(enable_timing=True) if torch.cuda.is_available() and timing else None\n",
+            HEAD + "start = torch.Event(enable_timing=True) if torch.accelerator.is_available() and timing else None\n",
+            unsafe=True,
+            torch_version=ACCELERATOR,
+        ),
+        # no fix where the check cannot move with it: a test that asks more of CUDA, the other side
+        # naming CUDA (below torch-version 2.6 a call under a GPU check is not reported at all)
+        Invalid(HEAD + "s = torch.cuda.Stream() if torch.cuda.device_count() > 0 else None\n", count=2, torch_version=ACCELERATOR),
+        Invalid(
+            HEAD + "s = torch.cuda.Stream() if torch.cuda.is_available() else torch.cuda.default_stream()\n",
+            torch_version=ACCELERATOR,
+        ),
+        # a guard block right before or after with the same test takes the statement in; one with
+        # a comment on its header line, or that leaves, does not
+        Invalid(
+            HEAD + "if torch.cuda.is_available():\n    torch.cuda.reset_peak_memory_stats()\ntorch.cuda.synchronize()\n",
+            HEAD + "if torch.cuda.is_available():\n    torch.cuda.reset_peak_memory_stats()\n    torch.cuda.synchronize()\n",
+        ),
+        Invalid(
+            HEAD + "torch.cuda.synchronize()\nif torch.cuda.is_available():\n    torch.cuda.reset_peak_memory_stats()\n",
+            HEAD + "if torch.cuda.is_available():\n    torch.cuda.synchronize()\n    torch.cuda.reset_peak_memory_stats()\n",
+        ),
+        Invalid(
+            HEAD + "torch.cuda.synchronize()\nif torch.cuda.is_available():  # GPU only\n    torch.cuda.reset_peak_memory_stats()\n"
+            "def step():\n    if torch.cuda.is_available():\n        return 1\n    torch.cuda.synchronize()\n",
+            HEAD + "if torch.cuda.is_available():\n    torch.cuda.synchronize()\nif torch.cuda.is_available():  # GPU only\n"
+            "    torch.cuda.reset_peak_memory_stats()\ndef step():\n    if torch.cuda.is_available():\n        return 1\n"
+            "    if torch.cuda.is_available():\n        torch.cuda.synchronize()\n",
+            count=2,
+        ),
         Invalid(HEAD + "s = torch.cuda.current_stream()\n"),
         Invalid(HEAD + 'if torch.cuda.device_count() > 1:\n    x = x.to("cuda:1")\n', torch_version=ACCELERATOR),
         # a current-device index given as a device: the device in scope
@@ -234,6 +287,18 @@ class CudaRuntimeApi(Rule):
             torch_version=ACCELERATOR_INDEX,
         ),
     )
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str,
+        fix: FixFactory | None = None,
+        start: cst.CSTNode | None = None,
+        lead: int = 0,
+    ) -> None:
+        # a call chosen by a CUDA check in its expression is fixed together with the check, or not
+        fix, note = whole_choice(self.ctx, node, fix)
+        super().report(node, message + note, fix, start, lead)
 
     def visit_Call(self, node: cst.Call) -> None:
         name = cuda_function(self.ctx, node, _REPORTED)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Container, Iterable
 
 import libcst as cst
@@ -234,7 +235,8 @@ class FileContext:
         # Only these nodes' positions are needed (devlint.engine.positions; any other is still
         # found): none of the findings taken over from the last check (``taken``).
         wanted = [node for i, report in enumerate(self.reports) if i not in taken for node in (report.start, report.node)]
-        wanted += [r.node for plan, _ in planned if plan is not None for r in plan.replacements]
+        replaces = [r for plan, _ in planned if plan is not None for r in plan.replacements]
+        wanted += [n for r in replaces for n in (r.node, r.until, *r.holds) if n is not None]
         return node_positions(
             self.module, lines, [*wanted, *self.module.body], strict=self.stitched, prints=self.prints, top=self._top_level
         )
@@ -324,7 +326,10 @@ class FileContext:
     def _edit(self, replace: Replace, positions: Positions, lines: LineIndex, torch_as: str | None) -> Edit:
         span = positions[replace.node]
         start = lines.offset(span.start.line, span.start.column)
-        end = lines.offset(span.end.line, span.end.column)
+        last = span.end
+        if replace.until is not None:
+            last = positions[replace.until].start
+        end = lines.offset(last.line, last.column)
         new = replace.new
         if isinstance(new, cst.CSTNode):
             content = self.render(replace.node, new)
@@ -334,7 +339,15 @@ class FileContext:
             content = new
         if torch_as is not None:
             content = renamed_torch(content, torch_as)
-        return lines.edit(start, end, content)
+        edit = lines.edit(start, end, content)
+        if not replace.whole_lines and not replace.holds:
+            return edit
+        low, high = lines.around(span.start.line, last.line) if replace.whole_lines else (start, end)
+        for node in replace.holds:
+            other = positions[node]
+            low = min(low, lines.offset(other.start.line, other.start.column))
+            high = max(high, lines.offset(other.end.line, other.end.column))
+        return dataclasses.replace(edit, held=(min(low, start), max(high, end)))
 
 
 def _uses_definition(plan: FixPlan) -> bool:

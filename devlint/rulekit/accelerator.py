@@ -24,6 +24,7 @@ from devlint.fixes import DeviceRef, Replace
 from devlint.rule import RuleContext, Site
 from devlint.rulekit.calls import append_arg, arg, code_in_place, imported_qualname, keyword, prepend_arg
 from devlint.rulekit.device_checks import exits
+from devlint.rulekit.guards import guarded
 from devlint.torchfacts.api_versions import SINCE
 from devlint.torchfacts.names import CUDA_SUBMODULES, AmpCall
 from devlint.torchfacts.version import TorchVersion
@@ -101,7 +102,7 @@ class Guarded:
             return Replace(self.node, new_call)
         statement = sole_statement(ctx, self.node) if self.fallback == "None" else None
         if statement is not None:
-            return Replace(statement, (f"if {AVAILABLE}:", ctx.module.default_indent + new_call))
+            return guarded(ctx, statement, AVAILABLE, new_call)
         return Replace(self.node, conditional_in_place(ctx, self.node, f"{new_call} if {AVAILABLE} else {self.fallback}"))
 
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.fixes import FixPlan, Replace
+from devlint.fixes import FixPlan
 from devlint.rule import RuleContext
 from devlint.rulekit.accelerator import ACCELERATOR, sole_statement
 from devlint.rulekit.device_checks import under_device_check
+from devlint.rulekit.guards import guarded
 from devlint.torchfacts.names import CUDA_RUNS_WITHOUT_CUDA
 
 CUDA_AVAILABLE = "torch.cuda.is_available()"
@@ -38,6 +39,6 @@ def cuda_guard_fix(ctx: RuleContext, node: cst.Call, what: str) -> FixPlan | Non
         return None
     return FixPlan(
         f"Run `{what}` only where CUDA is available",
-        [Replace(statement, (f"if {CUDA_AVAILABLE}:", ctx.module.default_indent + ctx.code(statement)))],
+        [guarded(ctx, statement, CUDA_AVAILABLE, ctx.code(statement))],
         needs_torch=True,
     )

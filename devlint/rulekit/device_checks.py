@@ -87,7 +87,8 @@ def exits(block: cst.BaseSuite) -> bool:
 
 def under_device_check(ctx: RuleContext, node: cst.CSTNode) -> bool:
     """``node`` runs only where torch has a GPU: in the body of ``if <check>:``, the ``else`` of
-    ``if <no GPU>:``, either side of the matching conditional expression, or after an
+    ``if <no GPU>:``, either side of the matching conditional expression, right of ``<check> and``
+    or ``<no GPU> or``, or after an
     ``assert <check>`` / ``if <no GPU>: return`` (raise, ``sys.exit()``) earlier in the same block."""
     child: cst.CSTNode = node
     for ancestor in ctx.ancestors(node):
@@ -95,6 +96,11 @@ def under_device_check(ctx: RuleContext, node: cst.CSTNode) -> bool:
             # the body runs where the test holds; `else`/`elif` where it fails
             present = device_present_if(ctx, ancestor.test)
             if present is not None and present == (child is ancestor.body):
+                return True
+        if isinstance(ancestor, cst.BooleanOperation) and child is ancestor.right:
+            # `<check> and x` evaluates x only where the check holds; `<no GPU> or x` where it fails
+            present = device_present_if(ctx, ancestor.left)
+            if present is not None and present == isinstance(ancestor.operator, cst.And):
                 return True
         if isinstance(ancestor, (cst.IndentedBlock, cst.Module)) and _checked_earlier(ctx, ancestor, child):
             return True
