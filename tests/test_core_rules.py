@@ -347,6 +347,14 @@ def test_dev201_span_is_the_whole_assignment() -> None:
     assert span(finding) == (2, 1, 2, 41)
 
 
+def test_dev201_fix_message_says_why_it_is_unsafe() -> None:
+    (finding,) = lint("DEV201", 'import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0"\n')
+    assert finding.fix is not None and finding.fix.applicability == "unsafe"
+    assert finding.fix.message == (
+        'Replace with `os.environ.setdefault("CUDA_VISIBLE_DEVICES", "0")` (unsafe: a value the launcher set now wins)'
+    )
+
+
 def test_dev201_os_imported_under_another_name_for_environ() -> None:
     text = 'from os import environ as env\nenv["CUDA_VISIBLE_DEVICES"] = "2"\n'
     assert fix("DEV201", text, unsafe=True) == 'from os import environ as env\nenv.setdefault("CUDA_VISIBLE_DEVICES", "2")\n'
