@@ -48,7 +48,8 @@ class CudaCall(Rule):
         "that is `x.device`, unless the class places parts of itself outside `forward`: then the input "
         "may be on the CPU), else inserts one module-level `device` definition after the imports. "
         "Unsafe on an instance of a local Module subclass with its own `cuda()` (`.to` skips it) or "
-        "its own `to()` (`.to` runs it, `.cuda()` did not)."
+        "its own `to()` (`.to` runs it, `.cuda()` did not). No fix for `self.cuda()` inside the "
+        "class's own `to()`: `self.to(...)` there would call that method again, without end."
     )
     triggers = ("cuda",)
     quiet_where_cuda_is_known = True
@@ -205,6 +206,13 @@ class CudaCall(Rule):
             "model = Tracked().to(device)\n",
             unsafe=True,
         ),
+        # `self.cuda()` inside the class's own to(): `self.to(...)` there would call that very
+        # method again, without end; reported, not fixed
+        Invalid(
+            "import torch\n\nclass Util(torch.nn.Module):\n    def to(self, device):\n"
+            "        if \"cuda\" in str(device):\n            return self.cuda()\n        return self.cpu()\n",
+            unsafe=True,
+        ),
         # duck typing: the object has a cuda() but maybe no to(); reported, not fixed
         Invalid("import torch\n\ndef move(obj):\n    if hasattr(obj, 'cuda'):\n        return obj.cuda()\n    return obj\n"),
         # guarded code is still reported; the fix keeps what a CPU-only run does
@@ -234,6 +242,9 @@ class CudaCall(Rule):
             # A storage's `to` takes the device as a keyword only, and not in every torch version.
             return None
         if duck_typed(self.ctx, node, attribute.value, "cuda"):
+            return None
+        if isinstance(attribute.value, cst.Name) and delegates_to_own_method(self.ctx.site(node), attribute.value, "to"):
+            # `self.cuda()` inside the class's own `to`: `self.to(...)` there calls that method again
             return None
         return lambda site: self._fix(node, attribute, site)
 

@@ -86,7 +86,9 @@ class CudaCallWithIndex(Rule):
         "`.to(arg)`, which differs when it is None (`.cuda(None)` is the current GPU, `.to(None)` a "
         "no-op). With DEV604 selected a literal index takes its accelerator form "
         "(`f\"{torch.accelerator.current_accelerator().type}:1\" if torch.accelerator.is_available() else \"cpu\"`), "
-        "unsafe above 0 as DEV604's own fix is. `non_blocking` and `memory_format` are kept."
+        "unsafe above 0 as DEV604's own fix is. `non_blocking` and `memory_format` are kept. No fix "
+        "for `self.cuda(i)` inside the class's own `to()`: `self.to(...)` there would call that method "
+        "again, without end."
     )
     triggers = ("cuda",)
     quiet_where_cuda_is_known = True
@@ -193,6 +195,13 @@ class CudaCallWithIndex(Rule):
             'import torch\nstate = torch.load(path, map_location=torch.device("cuda", args.gpu) if torch.cuda.is_available() else torch.device("cpu"))\n',
             unsafe=True,
         ),
+        # `self.cuda(0)` inside the class's own to(): `self.to(...)` there would call that very
+        # method again, without end; reported, not fixed
+        Invalid(
+            "import torch\n\nclass Util(torch.nn.Module):\n    def to(self, device):\n"
+            "        if \"cuda\" in str(device):\n            return self.cuda(0)\n        return self.cpu()\n",
+            unsafe=True,
+        ),
         # the GPU another tensor is on
         Invalid(
             "import torch\n\ndef scale(y, bias):\n    return y.cuda(bias.get_device()) * bias\n",
@@ -280,6 +289,8 @@ class CudaCallWithIndex(Rule):
             )
         if is_storage(attribute.value) or duck_typed(self.ctx, node, attribute.value, "cuda"):
             return None  # a storage's `to` takes the device as a keyword only; a duck may have no `to`
+        if isinstance(attribute.value, cst.Name) and delegates_to_own_method(site, attribute.value, "to"):
+            return None  # `self.cuda(i)` inside the class's own `to`: `self.to(...)` there calls that method again
         rest: list[cst.Arg] = []
         later = iter(_LATER_POSITIONALS)
         for a in node.args:

@@ -106,7 +106,10 @@ class CudaRuntimeApi(Rule):
         "`manual_seed(s)` / `manual_seed_all(s)` are queued and never run without CUDA; "
         "`torch.manual_seed(s)` seeds every device too (it calls `torch.cuda.manual_seed_all`), so beside "
         "a `torch.manual_seed` of the same seed, among seeding statements only, the CUDA call is removed "
-        "(safe); elsewhere it becomes `torch.manual_seed(s)`, unsafe: that reseeds the CPU generator as "
+        "(safe); where it opens the body of `if torch.cuda.is_available():` right after such a run of "
+        "seeding statements, it becomes `torch.manual_seed(s)`, safe: the CPU generator already has "
+        "that seed and nothing drew since, so reseeding it changes nothing; elsewhere it becomes "
+        "`torch.manual_seed(s)`, unsafe: that reseeds the CPU generator as "
         "well, changing the CPU's random numbers on every machine. `torch.accelerator` has no seeding "
         "function. `get_device_name()`, `get_device_properties()`, `get_device_capability()`: reported "
         "only, outside a GPU check (or a test whose decorator skips it without a GPU): no accelerator-generic query exists (`torch.accelerator."
@@ -225,6 +228,34 @@ class CudaRuntimeApi(Rule):
         Invalid(
             HEAD + "if torch.cuda.is_available():\n    torch.cuda.manual_seed_all(args.seed)\n",
             HEAD + "if torch.cuda.is_available():\n    torch.manual_seed(args.seed)\n",
+            unsafe=True,
+            torch_version=ACCELERATOR,
+        ),
+        # the common idiom: under a GPU check right after torch.manual_seed of the same seed, the
+        # CPU generator already has that seed, so torch.manual_seed there changes nothing: safe
+        Invalid(
+            HEAD + "\n\ndef set_seed(seed):\n    torch.manual_seed(seed)\n    if torch.cuda.is_available():\n"
+            "        torch.cuda.manual_seed_all(seed)\n    elif torch.xpu.is_available():\n        torch.xpu.manual_seed_all(seed)\n",
+            HEAD + "\n\ndef set_seed(seed):\n    torch.manual_seed(seed)\n    if torch.cuda.is_available():\n"
+            "        torch.manual_seed(seed)\n    elif torch.xpu.is_available():\n        torch.xpu.manual_seed_all(seed)\n",
+            torch_version=ACCELERATOR,
+        ),
+        # ... but not after a draw, another seed, or in an `elif` (its `if` test ran first)
+        Invalid(
+            HEAD + "torch.manual_seed(0)\nx = torch.rand(2)\nif torch.cuda.is_available():\n    torch.cuda.manual_seed_all(0)\n",
+            HEAD + "torch.manual_seed(0)\nx = torch.rand(2)\nif torch.cuda.is_available():\n    torch.manual_seed(0)\n",
+            unsafe=True,
+            torch_version=ACCELERATOR,
+        ),
+        Invalid(
+            HEAD + "torch.manual_seed(0)\nif torch.cuda.is_available():\n    torch.cuda.manual_seed_all(1)\n",
+            HEAD + "torch.manual_seed(0)\nif torch.cuda.is_available():\n    torch.manual_seed(1)\n",
+            unsafe=True,
+            torch_version=ACCELERATOR,
+        ),
+        Invalid(
+            HEAD + "torch.manual_seed(0)\nif flag:\n    pass\nelif torch.cuda.is_available():\n    torch.cuda.manual_seed_all(0)\n",
+            HEAD + "torch.manual_seed(0)\nif flag:\n    pass\nelif torch.cuda.is_available():\n    torch.manual_seed(0)\n",
             unsafe=True,
             torch_version=ACCELERATOR,
         ),
@@ -506,14 +537,19 @@ class CudaRuntimeApi(Rule):
             )
             return
         given = [seed.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT)]
+        if statement is not None and self._seeded_before_check(statement, seed.value):
+            # the CPU generator got this very seed just before, with no draw since: reseeding it is exact
+            message, applicability = "Use `torch.manual_seed(...)` (the CPU generator already has this seed)", "safe"
+        else:
+            message, applicability = "Use `torch.manual_seed(...)` (it also reseeds the CPU generator)", "unsafe"
         self.report(
             node,
             f"`torch.cuda.{name}(...)` seeds CUDA only; use `torch.manual_seed(...)`, which seeds every "
             "device (and the CPU)",
             fix=lambda site: FixPlan(
-                "Use `torch.manual_seed(...)` (it also reseeds the CPU generator)",
+                message,
                 [Replace(node, call_text(self.ctx, node, "torch.manual_seed", given))],
-                "unsafe",
+                applicability,
                 needs_torch=True,
             ),
         )
@@ -528,17 +564,50 @@ class CudaRuntimeApi(Rule):
         lines = list(block.body)
         here = lines.index(line)
         wanted = self.ctx.code(seed)
-        for step in (-1, 1):
-            index = here + step
-            while 0 <= index < len(lines):
-                call = _lone_call(lines[index])
-                qual = self.ctx.model.qualname(call.func) if call is not None else None
-                if call is None or qual not in SEEDING_CALLS:
-                    break
-                if qual in TORCH_SEEDS and [self.ctx.code(a) for a in call.args] == [wanted]:
-                    return True
-                index += step
+        return any(self._seeded_on_the_way(lines, here + step, step, wanted) for step in (-1, 1))
+
+    def _seeded_before_check(self, statement: cst.Expr, seed: cst.BaseExpression) -> bool:
+        """``statement`` opens (after seeding calls only) the body of ``if torch.cuda.is_available():``,
+        and the seeding statements just before that ``if`` hold a `torch.manual_seed` of the same seed:
+        `torch.manual_seed(s)` there reseeds the CPU generator with the seed it already has."""
+        line = self.ctx.parent(statement)
+        body = self.ctx.parent(line)
+        guard = self.ctx.parent(body)
+        if not (isinstance(body, cst.IndentedBlock) and isinstance(guard, cst.If) and guard.body is body):
+            return False
+        outer = self.ctx.parent(guard)  # an `elif` has the `if` before it as its parent, no block
+        if not isinstance(outer, (cst.IndentedBlock, cst.Module)) or not _pure(seed) or not self._availability(guard.test):
+            return False
+        lines = list(body.body)
+        if not all(self._seeding(earlier) for earlier in lines[: lines.index(line)]):
+            return False
+        around = list(outer.body)
+        return self._seeded_on_the_way(around, around.index(guard) - 1, -1, self.ctx.code(seed))
+
+    def _seeded_on_the_way(self, lines: list[cst.BaseStatement], index: int, step: int, wanted: str) -> bool:
+        """Walking ``lines`` from ``index`` by ``step`` through seeding calls only, one of them is
+        `torch.manual_seed(wanted)`."""
+        while 0 <= index < len(lines):
+            call = _lone_call(lines[index])
+            qual = self.ctx.model.qualname(call.func) if call is not None else None
+            if call is None or qual not in SEEDING_CALLS:
+                return False
+            if qual in TORCH_SEEDS and [self.ctx.code(a) for a in call.args] == [wanted]:
+                return True
+            index += step
         return False
+
+    def _seeding(self, line: cst.BaseStatement) -> bool:
+        call = _lone_call(line)
+        return call is not None and self.ctx.model.qualname(call.func) in SEEDING_CALLS
+
+    def _availability(self, test: cst.BaseExpression) -> bool:
+        """``torch.cuda.is_available()`` (or torch.accelerator's): a runtime query that draws no random number."""
+        return (
+            isinstance(test, cst.Call)
+            and not test.args
+            and self.ctx.model.qualname(test.func) in ("torch.cuda.is_available", "torch.accelerator.is_available")
+        )
 
     def _needs_a_gpu_to_run(self, node: cst.CSTNode) -> bool:
         """In a function or class whose decorator is about CUDA or a GPU (``@skipUnless(torch.cuda.

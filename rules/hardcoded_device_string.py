@@ -103,7 +103,9 @@ class HardcodedDeviceString(Rule):
         '`"cuda:1" if torch.cuda.is_available() else "cpu"`, `torch.device("cuda", i)` becomes '
         '`torch.device("cuda", i) if torch.cuda.is_available() else torch.device("cpu")`; with DEV604 '
         'selected, a literal index takes its form (`f"{torch.accelerator.current_accelerator().type}:1" '
-        'if torch.accelerator.is_available() else "cpu"`), unsafe above 0 as DEV604\'s fix is. A parameter '
+        'if torch.accelerator.is_available() else "cpu"`), and so does `f"cuda:{rank}"`. That is safe at '
+        "any index, unlike DEV604's fix: the original asks for CUDA unguarded, so an accelerator that lacks "
+        "the index (MPS has one device) failed before as after, where DEV604's original chose the CPU. A parameter "
         "default or variable keeps its string type the same way, so comparisons such as "
         '`device == "cuda"` keep working. A variable is reported only when the file uses it as a device '
         '(`.to(name)`, `device=name`, `torch.device(name)`). `device = torch.device("cuda")` inside '
@@ -626,20 +628,22 @@ class HardcodedDeviceString(Rule):
             if self.ctx.settings.device_expression == "accelerator" and value is not None
             else None
         )
+        # DEV604 is selected: its form of the choice, so that the fix leaves nothing it flags. Safe
+        # at any index, unlike DEV604's fix: this original is unguarded, so on an accelerator that
+        # lacks the index (MPS has one device) it already failed, asking for CUDA; DEV604's
+        # original chose the CPU there and ran.
         if choice is not None:
-            # DEV604 is selected: its form of the choice, so that the fix leaves nothing it flags
-            guarded, caveat = choice
+            guarded = choice[0]
             return FixPlan(
-                f"Replace {text} with `{guarded}`{caveat}", [Replace(literal.node, guarded)],
-                "unsafe" if caveat else "safe", needs_torch=True, requires=ACCELERATOR,
+                f"Replace {text} with `{guarded}`", [Replace(literal.node, guarded)], "safe",
+                needs_torch=True, requires=ACCELERATOR,
             )
         fstring = accelerator_fstring(literal.node) if self.ctx.settings.device_expression == "accelerator" else None
         if fstring is not None:
-            # f"cuda:{rank}" with DEV604 selected: its form, unsafe as DEV604's (the index may be above 0)
             guarded = f"{self._code(fstring)} if {AVAILABLE} else {cpu}"
             return FixPlan(
-                f"Replace {text} with `{guarded}` (unsafe: an accelerator with a single device may lack that index)",
-                [Replace(literal.node, guarded)], "unsafe", needs_torch=True, requires=ACCELERATOR,
+                f"Replace {text} with `{guarded}`", [Replace(literal.node, guarded)], "safe",
+                needs_torch=True, requires=ACCELERATOR,
             )
         guarded = f"{text}{GUARD}{cpu}"
         return FixPlan(f"Replace {text} with `{guarded}`", [Replace(literal.node, guarded)], "safe", needs_torch=True)

@@ -182,4 +182,5 @@ class VisibleDevicesInCode(Rule):
         index = target.slice[0].slice
         assert isinstance(index, cst.Index)
         new = f"{code(target.value)}.setdefault({code(index.value)}, {code(node.value)})"
-        return FixPlan(f"Replace with `{new}`", [Replace(node, new)], "unsafe")
+        # setdefault keeps a value already in the environment, where the assignment overwrote it
+        return FixPlan(f"Replace with `{new}` (unsafe: a value the launcher set now wins)", [Replace(node, new)], "unsafe")

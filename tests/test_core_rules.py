@@ -117,15 +117,16 @@ _CURRENT = "torch.accelerator.current_accelerator().type"
         (
             "DEV103",
             'import torch\ny = x.to("cuda:1")\nz = x.to("cuda:0")\nw = torch.device("cuda:1")\n',
-            {2: "unsafe", 3: "safe", 4: "unsafe"},
-            f'import torch\ny = x.to("cuda:1")\nz = x.to(f"{{{_CURRENT}}}:0" if torch.accelerator.is_available() else "cpu")\n'
-            'w = torch.device("cuda:1")\n',
+            {2: "safe", 3: "safe", 4: "safe"},
+            f'import torch\ny = x.to(f"{{{_CURRENT}}}:1" if torch.accelerator.is_available() else "cpu")\n'
+            f'z = x.to(f"{{{_CURRENT}}}:0" if torch.accelerator.is_available() else "cpu")\n'
+            f'w = torch.device(f"{{{_CURRENT}}}:1" if torch.accelerator.is_available() else "cpu")\n',
         ),
         (
             "DEV103",
             'import torch\ny = x.to(f"cuda:{rank}")\n',
-            {2: "unsafe"},
-            'import torch\ny = x.to(f"cuda:{rank}")\n',
+            {2: "safe"},
+            f'import torch\ny = x.to(f"{{{_CURRENT}}}:{{rank}}" if torch.accelerator.is_available() else "cpu")\n',
         ),
         (
             "DEV603",
@@ -146,8 +147,9 @@ _CURRENT = "torch.accelerator.current_accelerator().type"
 def test_a_kept_gpu_index_with_dev604_selected_leaves_nothing_dev604_flags(
     code: str, text: str, found: dict[int, str], fixed: str
 ) -> None:
-    """With DEV604 selected, a GPU index is kept in DEV604's own form; above 0 that is unsafe, as
-    DEV604's fix is (Apple's MPS has one device)."""
+    """With DEV604 selected, a GPU index is kept in DEV604's own form. Above 0, DEV102's `.cuda(1)`
+    is unsafe, as DEV604's fix is (Apple's MPS has one device); DEV103's is safe at any index: its
+    original is unguarded and so failed on MPS already."""
     settings = FixSettings(device_expression="accelerator", torch_version=(2, 9))
     rules = [rule_by_code(code), rule_by_code("DEV604")]
     assert {f.location.row: f.fix.applicability for f in lint_text(text, "t.py", rules, settings)} == found
@@ -343,6 +345,14 @@ def test_dev201_message_is_stronger_after_import_torch() -> None:
 def test_dev201_span_is_the_whole_assignment() -> None:
     (finding,) = lint("DEV201", 'import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0"  # one GPU\n')
     assert span(finding) == (2, 1, 2, 41)
+
+
+def test_dev201_fix_message_says_why_it_is_unsafe() -> None:
+    (finding,) = lint("DEV201", 'import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0"\n')
+    assert finding.fix is not None and finding.fix.applicability == "unsafe"
+    assert finding.fix.message == (
+        'Replace with `os.environ.setdefault("CUDA_VISIBLE_DEVICES", "0")` (unsafe: a value the launcher set now wins)'
+    )
 
 
 def test_dev201_os_imported_under_another_name_for_environ() -> None:
