@@ -6,10 +6,11 @@ from collections.abc import Iterable
 
 import libcst as cst
 
+from devlint.analysis.constants import ValueReader, foreign
 from devlint.analysis.cuda_regions import CudaRegions
 from devlint.analysis.devices import DeviceFinder, free_name
 from devlint.analysis.reaching import Flows
-from devlint.analysis.semantic import SemanticModel
+from devlint.analysis.semantic import SemanticModel, dotted_name
 from devlint.analysis.tracker import ScopeTracker
 from devlint.analysis.tree import ancestors
 from devlint.analysis.version_guards import older_branches, runs_only_below
@@ -20,6 +21,7 @@ from devlint.engine.render import code_at_indent
 from devlint.engine.torch_imports import renamed_torch
 from devlint.findings import Edit, Finding, Fix, Location
 from devlint.fixes import DeviceRef, FixPlan, LineIndex, Replace
+from devlint.project import NONE, ImportedConstants
 from devlint.rule import FixFactory, Report, Rule, Site
 from devlint.settings import FixSettings
 from devlint.torchfacts.api_versions import Requirement, introduced, newest
@@ -35,8 +37,12 @@ class FileContext:
         settings: FixSettings = FixSettings(),
         stitched: bool = False,
         prints: StatementPrints | None = None,
+        imported: ImportedConstants = NONE,
     ) -> None:
         self.filename = filename
+        # Constants the file imports from its project, read by the run (devlint.run.project_imports).
+        self.imported = imported
+        self._foreign: dict[str, tuple[ValueReader, cst.BaseExpression] | None] = {}
         self.text = text
         self.module = module
         # Parsed in sections (devlint.engine.sections): it must print back to the text exactly.
@@ -106,6 +112,26 @@ class FileContext:
         if len(bindings) == 1 and bindings[0].kind == "assign":
             return bindings[0].value
         return None
+
+    def definition(self, node: cst.BaseExpression) -> tuple[ValueReader, cst.BaseExpression] | None:
+        """The value a name holds for good: a module constant of the file, or a constant of
+        another module of the project that the file imports (``IS_NEW`` after ``from .compat
+        import IS_NEW``, ``compat.IS_NEW`` after ``import pkg.compat as compat``), with the
+        reader of the module that wrote it."""
+        if isinstance(node, cst.Name):
+            value = self.module_constant(node.value)
+            if value is not None:
+                return self, value
+        reference = dotted_name(node)
+        if reference is None:
+            return None
+        # The file's own binding of the name, other than the import, wins.
+        if any(binding.kind != "import" for binding in self.model.module_scope.bindings.get(reference.split(".")[0], [])):
+            return None
+        if reference not in self._foreign:
+            constant = self.imported.get(reference)
+            self._foreign[reference] = foreign(constant) if constant is not None else None
+        return self._foreign[reference]
 
     def _reportable(self, report: Report) -> bool:
         """False for code in a branch that only runs on a torch older than the project supports,
