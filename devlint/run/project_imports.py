@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from devlint.project import NONE, Constant, ImportedConstants
@@ -205,7 +206,10 @@ class _Project:
         return data.decode("utf-8", "replace")
 
 
+@lru_cache(maxsize=512)
 def _bindings(text: str) -> _Module | None:
+    """Kept by text: the files of a project import the same few modules, and a worker checks
+    many of those files (the reads, and their digests, are still made for each file)."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
