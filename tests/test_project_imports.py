@@ -101,14 +101,15 @@ def test_imports_in_a_circle_end_and_hops_are_bounded(tmp_path: Path) -> None:
     (package / "__init__.py").write_text("")
     (package / "a.py").write_text("from .b import FLAG\n")
     (package / "b.py").write_text("from .a import FLAG\n")
-    text = "from .a import FLAG\n"
+    text = "from .a import FLAG\nif FLAG:\n    pass\n"
     assert imported_constants(text, str(package / "main.py"), "")[0] == ImportedConstants()
     # A chain of re-exports longer than MAX_HOPS modules is not followed to its end.
     (package / "m0.py").write_text("import torch\nFLAG = torch.__version__ >= '2.4'\n")
     for hop in range(1, MAX_HOPS + 1):
         (package / f"m{hop}.py").write_text(f"from .m{hop - 1} import FLAG\n")
-    near = imported_constants(f"from .m{MAX_HOPS - 1} import FLAG\n", str(package / "main.py"), "")[0]
-    far = imported_constants(f"from .m{MAX_HOPS} import FLAG\n", str(package / "main.py"), "")[0]
+    test = "if FLAG:\n    pass\n"
+    near = imported_constants(f"from .m{MAX_HOPS - 1} import FLAG\n{test}", str(package / "main.py"), "")[0]
+    far = imported_constants(f"from .m{MAX_HOPS} import FLAG\n{test}", str(package / "main.py"), "")[0]
     assert near.get("FLAG") == Constant("torch.__version__ >= '2.4'") and far.get("FLAG") is None
 
 

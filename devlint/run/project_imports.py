@@ -20,15 +20,18 @@ of ``compat.py`` counts once it is saved.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
+from devlint.gate.facts import CHILDREN
 from devlint.project import NONE, Constant, ImportedConstants
 from devlint.run.cache import content_digest
 
 MAX_HOPS = 3
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 # What reading a file found: its content digest, or None where there is no such file.
 Read = tuple[str, "str | None"]
 
@@ -80,6 +83,22 @@ class _Module:
     text: str
     bindings: dict[str, ast.expr | ast.ImportFrom | None] = field(default_factory=dict)
 
+    @cached_property
+    def lines(self) -> list[bytes]:
+        # As CPython's parser ends lines (a form feed does not), in UTF-8: ast's columns count bytes.
+        return [line.encode() for line in _LINE.findall(self.text)]
+
+    def source(self, node: ast.expr) -> str | None:
+        """``node``'s text (ast.get_source_segment, without splitting the module again each time)."""
+        end_line, end_column = node.end_lineno, node.end_col_offset
+        if end_line is None or end_column is None or end_line > len(self.lines):
+            return None
+        lines = self.lines[node.lineno - 1 : end_line]
+        if len(lines) == 1:
+            return lines[0][node.col_offset : end_column].decode("utf-8", "replace")
+        text = lines[0][node.col_offset :] + b"".join(lines[1:-1]) + lines[-1][:end_column]
+        return text.decode("utf-8", "replace")
+
 
 @dataclass
 class _Project:
@@ -87,29 +106,39 @@ class _Project:
     root: Path | None
     reads: dict[str, str | None] = field(default_factory=dict)
     _modules: dict[Path, _Module | None] = field(default_factory=dict)
+    _texts: dict[str, str | None] = field(default_factory=dict)
 
     # -- the checked file's imports ---------------------------------------------------------------
 
     def references(self, tree: ast.Module) -> Iterator[tuple[str, Constant]]:
+        """Only names a test reads (``if``, ``while``, a conditional expression) can decide a
+        branch: only those are looked up, which spares reading modules for every import."""
+        imports, tested = _scan(tree)
+        roots = {name.split(".")[0] for name in tested}
         modules: dict[str, Path] = {}
-        for node in ast.walk(tree):
+        for node in imports:
             if isinstance(node, ast.ImportFrom):
-                yield from self._from_import(node, self.path, modules)
-            elif isinstance(node, ast.Import):
-                for alias in node.names:
+                yield from self._from_import(node, roots, modules)
+                continue
+            for alias in node.names:
+                local = alias.asname or alias.name
+                if local.split(".")[0] in roots and any(name.startswith(local + ".") for name in tested):
                     target = self._find(self.path, alias.name, 0)
                     if target is not None:
-                        modules[alias.asname or alias.name] = target
-        if modules:
-            yield from self._attributes(tree, modules)
+                        modules[local] = target
+        for name in sorted(tested):
+            owner, _, attribute = name.rpartition(".")
+            target = modules.get(owner)
+            constant = self._constant(target, attribute, MAX_HOPS - 1, frozenset()) if target is not None else None
+            if constant is not None:
+                yield name, constant
 
-    def _from_import(self, node: ast.ImportFrom, path: Path, modules: dict[str, Path]) -> Iterator[tuple[str, Constant]]:
-        target = self._find(path, node.module or "", node.level)
+    def _from_import(self, node: ast.ImportFrom, roots: set[str], modules: dict[str, Path]) -> Iterator[tuple[str, Constant]]:
+        wanted = [alias for alias in node.names if alias.name != "*" and (alias.asname or alias.name) in roots]
+        target = self._find(self.path, node.module or "", node.level) if wanted else None
         if target is None:
             return
-        for alias in node.names:
-            if alias.name == "*":
-                continue
+        for alias in wanted:
             local = alias.asname or alias.name
             constant = self._constant(target, alias.name, MAX_HOPS - 1, frozenset())
             if constant is not None:
@@ -119,18 +148,6 @@ class _Project:
                 submodule = self._module_file(target.parent, [alias.name])
                 if submodule is not None:
                     modules[local] = submodule
-
-    def _attributes(self, tree: ast.Module, modules: dict[str, Path]) -> Iterator[tuple[str, Constant]]:
-        """``compat.IS_TORCH_2_4`` after ``import mypkg.compat as compat``."""
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.Attribute):
-                continue
-            owner = _dotted(node.value)
-            target = modules.get(owner) if owner is not None else None
-            if target is not None:
-                constant = self._constant(target, node.attr, MAX_HOPS - 1, frozenset())
-                if constant is not None:
-                    yield f"{owner}.{node.attr}", constant
 
     # -- constants of other modules -----------------------------------------------------------------
 
@@ -148,7 +165,7 @@ class _Project:
             return self._constant(target, original, hops - 1, seen) if target is not None else None
         if bound is None:
             return None
-        source = ast.get_source_segment(module.text, bound)
+        source = module.source(bound)
         if source is None:
             return None
         names = {node.id for node in ast.walk(bound) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
@@ -197,13 +214,15 @@ class _Project:
 
     def _read(self, path: Path) -> str | None:
         key = str(path)
-        try:
-            data = path.read_bytes()
-        except OSError:
-            self.reads[key] = None
-            return None
-        self.reads[key] = content_digest(data)
-        return data.decode("utf-8", "replace")
+        if key not in self._texts:
+            try:
+                data = path.read_bytes()
+            except OSError:
+                self.reads[key] = self._texts[key] = None
+                return None
+            self.reads[key] = content_digest(data)
+            self._texts[key] = data.decode("utf-8", "replace")
+        return self._texts[key]
 
 
 @lru_cache(maxsize=512)
@@ -230,7 +249,7 @@ def _bindings(text: str) -> _Module | None:
                     module.bindings[alias.asname or alias.name] = statement
     # A name bound more than once (or anywhere under a block), or that a function may rebind
     # (`global`), holds no one value.
-    rebound = {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names}
+    rebound = {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names} if "global" in text else set()
     for name, count in counts.items():
         if count > 1 or name in rebound:
             module.bindings[name] = None
@@ -259,6 +278,36 @@ def _bound_names(statement: ast.stmt) -> Iterator[str]:
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             yield from node.names
         pending.extend(ast.iter_child_nodes(node))
+
+
+def _scan(tree: ast.Module) -> tuple[list[ast.Import | ast.ImportFrom], set[str]]:
+    """The file's import statements, and every name and dotted name (``compat.IS_NEW``) read in
+    the test of an ``if``, a ``while`` or a conditional expression. Runs for every file a rule
+    may report in: a stack of nodes, as devlint.gate.facts walks (ast.walk is three times slower)."""
+    imports: list[ast.Import | ast.ImportFrom] = []
+    tests: list[ast.expr] = []
+    pending: list[object] = [tree]
+    pop, push, extend = pending.pop, pending.append, pending.extend
+    while pending:
+        node = pop()
+        kind = type(node)
+        for name in CHILDREN.get(kind, ()):
+            value = getattr(node, name)
+            if type(value) is list:
+                extend(value)
+            elif value is not None:
+                push(value)
+        if kind is ast.If or kind is ast.IfExp or kind is ast.While:
+            tests.append(node.test)  # type: ignore[attr-defined]
+        elif kind is ast.Import or kind is ast.ImportFrom:
+            imports.append(node)  # type: ignore[arg-type]
+    tested = {
+        name
+        for test in tests
+        for part in ast.walk(test)
+        if isinstance(part, (ast.Name, ast.Attribute)) and (name := _dotted(part)) is not None
+    }
+    return imports, tested
 
 
 def _dotted(node: ast.expr) -> str | None:
