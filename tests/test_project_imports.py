@@ -165,3 +165,16 @@ def test_fix_on_the_command_line_leaves_the_fallbacks(tmp_path: Path, monkeypatc
     (train.parent / "utils" / "compat.py").write_text(COMPAT.replace("(2, 4)", "(2, 6)"))
     assert main(["fix", "--no-cache", "mypkg"]) == 0
     assert OLD not in train.read_text() and train.read_text().count("torch.amp.GradScaler(") == 4
+
+
+def test_only_names_a_test_reads_are_looked_up(tmp_path: Path) -> None:
+    train = _project(tmp_path)
+    # read outside any test: nothing to look up, so the result depends on no other file
+    text = "import torch\nfrom mypkg.utils.compat import IS_TORCH_2_4\nprint(IS_TORCH_2_4)\n"
+    assert imported_constants(text, str(train), "") == (ImportedConstants(), None)
+    # a conditional expression's test counts
+    text = f"import torch\nfrom .utils.compat import IS_TORCH_2_4\nscaler = None if IS_TORCH_2_4 else {OLD.split(' = ')[1]}\n"
+    train.write_text(text)
+    assert _lint(train) == []
+    train.write_text(text.replace("IS_TORCH_2_4 else", "False else"))
+    assert _lint(train) == [3]

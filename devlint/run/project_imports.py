@@ -9,7 +9,9 @@ module resolves the imports and hands it the values as plain data (devlint.proje
 A module is found as the interpreter would find it from the file: a relative import from the
 file's own package; an absolute one from the file's folder, from the folder above the file's
 top-level package, or from the project root (the folder of the configuration file, else where
-the run started), the first of these that holds its first package. Only module-level names
+the run started), the first of these that holds its first package. Only imported names that a
+test of the file reads (``if``, ``while``, a conditional expression) are looked up, since only a
+test decides which branch is for an older torch. Only module-level names
 bound once, by an assignment of the module itself or by a ``from ... import`` that is followed
 in turn, count; at most ``MAX_HOPS`` modules are followed from the file, and never one twice.
 
@@ -61,7 +63,8 @@ def digest_of(path: str) -> str | None:
 
 def imported_constants(text: str, filename: str, root: str) -> tuple[ImportedConstants, Dependencies | None]:
     """The project constants ``text`` (the file ``filename``) imports, and what was read to
-    find them (None: the file imports nothing, so its result depends on no other file)."""
+    find them (None: nothing, as no test of the file reads an imported name: its result depends
+    on no other file)."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
