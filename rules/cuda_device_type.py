@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from devlint.analysis.devices import reach_of
 from devlint.analysis.semantic import literal_is
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule, Site
@@ -97,7 +98,10 @@ class CudaDeviceType(Rule):
         "machine the string is what it was; without CUDA the original fails (a CPU build: "
         "\"Distributed package doesn't have NCCL built in\"; a CUDA mesh builds, but its first tensor "
         'needs a GPU) and gloo and a "cpu" mesh are torch\'s own pairing for the CPU '
-        "(`Backend.default_device_backend_map`). Another accelerator gets gloo / the CPU, where the "
+        "(`Backend.default_device_backend_map`); a name bound to `\"nccl\"` on every path to the call "
+        "(a module constant, a local assigned before it) is guarded the same way at the call, and "
+        "the default of the program's own `--backend` option is reported without a fix (the user's "
+        "choice: a run without CUDA passes `--backend gloo`). Another accelerator gets gloo / the CPU, where the "
         "original failed; its own backend comes from `torch.distributed.get_default_backend_for_device` "
         "(torch 2.6), which devlint does not write. Not reported: a backend or mesh chosen per device "
         '(under `if torch.cuda.is_available():` or `if device.type == "cuda":`, or in an `if` with '
@@ -141,6 +145,19 @@ class CudaDeviceType(Rule):
         "from torch.distributed.device_mesh import init_device_mesh\n"
         'def build(device):\n    if device.type == "cuda":\n        return init_device_mesh("cuda", (2,))\n'
         '    return init_device_mesh(device.type, (2,))\n',
+        # a name that holds "nccl" on some paths only, or a parameter (the caller's choice), or
+        # an option without a CUDA default, or that the program sets itself
+        "import torch\nimport torch.distributed as dist\n"
+        'def setup():\n    backend = "nccl"\n    if not torch.cuda.is_available():\n        backend = "gloo"\n'
+        "    dist.init_process_group(backend=backend)\n"
+        'def join(backend="nccl"):\n    dist.init_process_group(backend)\n'
+        'BACKEND = "nccl"\nif not torch.cuda.is_available():\n    BACKEND = "gloo"\ndist.init_process_group(BACKEND)\n',
+        "import argparse\nimport torch.distributed as dist\nparser = argparse.ArgumentParser()\n"
+        'parser.add_argument("--backend", default="gloo")\nparser.add_argument("--dist-backend")\n'
+        'parser.add_argument("--comm", default="nccl")\nargs = parser.parse_args()\n'
+        'if args.cpu:\n    args.comm = "gloo"\n'
+        "dist.init_process_group(backend=args.backend)\ndist.init_process_group(backend=args.dist_backend)\n"
+        "dist.init_process_group(backend=args.comm)\n",
         # another library's init_process_group; another device type
         'import deepspeed\ndeepspeed.init_distributed(dist_backend="nccl")\nmesh = other.init_device_mesh("cuda", (2,))\n',
         'from torch.distributed import init_device_mesh\nmesh = init_device_mesh("cpu", (2,))\n',
@@ -226,6 +243,23 @@ class CudaDeviceType(Rule):
             "import torch\nfrom torch.distributed import init_process_group as init\n"
             'def setup(rank):\n    init(backend="nccl" if torch.cuda.is_available() else "gloo", rank=rank, world_size=2)\n',
         ),
+        # the CUDA-only backend through a name bound to it on every path to the call: a module
+        # constant, a local assigned before it
+        Invalid(
+            'import torch.distributed as dist\nBACKEND = "nccl"\n\n\ndef setup(rank):\n'
+            "    dist.init_process_group(BACKEND, rank=rank, world_size=2)\n\n\ndef local():\n"
+            '    backend = "nccl"\n    dist.init_process_group(backend=backend)\n',
+            'import torch.distributed as dist\nimport torch\nBACKEND = "nccl"\n\n\ndef setup(rank):\n'
+            '    dist.init_process_group(BACKEND if torch.cuda.is_available() else "gloo", rank=rank, world_size=2)\n\n\n'
+            'def local():\n    backend = "nccl"\n    dist.init_process_group(backend=backend if torch.cuda.is_available() else "gloo")\n',
+            count=2,
+        ),
+        # the program's own option: the user's choice, reported without a fix
+        Invalid(
+            "import argparse\nimport torch.distributed as dist\nparser = argparse.ArgumentParser()\n"
+            'parser.add_argument("--backend", default="nccl")\nargs = parser.parse_args()\n'
+            "dist.init_process_group(backend=args.backend)\n"
+        ),
         # a tensor's device never equals the index-less CUDA device
         Invalid(
             HEAD + 'def move(x):\n    if x.device != torch.device("cuda"):\n        x = x.to("cuda")\n    return x\n'
@@ -285,14 +319,48 @@ class CudaDeviceType(Rule):
         )
 
     def _backend(self, node: cst.Call, position: int) -> None:
-        """`init_process_group(backend="nccl")`, `new_group(ranks, backend="nccl")`."""
+        """`init_process_group(backend="nccl")`, `new_group(ranks, backend="nccl")`; the backend
+        may come through a name bound to `"nccl"` on every path that reaches the call (a module
+        constant, a local assigned before it), or be the default of the program's own option."""
         value = _argument(node, "backend", position)
-        if value is None or not literal_is(value, CUDA_BACKEND) or self._chosen(node):
+        if value is None or self._chosen(node):
+            return
+        if literal_is(value, CUDA_BACKEND):
+            held = f'the `"{CUDA_BACKEND}"` backend'
+        elif isinstance(value, cst.Name) and self._holds_cuda_backend(value, node):
+            held = f'`{value.value}` holds `"{CUDA_BACKEND}"`: that backend'
+        else:
+            self._backend_option(value)
             return
         self.report(
             value,
-            f'the `"{CUDA_BACKEND}"` backend runs on CUDA only; use "{CPU_BACKEND}" where CUDA is missing',
+            f'{held} runs on CUDA only; use "{CPU_BACKEND}" where CUDA is missing',
             fix=lambda site: self._guarded(value, CPU_BACKEND),
+        )
+
+    def _holds_cuda_backend(self, name: cst.Name, call: cst.Call) -> bool:
+        """Every binding of ``name`` that can reach ``call`` is the literal `"nccl"`: the name
+        stands for the literal there (devlint.analysis.reaching)."""
+        found = reach_of(name.value, self.ctx.site(call).scope, call, self.ctx.flows)
+        reach = found[1] if found is not None else None
+        if reach is None or not reach.bindings or reach.maybe_unbound or reach.unknown or reach.params:
+            return False
+        return all(literal_is(value, CUDA_BACKEND) for value in reach.values)
+
+    def _backend_option(self, value: cst.BaseExpression) -> None:
+        """`args.backend` of an argparse `--backend` option whose default is `"nccl"`: the user's
+        explicit choice, as DEV201 treats `--device`. Reported without a fix: on a CPU machine the
+        program runs with `--backend gloo`, and the option is the program's own interface."""
+        if not (isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name)):
+            return
+        dest = value.attr.value
+        declared, default = self.ctx.model.option_default(dest)
+        if not declared or default is None or not literal_is(default, CUDA_BACKEND) or self.ctx.model.attribute_assignments(dest):
+            return
+        self.report(
+            value,
+            f'`{self.ctx.code(value)}`, the program\'s own option, defaults to `"{CUDA_BACKEND}"`, which runs on CUDA '
+            f'only; a run without CUDA must pass "{CPU_BACKEND}"',
         )
 
     def _chosen(self, node: cst.Call) -> bool:

@@ -28,7 +28,8 @@ class CudaMemoryApi(Rule):
         "Flags `torch.cuda.empty_cache()`, `memory_allocated()`, `max_memory_allocated()`, "
         "`memory_reserved()`, `max_memory_reserved()`, `reset_peak_memory_stats()`, "
         "`reset_accumulated_memory_stats()`, `memory_stats()` and `mem_get_info()`; and, with "
-        "torch-version >= 2.5, `torch.cuda.OutOfMemoryError`."
+        "torch-version >= 2.5, `torch.cuda.OutOfMemoryError`. `torch.get_device_module(\"cuda\")` is "
+        "`torch.cuda` itself: its calls are reported alike."
     )
     why = (
         "They report and manage CUDA memory only: on Apple MPS, Intel XPU or other accelerators a "
@@ -96,6 +97,11 @@ class CudaMemoryApi(Rule):
         # fails without CUDA is reported, a statement fixed with the CUDA check around it
         Invalid(HEAD + "torch.cuda.reset_peak_memory_stats()\n", HEAD + "if torch.cuda.is_available():\n    torch.cuda.reset_peak_memory_stats()\n"),
         Invalid(HEAD + "free, total = torch.cuda.mem_get_info()\n"),
+        # torch.get_device_module("cuda") is torch.cuda itself
+        Invalid(
+            HEAD + 'torch.get_device_module("cuda").reset_peak_memory_stats()\n',
+            HEAD + 'if torch.cuda.is_available():\n    torch.get_device_module("cuda").reset_peak_memory_stats()\n',
+        ),
         # from 2.6 accelerator-generic code is the goal: reported, the fix needs 2.9
         Invalid(HEAD + "torch.cuda.empty_cache()\nused = torch.cuda.memory_allocated()\n", count=2, torch_version=(2, 6)),
         Invalid(HEAD + "from torch.cuda import memory_stats\nstats = memory_stats(device=0)\n", torch_version=(2, 6)),

@@ -48,7 +48,8 @@ class CudaRuntimeApi(Rule):
         "the hardcoded-device-selection rule leaves alone: calls that have a device-generic equivalent. "
         "Also `torch.cuda.manual_seed(s)` / `manual_seed_all(s)` (CUDA's generators only), and "
         "`torch.cuda.get_device_name()`, `get_device_properties()`, `get_device_capability()` outside a "
-        "GPU check (they raise without CUDA)."
+        "GPU check (they raise without CUDA). `torch.get_device_module(\"cuda\")` (or of "
+        "`torch.device(\"cuda\")`) is `torch.cuda` itself: its calls are reported alike."
     )
     why = (
         "These calls only know CUDA: on Apple MPS, Intel XPU or Ascend NPU they fail or do the wrong "
@@ -140,6 +141,9 @@ class CudaRuntimeApi(Rule):
         "def f(torch):\n    torch.cuda.manual_seed_all(0)\n    return torch.cuda.get_device_name()\n",
         # another library's cuda module
         "from numba import cuda\ncuda.synchronize()\nn = cuda.device_count()\n",
+        # the module of another device, or of a device only known at run time
+        HEAD + 'torch.get_device_module("cpu").synchronize()\ntorch.get_device_module(device).synchronize()\n'
+        'torch.get_device_module(torch.device("mps")).synchronize()\ntorch.get_device_module().synchronize()\n',
         # a reference, not a call
         HEAD + "assert isinstance(s, torch.cuda.Stream)\n",
         # the whole choice moved already
@@ -196,6 +200,19 @@ class CudaRuntimeApi(Rule):
             count=2,
         ),
         Invalid(HEAD + "s = torch.cuda.current_stream()\n"),
+        # torch.get_device_module("cuda") is torch.cuda itself
+        Invalid(
+            HEAD + 'torch.get_device_module("cuda").synchronize()\n',
+            HEAD + 'if torch.cuda.is_available():\n    torch.get_device_module("cuda").synchronize()\n',
+        ),
+        Invalid(
+            HEAD + 'torch.get_device_module(torch.device("cuda")).synchronize()\n'
+            'n = torch.get_device_module(device="cuda:0").device_count()\n',
+            HEAD + "if torch.accelerator.is_available():\n    torch.accelerator.synchronize()\n"
+            "n = torch.accelerator.device_count()\n",
+            count=2,
+            torch_version=ACCELERATOR,
+        ),
         Invalid(HEAD + 'if torch.cuda.device_count() > 1:\n    x = x.to("cuda:1")\n', torch_version=ACCELERATOR),
         # a current-device index given as a device: the device in scope
         Invalid(

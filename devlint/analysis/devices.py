@@ -29,7 +29,7 @@ from devlint.analysis.reaching import Flows, ParamBinding, Reach, Unknown
 from devlint.analysis.reader import FileReader
 from devlint.analysis.semantic import Binding, Scope, SemanticModel, dotted_name, string_value
 from devlint.analysis.tree import children
-from devlint.torchfacts.names import DEVICE_NAMES, MOVES
+from devlint.torchfacts.names import DEVICE_MODULE, DEVICE_NAMES, MOVES
 
 DEFAULT_EXPRESSION = 'torch.device("cuda" if torch.cuda.is_available() else "cpu")'
 ACCELERATOR_EXPRESSION = (
@@ -100,6 +100,17 @@ def _device_literal(model: SemanticModel, node: cst.CSTNode) -> str | None:
     if isinstance(node, cst.Call) and model.qualname(node.func) == "torch.device" and node.args:
         return string_value(node.args[0].value)
     return None
+
+
+def cuda_device_module(model: SemanticModel, call: cst.Call) -> bool:
+    """``torch.get_device_module("cuda")``, ``torch.get_device_module(torch.device("cuda:0"))``:
+    the module ``torch.cuda`` itself (it returns ``getattr(torch, torch.device(device).type)``)."""
+    if len(call.args) != 1 or model.qualname(call.func) != DEVICE_MODULE:
+        return False
+    given = call.args[0]
+    if given.star or (given.keyword is not None and given.keyword.value != "device"):
+        return False
+    return is_cuda_string(_device_literal(model, given.value))
 
 
 def device_value(model: SemanticModel, value: cst.BaseExpression | None) -> bool | None:

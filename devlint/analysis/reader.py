@@ -8,11 +8,12 @@ from typing import Protocol
 
 import libcst as cst
 
+from devlint.analysis.constants import ValueReader
 from devlint.analysis.reaching import Flows
 from devlint.analysis.semantic import SemanticModel
 
 
-class FileReader(Protocol):
+class FileReader(ValueReader, Protocol):
     model: SemanticModel
     flows: Flows
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from devlint.analysis.constants import ValueReader
 from devlint.analysis.reader import FileReader
 from devlint.analysis.semantic import dotted_name, string_value
 from devlint.torchfacts.version import TorchVersion
@@ -109,7 +110,7 @@ def _catches_fallback(kind: cst.BaseExpression | None) -> bool:
     return name is not None and name.split(".")[-1] in _FALLBACK_ERRORS
 
 
-def branches(test: cst.BaseExpression, reader: FileReader, depth: int = 2) -> Branches:
+def branches(test: cst.BaseExpression, reader: ValueReader, depth: int = 2) -> Branches:
     """The constraints a test puts on its body and on its else branch."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         body, orelse = branches(test.expression, reader, depth)
@@ -128,11 +129,12 @@ def branches(test: cst.BaseExpression, reader: FileReader, depth: int = 2) -> Br
         return _named_flag(test, dotted_name(test.func), _first_string(test))
     if isinstance(test, (cst.Name, cst.Attribute)):
         named = _named_flag(test, dotted_name(test), None)
-        if named != _NONE or not isinstance(test, cst.Name) or depth <= 0:
+        if named != _NONE or depth <= 0:
             return named
-        # `NEW_TORCH = TORCH_VERSION >= (2, 4)` ... `if NEW_TORCH:`
-        value = reader.module_constant(test.value)
-        return branches(value, reader, depth - 1) if value is not None else _NONE
+        # `NEW_TORCH = TORCH_VERSION >= (2, 4)` ... `if NEW_TORCH:`, here or in a module the
+        # file imports it from (read in that module: its own names are its own)
+        found = reader.definition(test)
+        return branches(found[1], found[0], depth - 1) if found is not None else _NONE
     return _NONE
 
 
@@ -154,7 +156,7 @@ def _loosest(a: Older | None, b: Older | None) -> Older | None:
     return Older(max(a.bound, b.bound))
 
 
-def _comparison(test: cst.Comparison, reader: FileReader) -> Branches:
+def _comparison(test: cst.Comparison, reader: ValueReader) -> Branches:
     if len(test.comparisons) != 1:
         return _NONE
     target = test.comparisons[0]
@@ -222,16 +224,16 @@ def _from_text(text: str) -> TorchVersion | None:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
-def _names_a_version(node: cst.CSTNode, reader: FileReader, depth: int = 2) -> bool:
+def _names_a_version(node: cst.BaseExpression, reader: ValueReader, depth: int = 2) -> bool:
     """Something about torch's version: ``sys.version_info`` or ``args.version`` are not. A
     module constant derived from it counts too: ``TORCH = tuple(int(p) for p in
     torch.__version__.split("+")[0].split(".")[:2])``, ``V = version.parse(torch.__version__)``."""
     text = reader.code(node).lower()
     if "torch" in text and "ver" in text:
         return True
-    if isinstance(node, cst.Name) and depth > 0:
-        value = reader.module_constant(node.value)
-        return value is not None and _names_a_version(value, reader, depth - 1)
+    if isinstance(node, (cst.Name, cst.Attribute)) and depth > 0:
+        found = reader.definition(node)
+        return found is not None and _names_a_version(found[1], found[0], depth - 1)
     if isinstance(node, cst.Call) and depth > 0:
         # `version.parse(TORCH_STR)`, `Version(TORCH)`
         return any(_names_a_version(argument.value, reader, depth) for argument in node.args)
@@ -262,7 +264,7 @@ def _first_string(call: cst.Call) -> str | None:
     return None
 
 
-def _is_torch_hasattr(call: cst.Call, reader: FileReader) -> bool:
+def _is_torch_hasattr(call: cst.Call, reader: ValueReader) -> bool:
     """``hasattr(torch, "accelerator")``, ``hasattr(torch.amp, "GradScaler")``."""
     if not (isinstance(call.func, cst.Name) and call.func.value == "hasattr" and len(call.args) == 2):
         return False

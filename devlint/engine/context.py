@@ -7,10 +7,11 @@ from collections.abc import Container, Iterable
 
 import libcst as cst
 
+from devlint.analysis.constants import ValueReader, foreign
 from devlint.analysis.cuda_regions import CudaRegions
 from devlint.analysis.devices import DeviceFinder, free_name
 from devlint.analysis.reaching import Flows
-from devlint.analysis.semantic import SemanticModel
+from devlint.analysis.semantic import SemanticModel, dotted_name
 from devlint.analysis.tracker import ScopeTracker
 from devlint.analysis.tree import ancestors
 from devlint.analysis.version_guards import older_branches, runs_only_below
@@ -22,6 +23,7 @@ from devlint.engine.reuse import Check, FileFacts, Kept, Window, report_key, win
 from devlint.engine.torch_imports import renamed_torch
 from devlint.findings import Edit, Finding, Fix, Location
 from devlint.fixes import DeviceRef, FixPlan, LineIndex, Replace
+from devlint.project import NONE, ImportedConstants
 from devlint.rule import FixFactory, Report, Rule, Site
 from devlint.settings import FixSettings
 from devlint.torchfacts.api_versions import Requirement, introduced, newest
@@ -37,8 +39,12 @@ class FileContext:
         settings: FixSettings = FixSettings(),
         stitched: bool = False,
         prints: StatementPrints | None = None,
+        imported: ImportedConstants = NONE,
     ) -> None:
         self.filename = filename
+        # Constants the file imports from its project, read by the run (devlint.run.project_imports).
+        self.imported = imported
+        self._foreign: dict[str, tuple[ValueReader, cst.BaseExpression] | None] = {}
         self.text = text
         self.module = module
         # Parsed in sections (devlint.engine.sections): it must print back to the text exactly.
@@ -115,6 +121,26 @@ class FileContext:
             return bindings[0].value
         return None
 
+    def definition(self, node: cst.BaseExpression) -> tuple[ValueReader, cst.BaseExpression] | None:
+        """The value a name holds for good: a module constant of the file, or a constant of
+        another module of the project that the file imports (``IS_NEW`` after ``from .compat
+        import IS_NEW``, ``compat.IS_NEW`` after ``import pkg.compat as compat``), with the
+        reader of the module that wrote it."""
+        if isinstance(node, cst.Name):
+            value = self.module_constant(node.value)
+            if value is not None:
+                return self, value
+        reference = dotted_name(node)
+        if reference is None:
+            return None
+        # The file's own binding of the name, other than the import, wins.
+        if any(binding.kind != "import" for binding in self.model.module_scope.bindings.get(reference.split(".")[0], [])):
+            return None
+        if reference not in self._foreign:
+            constant = self.imported.get(reference)
+            self._foreign[reference] = foreign(constant) if constant is not None else None
+        return self._foreign[reference]
+
     def _reportable(self, report: Report) -> bool:
         """False for code in a branch that only runs on a torch older than the project supports,
         or than the one the rule's advice needs (devlint.analysis.version_guards), and, for the rules that
@@ -162,7 +188,7 @@ class FileContext:
         if not self.reports:
             return []
         lines = LineIndex(self.text)
-        facts = FileFacts.of(self.module, self.model, self.settings) if self.keep_check else None
+        facts = FileFacts.of(self.module, self.model, self.settings, self.imported) if self.keep_check else None
         if facts is not None:
             statements = {id(stmt): i for i, stmt in enumerate(self.module.body)}
             self._statements = [statements.get(id(self._top_level(report.node)), -1) for report in self.reports]

@@ -20,6 +20,7 @@ from devlint.gate.nesting import nesting_problem
 from devlint.gate.prefilter import matching_rules
 from devlint.gate.screen import screened
 from devlint.gate.syntax import ParseError, cpython_error, cpython_tree
+from devlint.project import NONE, ImportedConstants
 from devlint.rule import Rule
 
 # Fixes that overlap (a `.cuda()` inside another `.cuda()` receiver) land over several rounds.
@@ -74,6 +75,7 @@ def lint_text(
     sections: tuple[Parser, int] | None = None,
     prints: StatementPrints | None = None,
     earlier: EarlierChecks | None = None,
+    imported: ImportedConstants = NONE,
 ) -> list[Finding]:
     """The findings of ``rules`` on ``text``. ``prefilter``: only the rules that may report walk
     the tree, and a file where none may is not parsed (devlint.gate.screen); ``gate``: that decision
@@ -82,7 +84,9 @@ def lint_text(
     tree stitched from them is the one a single parse gives, devlint.engine.sections); ``prints``:
     the statements printed by earlier checks, for a caller that checks the same file again
     (devlint.engine.positions); ``earlier``: the last checks of the files a caller checks again
-    and again, whose fixes are reused where an edit cannot have changed them (devlint.engine.reuse)."""
+    and again, whose fixes are reused where an edit cannot have changed them (devlint.engine.reuse);
+    ``imported``: the constants the file imports from other modules of its project, which the
+    caller read (devlint.project)."""
     tree = None
     if prefilter:
         screen = screened(text, rules, gate)
@@ -103,10 +107,10 @@ def lint_text(
     try:
         parsed = _parse(text, section_chars, parser, tree)
         del tree  # CPython's tree of a large file is ~100 MB: not kept through the walk
-        return _lint_module(parsed, text, filename, rules, settings, prints, earlier)
+        return _lint_module(parsed, text, filename, rules, settings, prints, imported, earlier)
     except TreeMismatch:
         # A tree stitched from sections that does not print back to its text: parse it whole.
-        return _lint_module(_parse(text, len(text)), text, filename, rules, settings)
+        return _lint_module(_parse(text, len(text)), text, filename, rules, settings, imported=imported)
 
 
 def _lint_module(
@@ -116,9 +120,10 @@ def _lint_module(
     rules: Sequence[type[Rule]],
     settings: FixSettings,
     prints: StatementPrints | None = None,
+    imported: ImportedConstants = NONE,
     earlier: EarlierChecks | None = None,
 ) -> list[Finding]:
-    ctx = FileContext(filename, text, parsed[0], settings, stitched=parsed[1], prints=prints)
+    ctx = FileContext(filename, text, parsed[0], settings, stitched=parsed[1], prints=prints, imported=imported)
     ctx.rule_codes = tuple(rule.code for rule in rules)
     ctx.keep_check = earlier is not None
     try:
@@ -147,17 +152,19 @@ def fix_text(
     keep: Callable[[str, list[Finding]], list[Finding]] | None = None,
     gate: bool = True,
     screened: Sequence[type[Rule]] | None = None,
+    imported: ImportedConstants = NONE,
 ) -> FixResult:
     """Apply fixes until none is left to apply; the findings that remain come back too.
     ``keep(text, findings)`` drops findings that must be neither fixed nor reported (noqa);
     ``screened``: the rules the screen already chose for ``text`` (the first round walks them
-    without screening the same text again; later rounds screen the rewritten text)."""
+    without screening the same text again; later rounds screen the rewritten text); ``imported``:
+    as for lint_text (a fix never edits another module, so every round reads the same)."""
     applied = 0
     original = text
     if screened is None:
-        findings = lint_text(text, filename, rules, settings, gate=gate)
+        findings = lint_text(text, filename, rules, settings, gate=gate, imported=imported)
     else:
-        findings = lint_text(text, filename, screened, settings, prefilter=False)
+        findings = lint_text(text, filename, screened, settings, prefilter=False, imported=imported)
     findings = keep(text, findings) if keep is not None else findings
     for _ in range(MAX_FIX_ROUNDS):
         fixes = [f.fix for f in findings if applicable(f, unsafe) and f.fix is not None]
@@ -165,7 +172,7 @@ def fix_text(
             break
         new_text, count = apply_fixes(text, fixes)
         try:
-            findings = lint_text(new_text, filename, rules, settings, gate=gate)
+            findings = lint_text(new_text, filename, rules, settings, gate=gate, imported=imported)
             findings = keep(new_text, findings) if keep is not None else findings
         except ParseError as error:
             # A fix must never leave code that does not parse: keep the last good text.

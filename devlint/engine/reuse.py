@@ -9,8 +9,8 @@ are reported are always worked out anew; only their fixes and positions are reus
 
 What a fix may read outside its own statement, and how each is held equal:
 - the file's semantic facts (imports, value aliases, classes, function names, the bindings of the
-  module scope, the name a device definition would get, the indentation and line endings): held
-  in ``FileFacts`` and compared;
+  module scope, the name a device definition would get, the indentation and line endings, the
+  constants it imports from other modules of its project): held in ``FileFacts`` and compared;
 - what the edited function holds that analyses look up file-wide (argparse options, attribute
   assignments, calls of the file's functions, names moved to CUDA that a module-level
   ``x.device`` reads, nested functions): compared in ``_function_facts`` between the old and new
@@ -39,6 +39,7 @@ from devlint.analysis.tree import children
 from devlint.engine.placement import Insertion
 from devlint.findings import Edit, Finding, Fix, Location
 from devlint.fixes import LineIndex, trimmed
+from devlint.project import ImportedConstants
 from devlint.settings import FixSettings
 
 # The files whose last check is kept: an editor has a few open at once.
@@ -60,9 +61,10 @@ class FileFacts:
     module_bindings: tuple
     device_name: str
     torch_imported: bool
+    imported: ImportedConstants
 
     @classmethod
-    def of(cls, module: cst.Module, model: SemanticModel, settings: FixSettings) -> FileFacts:
+    def of(cls, module: cst.Module, model: SemanticModel, settings: FixSettings, imported: ImportedConstants) -> FileFacts:
         return cls(
             (module.default_indent, module.default_newline),
             tuple(sorted(model.imports.items())),
@@ -72,6 +74,7 @@ class FileFacts:
             tuple(sorted((name, tuple(b.kind for b in found)) for name, found in model.module_scope.bindings.items())),
             free_name(model, settings.device_name),
             model.torch_imported_at is not None,
+            imported,
         )
 
 

@@ -43,6 +43,7 @@ from devlint.torchfacts.names import (
     DEVICE_API_MODULES,
     DEVICE_KEYWORDS,
     DEVICE_METHODS,
+    DEVICE_MODULE,
     DEVICE_PARAM_NAMES,
     LEGACY_TENSOR_TYPES,
     LOOP_WRAPPERS,
@@ -459,7 +460,22 @@ def _cuda_functions(facts: Facts, names: frozenset[str]) -> bool:
         for prefix in CUDA_SUBMODULES:
             if next(calls_to(facts, prefix + name), None) is not None:
                 return True
+        # `torch.get_device_module("cuda").X(...)`, `torch.get_device_module(torch.device("cuda")).X(...)`
+        for call in method_calls(facts, name):
+            owner = call.func.value  # type: ignore[attr-defined]
+            if type(owner) is ast.Call and _cuda_device_module(facts, owner):
+                return True
     return False
+
+
+def _cuda_device_module(facts: Facts, call: ast.Call) -> bool:
+    """What devlint.analysis.devices.cuda_device_module accepts (and more)."""
+    if not may_be(facts, call.func, DEVICE_MODULE) or len(call.args) + len(call.keywords) != 1:
+        return False
+    given = call.args[0] if call.args else call.keywords[0].value
+    if type(given) is ast.Call and given.args:
+        given = given.args[0]
+    return is_cuda_literal(given)
 
 
 def cuda_runtime_api(facts: Facts) -> bool:

@@ -120,6 +120,8 @@ def _fields(kind: type) -> tuple[str, ...]:
 
 # The fields of each kind of node that may hold nodes (what is not a node has none).
 _CHILDREN: dict[type, tuple[str, ...]] = {kind: _fields(kind) for kind in _node_kinds()}
+# For other fast walks over CPython's tree (devlint.run.project_imports).
+CHILDREN = _CHILDREN
 
 
 def _defaults(facts: Facts, arguments: ast.arguments) -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from devlint.analysis.devices import is_cuda_string, reach_of
+from devlint.analysis.devices import cuda_device_module, is_cuda_string, reach_of
 from devlint.analysis.semantic import dotted_name, string_value
 from devlint.fixes import DeviceRef, Replace
 from devlint.rule import RuleContext, Site
@@ -52,7 +52,11 @@ _TIGHT = (
 
 
 def cuda_function(ctx: RuleContext, node: cst.Call, names: frozenset[str]) -> str | None:
-    """``X`` when ``node`` calls ``torch.cuda.X`` (through any import or alias) for X in ``names``."""
+    """``X`` when ``node`` calls ``torch.cuda.X`` (through any import or alias) for X in ``names``,
+    or ``torch.get_device_module("cuda").X``, the same function."""
+    func = node.func
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call) and func.attr.value in names:
+        return func.attr.value if cuda_device_module(ctx.model, func.value) else None
     qual = imported_qualname(ctx.model, node.func, names)
     if qual is None:
         return None

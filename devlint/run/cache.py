@@ -3,8 +3,11 @@
 An entry is the result of checking one file's exact bytes: the key is a digest of the content,
 the kind of file (a notebook is read differently), and a run key made of devlint's own code
 (its version and a digest of its source and rules), the Python and LibCST versions, the codes
-checked and the fix settings. Nothing that changes a result is left out, so no entry is ever
-stale; entries nobody used for a month are dropped.
+checked and the fix settings. A result that read other files of the project (the constants a
+file imports from them, devlint.run.project_imports) keeps what it read: where resolution
+started and each file's content digest (or its absence), and counts only while all of them are
+unchanged. Nothing that changes a result is left out, so no entry is ever stale; entries nobody
+used for a month are dropped.
 
 The store is one JSON file per run key, read once and written once per run (atomically: a
 temporary file renamed over the old one). A warm run on thousands of files then costs one file
@@ -22,7 +25,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -39,8 +42,10 @@ CACHEDIR_TAG = (
     "# This file is a cache directory tag created by devlint.\n"
     "# For information about cache directory tags, see https://bford.info/cachedir/\n"
 )
-FORMAT = 1
+FORMAT = 2
 MAX_AGE_DAYS = 30
+# What a result read besides its file: where resolution started, and (path, digest or None).
+Depends = tuple[str, tuple[tuple[str, "str | None"], ...]]
 
 
 @cache
@@ -111,22 +116,32 @@ class Cache:
     def is_empty(self, run: str) -> bool:
         return not self._store(run)
 
-    def get(self, run: str, entry: str, filename: str) -> tuple[list[Finding], FileError | None] | None:
-        """The findings and error a check of this content gave, renamed to ``filename``."""
+    def get(
+        self, run: str, entry: str, filename: str, valid: Callable[[Depends], bool] | None = None
+    ) -> tuple[list[Finding], FileError | None] | None:
+        """The findings and error a check of this content gave, renamed to ``filename``; None when
+        the check read other files and ``valid`` (or its absence) says they changed."""
         stored = self._store(run).get(entry)
         if stored is None:
             return None
         try:
             found = _decode(stored[1], filename)
+            depends = _depends(stored[1].get("read"))
         except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+            return None
+        if depends is not None and (valid is None or not valid(depends)):
             return None
         if stored[0] != self._today:
             stored[0] = self._today
             self._dirty.add(run)
         return found
 
-    def put(self, run: str, entry: str, findings: list[Finding], error: FileError | None) -> None:
+    def put(
+        self, run: str, entry: str, findings: list[Finding], error: FileError | None, depends: Depends | None = None
+    ) -> None:
         encoded = _encode(findings, error)
+        if depends is not None:
+            encoded["read"] = [depends[0], [list(read) for read in depends[1]]]
         # A field added to a finding that this module does not know would be lost: such results
         # are not kept, rather than kept wrong.
         name = error.filename if error is not None else findings[0].filename if findings else ""
@@ -218,6 +233,16 @@ def _decode(data: Mapping[str, Any], filename: str) -> tuple[list[Finding], File
         [_finding(item, filename) for item in data["findings"]],
         None if error is None else FileError(filename, error[0], error[1], error[2]),
     )
+
+
+def _depends(data: Any) -> Depends | None:
+    if data is None:
+        return None
+    origin, files = data
+    if not isinstance(origin, str):
+        raise TypeError("origin")
+    reads = tuple((str(path), None if digest is None else str(digest)) for path, digest in files)
+    return origin, reads
 
 
 def _location(data: Mapping[str, Any]) -> Location:

@@ -222,19 +222,21 @@ def _overrides(options: Options) -> Overrides:
 
 def _jobs(resolver: Resolver, options: Options) -> Callable[[Path], Job]:
     """The Job of each file; files whose settings resolve alike share one."""
-    made: dict[FileSettings, Job] = {}
+    made: dict[tuple[FileSettings, Path], Job] = {}
 
     def job_for(path: Path) -> Job:
         settings = resolver.settings_for(path)
-        if settings not in made:
-            made[settings] = Job(
+        root = resolver.config_for(path).root
+        if (settings, root) not in made:
+            made[settings, root] = Job(
                 codes=settings.codes,
                 settings=settings.fix,
                 fix=options.fix or options.diff,
                 diff=options.diff,
                 unsafe=options.unsafe_fixes,
+                root=str(root),
             )
-        return made[settings]
+        return made[settings, root]
 
     return job_for
 

@@ -45,8 +45,9 @@ def _process_source(data: bytes, filename: str, job: Job) -> tuple[FileResult, b
         if skip_file(decoded.text):
             return FileResult(filename), None
         if not (job.fix or job.diff):
-            return FileResult(filename, apply_noqa(decoded.text, lint(decoded.text, filename, job, job.settings))), None
-        result = fix(decoded.text, filename, job, job.settings, keep=apply_noqa)
+            found, dependencies = lint(decoded.text, filename, job, job.settings)
+            return FileResult(filename, apply_noqa(decoded.text, found), dependencies=dependencies), None
+        result, dependencies = fix(decoded.text, filename, job, job.settings, keep=apply_noqa)
         if result is None:
             return FileResult(filename), None
         new = None if result.text == decoded.text else decoded.encode(result.text)
@@ -55,7 +56,7 @@ def _process_source(data: bytes, filename: str, job: Job) -> tuple[FileResult, b
     except ParseError as error:
         return FileResult(filename, error=FileError(filename, error.message, error.row, error.column)), None
     if new is None:
-        return FileResult(filename, result.remaining), None
+        return FileResult(filename, result.remaining, dependencies=dependencies), None
     diff = unified_diff(filename, decoded.text, result.text) if job.diff else ""
     return FileResult(filename, result.remaining, fixes_applied=result.applied, diff=diff), new
 

@@ -16,6 +16,7 @@ from devlint.findings import FileError, Finding
 from devlint.gate.catalog import RuleInfo
 from devlint.gate.screen import screen
 from devlint.registry import info_by_code, load
+from devlint.run.project_imports import Dependencies, imported_constants
 from devlint.settings import FixSettings
 
 if TYPE_CHECKING:
@@ -32,6 +33,9 @@ class Job:
     fix: bool = False
     diff: bool = False
     unsafe: bool = False
+    # The project root (the configuration file's folder, else where the run started): absolute
+    # imports of the project's own modules are found there too (devlint.run.project_imports).
+    root: str = ""
 
 
 @dataclass
@@ -41,6 +45,8 @@ class FileResult:
     error: FileError | None = None
     fixes_applied: int = 0
     diff: str = ""
+    # The other files of the project the result depends on (None: none), for the cache.
+    dependencies: Dependencies | None = None
 
 
 def unified_diff(filename: str, before: str, after: str) -> str:
@@ -60,31 +66,36 @@ def _rules(codes: tuple[str, ...]) -> tuple[type[Rule], ...]:
     return tuple(load(code) for code in codes)
 
 
-def lint(text: str, filename: str, job: Job, settings: FixSettings) -> list[Finding]:
-    """The findings of the job's rules on ``text`` (``lint_text``, LibCST imported only when needed)."""
+def lint(text: str, filename: str, job: Job, settings: FixSettings) -> tuple[list[Finding], Dependencies | None]:
+    """The findings of the job's rules on ``text`` (``lint_text``, LibCST imported only when
+    needed), and the other files of the project they depend on. Those files are read only for
+    a text the screen lets through: a text no rule can report on depends on nothing."""
     screened = screen(text, _infos(job.codes))
     if screened == []:
-        return []
+        return [], None
     from devlint.engine.lint import lint_text
 
+    imported, dependencies = imported_constants(text, filename, job.root)
     if screened is None:
         # CPython cannot read it: lint_text lets LibCST decide.
-        return lint_text(text, filename, _rules(job.codes), settings)
-    return lint_text(text, filename, _screened_rules(screened), settings, prefilter=False)
+        return lint_text(text, filename, _rules(job.codes), settings, imported=imported), dependencies
+    return lint_text(text, filename, _screened_rules(screened), settings, prefilter=False, imported=imported), dependencies
 
 
 def fix(
     text: str, filename: str, job: Job, settings: FixSettings, keep: Callable[[str, list[Finding]], list[Finding]]
-) -> FixResult | None:
+) -> tuple[FixResult | None, Dependencies | None]:
     """``fix_text`` with the job's rules; None when no rule can report on ``text``: nothing to fix.
     The screen's answer for ``text`` is handed on, so the first fix round does not screen it again."""
     screened = screen(text, _infos(job.codes))
     if screened == []:
-        return None
+        return None, None
     from devlint.engine.lint import fix_text
 
+    imported, dependencies = imported_constants(text, filename, job.root)
     first = None if screened is None else _screened_rules(screened)
-    return fix_text(text, filename, _rules(job.codes), settings, job.unsafe, keep=keep, screened=first)
+    result = fix_text(text, filename, _rules(job.codes), settings, job.unsafe, keep=keep, screened=first, imported=imported)
+    return result, dependencies
 
 
 def _screened_rules(screened: list[RuleInfo]) -> tuple[type[Rule], ...]:

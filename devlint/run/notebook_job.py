@@ -29,14 +29,15 @@ def process_notebook(data: bytes, filename: str, job: Job) -> tuple[FileResult, 
         if skip_file(program.text):
             return FileResult(filename), None
         if not (job.fix or job.diff):
-            findings = apply_noqa(program.text, lint(program.text, filename, job, settings))
-            return FileResult(filename, place(findings, program, program.text)), None
-        result = fix(program.text, filename, job, settings, keep=apply_noqa)
+            found, dependencies = lint(program.text, filename, job, settings)
+            findings = apply_noqa(program.text, found)
+            return FileResult(filename, place(findings, program, program.text), dependencies=dependencies), None
+        result, dependencies = fix(program.text, filename, job, settings, keep=apply_noqa)
         if result is None:
             return FileResult(filename), None
         remaining = place(result.remaining, program, result.text)
         if result.text == program.text:
-            return FileResult(filename, remaining), None
+            return FileResult(filename, remaining, dependencies=dependencies), None
         sources = program.split(result.text)
     except NotebookError as error:
         return FileResult(filename, error=FileError(filename, error.message, error.row, error.column)), None

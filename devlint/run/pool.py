@@ -24,9 +24,10 @@ from types import TracebackType
 
 from devlint.fixes import applicable
 from devlint.registry import UnknownCodeError, info_by_code
-from devlint.run.cache import Cache, content_digest, entry_key, run_key
+from devlint.run.cache import Cache, Depends, content_digest, entry_key, run_key
 from devlint.run.file_job import process_data, process_file
 from devlint.run.job import FileResult, Job
+from devlint.run.project_imports import Dependencies, digest_of, origin
 
 # Fewer files than this (or than two per worker) are checked in this process.
 MIN_PARALLEL_FILES = 8
@@ -66,6 +67,8 @@ class Executor:
         self.jobs = jobs if jobs is not None and jobs > 0 else default_jobs()
         self.cache = cache
         self._pool: multiprocessing.pool.Pool | None = None
+        # path -> content digest (None: no such file), for checking cached results' dependencies
+        self._digests: dict[str, str | None] = {}
 
     def __enter__(self) -> Executor:
         return self
@@ -89,6 +92,7 @@ class Executor:
     def __call__(self, work: Sequence[tuple[Path, Job]]) -> list[FileResult]:
         results: list[FileResult | None] = [None] * len(work)
         tasks: list[_Task] = []
+        self._digests.clear()
         for index, (path, job) in enumerate(work):
             hit, size = self._cached(path, job)
             if hit is not None:
@@ -118,7 +122,9 @@ class Executor:
         except OSError:
             return None, 0
         filename = str(path)
-        found = self.cache.get(run, entry_key(filename, content_digest(data)), filename)
+        found = self.cache.get(
+            run, entry_key(filename, content_digest(data)), filename, lambda read: self._unchanged(read, filename, job)
+        )
         if found is None:
             return None, len(data)
         findings, error = found
@@ -127,6 +133,17 @@ class Executor:
             return None, len(data)
         return FileResult(filename, findings, error), len(data)
 
+    def _unchanged(self, read: Depends, filename: str, job: Job) -> bool:
+        """The other files a cached result read are as they were (digests kept for one batch:
+        a fix run may rewrite them between batches)."""
+        dependencies = Dependencies(read[0], read[1])
+        return dependencies.unchanged(origin(filename, job.root), self._digest)
+
+    def _digest(self, path: str) -> str | None:
+        if path not in self._digests:
+            self._digests[path] = digest_of(path)
+        return self._digests[path]
+
     def _remember(self, job: Job, result: FileResult, digest: str) -> None:
         assert self.cache is not None
         if not _cacheable(job):
@@ -134,7 +151,9 @@ class Executor:
         if (job.fix or job.diff) and (result.fixes_applied or result.diff or result.error is not None):
             # The file changed (or a write failed): this is no check result of these bytes.
             return
-        self.cache.put(run_key(job.codes, job.settings), entry_key(result.filename, digest), result.findings, result.error)
+        read = result.dependencies
+        depends = (read.origin, read.files) if read is not None else None
+        self.cache.put(run_key(job.codes, job.settings), entry_key(result.filename, digest), result.findings, result.error, depends)
 
     # -- running --------------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from devlint.gate.nesting import call_with_deep_stack
 from devlint.registry import rule_by_code
 from devlint.rule import Rule
 from devlint.run.notebook import CELL_BREAK, NotebookError, Program, place
+from devlint.run.project_imports import imported_constants
 from devlint.run.suppressions import Comments, apply_noqa, noqa_edit, noqa_target, scan, skip_file
 from devlint.server.cells import build_program, locate, unfinished
 from devlint.server.comments import CommentCache
@@ -84,7 +85,12 @@ def _analyze(source: Source) -> Analysis:
     if skip_file(text):
         return Analysis()
     try:
-        findings = apply_noqa(text, lint_text(text, source.filename, _rules(source), source.settings.fix, sections=_sections(), prints=_PRINTS, earlier=_EARLIER))
+        imported = imported_constants(text, source.filename, source.root)[0]
+        found = lint_text(
+            text, source.filename, _rules(source), source.settings.fix,
+            sections=_sections(), prints=_PRINTS, imported=imported, earlier=_EARLIER,
+        )
+        findings = apply_noqa(text, found)
     except ParseError as error:
         return Analysis(problem=Problem(error.message, 0, error.row, error.column, syntax=True))
     comments = _COMMENTS.comments(text) if findings else None
@@ -119,7 +125,14 @@ def _analyze_notebook(source: Source) -> Analysis:
         return Analysis(problem=problem)
     settings = replace(source.settings.fix, cell_break=CELL_BREAK)
     try:
-        found = apply_noqa(program.text, lint_text(program.text, source.filename, _rules(source), settings, sections=_sections(), prints=_PRINTS, earlier=_EARLIER))
+        imported = imported_constants(program.text, source.filename, source.root)[0]
+        found = apply_noqa(
+            program.text,
+            lint_text(
+                program.text, source.filename, _rules(source), settings,
+                sections=_sections(), prints=_PRINTS, imported=imported, earlier=_EARLIER,
+            ),
+        )
     except ParseError as error:
         return Analysis(problem=locate(program, error))
     comments: dict[int, Comments] = {}
@@ -158,11 +171,13 @@ def _fix_all(source: Source) -> tuple[Change, ...]:
         text = source.texts[0] or ""
         if skip_file(text):
             return ()
-        result = fix_text(text, source.filename, rules, source.settings.fix, keep=apply_noqa)
+        imported = imported_constants(text, source.filename, source.root)[0]
+        result = fix_text(text, source.filename, rules, source.settings.fix, keep=apply_noqa, imported=imported)
         return tuple(Change(0, start, end, content) for start, end, content in minimal_edits(text, result.text))
     program, _ = _program(source)
     if program is None or not program.cells or skip_file(program.text):
         return ()
     settings = replace(source.settings.fix, cell_break=CELL_BREAK)
-    result = fix_text(program.text, source.filename, rules, settings, keep=apply_noqa)
+    imported = imported_constants(program.text, source.filename, source.root)[0]
+    result = fix_text(program.text, source.filename, rules, settings, keep=apply_noqa, imported=imported)
     return _split_changes(source, program, result.text)

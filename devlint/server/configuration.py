@@ -80,3 +80,13 @@ class ConfigTracker:
             return Resolved(kept, message if fresh else None)
         self._last_good[path] = settings
         return Resolved(settings)
+
+    def root_for(self, path: Path) -> str:
+        """The project root of ``path`` (its configuration file's folder, else the server's
+        folder): where absolute imports of the project's modules are found too."""
+        if self._resolver is None:
+            return str(self.cwd)
+        try:
+            return str(self._resolver.config_for(path).root)
+        except ConfigError:
+            return str(self.cwd)

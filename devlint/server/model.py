@@ -18,6 +18,9 @@ class Source:
     texts: tuple[str | None, ...]
     notebook: bool
     settings: FileSettings
+    # The project root: the constants the document imports from its project's modules are read
+    # from disk there (devlint.run.project_imports), the document itself from the buffer.
+    root: str = ""
 
 
 @dataclass(frozen=True)

@@ -203,10 +203,12 @@ class Session:
                 )
             )
         if isinstance(doc, TextDoc):
-            source = Source(str(path), (doc.text,), False, resolved.settings)
+            source = Source(str(path), (doc.text,), False, resolved.settings, self.configs.root_for(path))
             return Snapshot(key, doc.version, (doc.uri,), (doc.version,), (doc.lines,), source)
         cells = doc.cells
-        source = Source(str(path), tuple(c.doc.text if c.python else None for c in cells), True, resolved.settings)
+        source = Source(
+            str(path), tuple(c.doc.text if c.python else None for c in cells), True, resolved.settings, self.configs.root_for(path)
+        )
         return Snapshot(
             key,
             doc.version,

@@ -168,6 +168,10 @@ CPU_BACKEND = "gloo"
 # torch.cuda is a package: its functions also answer to their submodule's name. Prefixes.
 # devlint.rulekit.accelerator.cuda_function (DEV601, DEV602) and their gate conditions.
 CUDA_SUBMODULES = ("torch.cuda.", "torch.cuda.memory.", "torch.cuda.streams.")
+# `torch.get_device_module("cuda")` (or of `torch.device("cuda")`) is torch.cuda itself: its
+# functions are CUDA's (devlint.analysis.devices.cuda_device_module and the gate conditions of
+# DEV601 and DEV602).
+DEVICE_MODULE = "torch.get_device_module"
 # The torch.cuda runtime functions that have a device-generic equivalent.
 # DEV601 and its gate condition.
 CUDA_RUNTIME_API = frozenset(

@@ -1,0 +1,38 @@
+"""What other modules of a file's project tell about it, as plain data: the module-level
+constants the file imports from them (``from mypkg.compat import IS_TORCH_2_4``).
+
+A run reads those modules (devlint.run.project_imports, with CPython's ``ast``, never importing
+them) and hands the result to the engine, which checks one text and never reads another file.
+The analyses read the values' source text as they read a constant of the file itself
+(devlint.analysis.version_guards: ``if IS_TORCH_2_4: ... else: <old API>``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Constant:
+    """A module-level name another module assigns exactly once: the source text of its value,
+    and, by name, the constants of its own module (or that module's imports) the value reads."""
+
+    source: str
+    names: tuple[tuple[str, Constant], ...] = ()
+
+    def name(self, name: str) -> Constant | None:
+        return next((constant for bound, constant in self.names if bound == name), None)
+
+
+@dataclass(frozen=True)
+class ImportedConstants:
+    """The constants a file imports from its project, by the dotted name that reaches them in
+    the file: ``IS_TORCH_2_4`` after ``from .compat import IS_TORCH_2_4``, ``compat.IS_TORCH_2_4``
+    after ``import mypkg.compat as compat``."""
+
+    by_reference: tuple[tuple[str, Constant], ...] = ()
+
+    def get(self, reference: str) -> Constant | None:
+        return next((constant for bound, constant in self.by_reference if bound == reference), None)
+
+
+NONE = ImportedConstants()

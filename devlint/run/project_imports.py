@@ -1,0 +1,324 @@
+"""The constants a file imports from other modules of its project, read from disk with CPython's
+``ast`` (never imported), and every file that reading consulted, for the cache.
+
+``from mypkg.compat import IS_TORCH_2_4`` in ``train.py``: ``IS_TORCH_2_4 = TORCH_VERSION >= (2, 4)``
+in ``mypkg/compat.py`` is what decides which branch of ``if IS_TORCH_2_4:`` is for an older torch
+(devlint.analysis.version_guards). The engine checks one text and reads no other file: this
+module resolves the imports and hands it the values as plain data (devlint.project).
+
+A module is found as the interpreter would find it from the file: a relative import from the
+file's own package; an absolute one from the file's folder, from the folder above the file's
+top-level package, or from the project root (the folder of the configuration file, else where
+the run started), the first of these that holds its first package. Only imported names that a
+test of the file reads (``if``, ``while``, a conditional expression) are looked up, since only a
+test decides which branch is for an older torch. Only module-level names
+bound once, by an assignment of the module itself or by a ``from ... import`` that is followed
+in turn, count; at most ``MAX_HOPS`` modules are followed from the file, and never one twice.
+
+The language server checks an unsaved buffer, but the other modules are read from disk: an edit
+of ``compat.py`` counts once it is saved.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from pathlib import Path
+
+from devlint.gate.facts import CHILDREN
+from devlint.project import NONE, Constant, ImportedConstants
+from devlint.run.cache import content_digest
+
+MAX_HOPS = 3
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+# What reading a file found: its content digest, or None where there is no such file.
+Read = tuple[str, "str | None"]
+
+
+@dataclass(frozen=True)
+class Dependencies:
+    """What a file's result depends on besides its own text: where resolution started (the
+    file's folder and the project root) and every file it consulted, with what it found."""
+
+    origin: str
+    files: tuple[Read, ...]
+
+    def unchanged(self, origin: str, digest_of: Callable[[str], str | None]) -> bool:
+        return origin == self.origin and all(digest_of(path) == digest for path, digest in self.files)
+
+
+def origin(filename: str, root: str) -> str:
+    return f"{Path(filename).resolve().parent}\n{root}"
+
+
+def digest_of(path: str) -> str | None:
+    try:
+        return content_digest(Path(path).read_bytes())
+    except OSError:
+        return None
+
+
+def imported_constants(text: str, filename: str, root: str) -> tuple[ImportedConstants, Dependencies | None]:
+    """The project constants ``text`` (the file ``filename``) imports, and what was read to
+    find them (None: nothing, as no test of the file reads an imported name: its result depends
+    on no other file)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return NONE, None
+    project = _Project(Path(filename).resolve(), Path(root).resolve() if root else None)
+    found: dict[str, Constant] = {}
+    for reference, constant in project.references(tree):
+        found.setdefault(reference, constant)
+    if not project.reads:
+        return NONE, None
+    dependencies = Dependencies(origin(filename, root), tuple(sorted(project.reads.items())))
+    return ImportedConstants(tuple(sorted(found.items()))), dependencies
+
+
+@dataclass
+class _Module:
+    """A module's top-level names: each bound once to a value or an import, else ``None``."""
+
+    text: str
+    bindings: dict[str, ast.expr | ast.ImportFrom | None] = field(default_factory=dict)
+
+    @cached_property
+    def lines(self) -> list[bytes]:
+        # As CPython's parser ends lines (a form feed does not), in UTF-8: ast's columns count bytes.
+        return [line.encode() for line in _LINE.findall(self.text)]
+
+    def source(self, node: ast.expr) -> str | None:
+        """``node``'s text (ast.get_source_segment, without splitting the module again each time)."""
+        end_line, end_column = node.end_lineno, node.end_col_offset
+        if end_line is None or end_column is None or end_line > len(self.lines):
+            return None
+        lines = self.lines[node.lineno - 1 : end_line]
+        if len(lines) == 1:
+            return lines[0][node.col_offset : end_column].decode("utf-8", "replace")
+        text = lines[0][node.col_offset :] + b"".join(lines[1:-1]) + lines[-1][:end_column]
+        return text.decode("utf-8", "replace")
+
+
+@dataclass
+class _Project:
+    path: Path
+    root: Path | None
+    reads: dict[str, str | None] = field(default_factory=dict)
+    _modules: dict[Path, _Module | None] = field(default_factory=dict)
+    _texts: dict[str, str | None] = field(default_factory=dict)
+
+    # -- the checked file's imports ---------------------------------------------------------------
+
+    def references(self, tree: ast.Module) -> Iterator[tuple[str, Constant]]:
+        """Only names a test reads (``if``, ``while``, a conditional expression) can decide a
+        branch: only those are looked up, which spares reading modules for every import."""
+        imports, tested = _scan(tree)
+        roots = {name.split(".")[0] for name in tested}
+        modules: dict[str, Path] = {}
+        for node in imports:
+            if isinstance(node, ast.ImportFrom):
+                yield from self._from_import(node, roots, modules)
+                continue
+            for alias in node.names:
+                local = alias.asname or alias.name
+                if local.split(".")[0] in roots and any(name.startswith(local + ".") for name in tested):
+                    target = self._find(self.path, alias.name, 0)
+                    if target is not None:
+                        modules[local] = target
+        for name in sorted(tested):
+            owner, _, attribute = name.rpartition(".")
+            target = modules.get(owner)
+            constant = self._constant(target, attribute, MAX_HOPS - 1, frozenset()) if target is not None else None
+            if constant is not None:
+                yield name, constant
+
+    def _from_import(self, node: ast.ImportFrom, roots: set[str], modules: dict[str, Path]) -> Iterator[tuple[str, Constant]]:
+        wanted = [alias for alias in node.names if alias.name != "*" and (alias.asname or alias.name) in roots]
+        target = self._find(self.path, node.module or "", node.level) if wanted else None
+        if target is None:
+            return
+        for alias in wanted:
+            local = alias.asname or alias.name
+            constant = self._constant(target, alias.name, MAX_HOPS - 1, frozenset())
+            if constant is not None:
+                yield local, constant
+            elif target.name == "__init__.py":
+                # `from mypkg import compat`: a submodule, read through `compat.NAME`
+                submodule = self._module_file(target.parent, [alias.name])
+                if submodule is not None:
+                    modules[local] = submodule
+
+    # -- constants of other modules -----------------------------------------------------------------
+
+    def _constant(self, path: Path, name: str, hops: int, seen: frozenset[tuple[Path, str]]) -> Constant | None:
+        module = self._module(path)
+        if module is None or (path, name) in seen:
+            return None
+        bound = module.bindings.get(name)
+        seen = seen | {(path, name)}
+        if isinstance(bound, ast.ImportFrom):
+            if hops <= 0:
+                return None
+            target = self._find(path, bound.module or "", bound.level)
+            original = next(alias.name for alias in bound.names if (alias.asname or alias.name) == name)
+            return self._constant(target, original, hops - 1, seen) if target is not None else None
+        if bound is None:
+            return None
+        source = module.source(bound)
+        if source is None:
+            return None
+        names = {node.id for node in ast.walk(bound) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+        read = ((used, self._constant(path, used, hops, seen)) for used in sorted(names))
+        return Constant(source, tuple((used, constant) for used, constant in read if constant is not None))
+
+    def _module(self, path: Path) -> _Module | None:
+        if path not in self._modules:
+            text = self._read(path)
+            self._modules[path] = _bindings(text) if text is not None else None
+        return self._modules[path]
+
+    # -- finding modules ----------------------------------------------------------------------------
+
+    def _find(self, path: Path, dotted: str, level: int) -> Path | None:
+        """The file of the module ``dotted`` imported from ``path`` (``level``: leading dots)."""
+        parts = [part for part in dotted.split(".") if part]
+        if level > 0:
+            base = path.parent
+            for _ in range(level - 1):
+                base = base.parent
+            return self._module_file(base, parts) if parts else self._file(base / "__init__.py")
+        for base in self._bases(path):
+            if self._module_file(base, parts[:1]) is not None:
+                return self._module_file(base, parts)
+        return None
+
+    def _bases(self, path: Path) -> list[Path]:
+        top = path.parent
+        while self._file(top / "__init__.py") is not None and top.parent != top:
+            top = top.parent
+        bases = [path.parent, top]
+        if self.root is not None:
+            bases.append(self.root)
+        return list(dict.fromkeys(bases))
+
+    def _module_file(self, base: Path, parts: list[str]) -> Path | None:
+        if not parts:
+            return None
+        folder = base.joinpath(*parts)
+        # A package comes before a module of the same name, as the interpreter finds them.
+        return self._file(folder / "__init__.py") or self._file(folder.with_name(parts[-1] + ".py"))
+
+    def _file(self, path: Path) -> Path | None:
+        return path if self._read(path) is not None else None
+
+    def _read(self, path: Path) -> str | None:
+        key = str(path)
+        if key not in self._texts:
+            try:
+                data = path.read_bytes()
+            except OSError:
+                self.reads[key] = self._texts[key] = None
+                return None
+            self.reads[key] = content_digest(data)
+            self._texts[key] = data.decode("utf-8", "replace")
+        return self._texts[key]
+
+
+@lru_cache(maxsize=512)
+def _bindings(text: str) -> _Module | None:
+    """Kept by text: the files of a project import the same few modules, and a worker checks
+    many of those files (the reads, and their digests, are still made for each file)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    module = _Module(text)
+    counts: dict[str, int] = {}
+    for statement in tree.body:
+        for name in _bound_names(statement):
+            counts[name] = counts.get(name, 0) + 1
+            module.bindings[name] = None
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+            module.bindings[statement.targets[0].id] = statement.value
+        elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value is not None:
+            module.bindings[statement.target.id] = statement.value
+        elif isinstance(statement, ast.ImportFrom):
+            for alias in statement.names:
+                if alias.name != "*":
+                    module.bindings[alias.asname or alias.name] = statement
+    # A name bound more than once (or anywhere under a block), or that a function may rebind
+    # (`global`), holds no one value.
+    rebound = {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names} if "global" in text else set()
+    for name, count in counts.items():
+        if count > 1 or name in rebound:
+            module.bindings[name] = None
+    return module
+
+
+def _bound_names(statement: ast.stmt) -> Iterator[str]:
+    """Every name ``statement`` binds in the module's namespace, blocks under it included (not
+    function or class bodies, which bind their own)."""
+    pending: list[ast.AST] = [statement]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield node.name
+            pending.extend(node.decorator_list)
+            continue
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name != "*":
+                    yield alias.asname or alias.name.split(".")[0]
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            yield node.id
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            yield from node.names
+        pending.extend(ast.iter_child_nodes(node))
+
+
+def _scan(tree: ast.Module) -> tuple[list[ast.Import | ast.ImportFrom], set[str]]:
+    """The file's import statements, and every name and dotted name (``compat.IS_NEW``) read in
+    the test of an ``if``, a ``while`` or a conditional expression. Runs for every file a rule
+    may report in: a stack of nodes, as devlint.gate.facts walks (ast.walk is three times slower)."""
+    imports: list[ast.Import | ast.ImportFrom] = []
+    tests: list[ast.expr] = []
+    pending: list[object] = [tree]
+    pop, push, extend = pending.pop, pending.append, pending.extend
+    while pending:
+        node = pop()
+        kind = type(node)
+        for name in CHILDREN.get(kind, ()):
+            value = getattr(node, name)
+            if type(value) is list:
+                extend(value)
+            elif value is not None:
+                push(value)
+        if kind is ast.If or kind is ast.IfExp or kind is ast.While:
+            tests.append(node.test)  # type: ignore[attr-defined]
+        elif kind is ast.Import or kind is ast.ImportFrom:
+            imports.append(node)  # type: ignore[arg-type]
+    tested = {
+        name
+        for test in tests
+        for part in ast.walk(test)
+        if isinstance(part, (ast.Name, ast.Attribute)) and (name := _dotted(part)) is not None
+    }
+    return imports, tested
+
+
+def _dotted(node: ast.expr) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
