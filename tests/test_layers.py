@@ -39,7 +39,7 @@ ALLOWED: dict[str, set[str]] = {
     },
     "verify.child": set(),
     "verify": {"verify.child", "run", "registry", "engine", "findings", "settings", "torchfacts"},
-    "server": {"run", "docs", "registry", "engine", "rule", "gate", "fixes", "findings", "settings", "__init__"},
+    "server": {"run", "docs", "registry", "engine", "rule", "gate", "fixes", "findings", "settings", "project", "__init__"},
     "cli": {"server", "verify", "run", "docs", "torchfacts", "__init__"},
     "__main__": {"cli"},
     "__init__": set(),

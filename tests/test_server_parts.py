@@ -625,3 +625,24 @@ def test_garbage_is_collected_when_the_worker_is_idle_not_while_a_result_is_due(
     idle.job_ended()
     time.sleep(0.5)
     assert len(collected) == 3
+
+
+def test_the_worker_reads_imported_constants_from_the_screens_tree(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compiling a large buffer costs as much as the screen: the worker hands the project-import
+    lookup the tree the screen compiled instead of parsing the text again."""
+    import ast as python_ast
+
+    import devlint.server.analysis as analysis
+    from devlint.project import NONE
+
+    given: list[object] = []
+
+    def looked_up(text: str, filename: str, root: str, tree: object = None) -> tuple:
+        given.append(tree)
+        return NONE, None
+
+    monkeypatch.setattr(analysis, "imported_constants", looked_up)
+    monkeypatch.setattr(analysis, "_EARLIER", EarlierChecks())
+    found = analyze(Source("t.py", ("import torch\nif NEW:\n    x = torch.zeros(2).cuda()\n",), False, SETTINGS))
+    assert [i.finding.code for i in found.items] == ["DEV101"]
+    assert len(given) == 1 and isinstance(given[0], python_ast.Module)

@@ -75,7 +75,7 @@ def lint_text(
     sections: tuple[Parser, int] | None = None,
     prints: StatementPrints | None = None,
     earlier: EarlierChecks | None = None,
-    imported: ImportedConstants = NONE,
+    imported: ImportedConstants | Callable[[ast.Module | None], ImportedConstants] = NONE,
 ) -> list[Finding]:
     """The findings of ``rules`` on ``text``. ``prefilter``: only the rules that may report walk
     the tree, and a file where none may is not parsed (devlint.gate.screen); ``gate``: that decision
@@ -86,7 +86,8 @@ def lint_text(
     (devlint.engine.positions); ``earlier``: the last checks of the files a caller checks again
     and again, whose fixes are reused where an edit cannot have changed them (devlint.engine.reuse);
     ``imported``: the constants the file imports from other modules of its project, which the
-    caller read (devlint.project)."""
+    caller read (devlint.project), or how to read them from CPython's tree of the text (None
+    where the screen read none), for a caller that would otherwise parse the text again."""
     tree = None
     if prefilter:
         screen = screened(text, rules, gate)
@@ -104,13 +105,14 @@ def lint_text(
         else:
             rules = chosen
     parser, section_chars = sections or (cst.parse_module, SECTION_CHARS)
+    constants = imported(tree) if callable(imported) else imported
     try:
         parsed = _parse(text, section_chars, parser, tree)
         del tree  # CPython's tree of a large file is ~100 MB: not kept through the walk
-        return _lint_module(parsed, text, filename, rules, settings, prints, imported, earlier)
+        return _lint_module(parsed, text, filename, rules, settings, prints, constants, earlier)
     except TreeMismatch:
         # A tree stitched from sections that does not print back to its text: parse it whole.
-        return _lint_module(_parse(text, len(text)), text, filename, rules, settings, imported=imported)
+        return _lint_module(_parse(text, len(text)), text, filename, rules, settings, imported=constants)
 
 
 def _lint_module(

@@ -61,14 +61,17 @@ def digest_of(path: str) -> str | None:
         return None
 
 
-def imported_constants(text: str, filename: str, root: str) -> tuple[ImportedConstants, Dependencies | None]:
+def imported_constants(
+    text: str, filename: str, root: str, tree: ast.Module | None = None
+) -> tuple[ImportedConstants, Dependencies | None]:
     """The project constants ``text`` (the file ``filename``) imports, and what was read to
     find them (None: nothing, as no test of the file reads an imported name: its result depends
-    on no other file)."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return NONE, None
+    on no other file). ``tree``: CPython's tree of ``text``, where the caller has it."""
+    if tree is None:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return NONE, None
     project = _Project(Path(filename).resolve(), Path(root).resolve() if root else None)
     found: dict[str, Constant] = {}
     for reference, constant in project.references(tree):

@@ -7,6 +7,8 @@ answering a code action needs no engine work; the changes of `source.fixAll` (fi
 
 from __future__ import annotations
 
+import ast
+
 import traceback
 from collections.abc import Callable
 from dataclasses import replace
@@ -23,6 +25,7 @@ from devlint.gate.nesting import call_with_deep_stack
 from devlint.registry import rule_by_code
 from devlint.rule import Rule
 from devlint.run.notebook import CELL_BREAK, NotebookError, Program, place
+from devlint.project import ImportedConstants
 from devlint.run.project_imports import imported_constants
 from devlint.run.suppressions import Comments, apply_noqa, noqa_edit, noqa_target, scan, skip_file
 from devlint.server.cells import build_program, locate, unfinished
@@ -78,6 +81,12 @@ def _rules(source: Source) -> list[type[Rule]]:
     return [rule_by_code(code) for code in source.settings.codes]
 
 
+def _imported(text: str, source: Source) -> Callable[[ast.Module | None], ImportedConstants]:
+    """The project constants ``text`` imports, read from the tree the engine's screen compiled
+    (compiling a large buffer again would cost as much as the screen itself)."""
+    return lambda tree: imported_constants(text, source.filename, source.root, tree)[0]
+
+
 def _analyze(source: Source) -> Analysis:
     if source.notebook:
         return _analyze_notebook(source)
@@ -85,10 +94,9 @@ def _analyze(source: Source) -> Analysis:
     if skip_file(text):
         return Analysis()
     try:
-        imported = imported_constants(text, source.filename, source.root)[0]
         found = lint_text(
             text, source.filename, _rules(source), source.settings.fix,
-            sections=_sections(), prints=_PRINTS, imported=imported, earlier=_EARLIER,
+            sections=_sections(), prints=_PRINTS, imported=_imported(text, source), earlier=_EARLIER,
         )
         findings = apply_noqa(text, found)
     except ParseError as error:
@@ -125,12 +133,11 @@ def _analyze_notebook(source: Source) -> Analysis:
         return Analysis(problem=problem)
     settings = replace(source.settings.fix, cell_break=CELL_BREAK)
     try:
-        imported = imported_constants(program.text, source.filename, source.root)[0]
         found = apply_noqa(
             program.text,
             lint_text(
                 program.text, source.filename, _rules(source), settings,
-                sections=_sections(), prints=_PRINTS, imported=imported, earlier=_EARLIER,
+                sections=_sections(), prints=_PRINTS, imported=_imported(program.text, source), earlier=_EARLIER,
             ),
         )
     except ParseError as error:
