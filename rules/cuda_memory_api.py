@@ -5,9 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.fixes import FixPlan, Replace
-from devlint.rule import FixFactory, Invalid, Rule
+from devlint.rule import Invalid
 from devlint.rulekit.accelerator import ACCELERATOR, ACCELERATOR_MEMORY, Guarded, call_text, cuda_function, positional_device
-from devlint.rulekit.cuda_choices import whole_choice
+from devlint.rulekit.cuda_choices import WholeChoiceRule
 from devlint.rulekit.before_accelerator import cuda_guard_fix, runs_without_cuda_before_accelerator
 from devlint.rulekit.device_checks import under_device_check
 from devlint.torchfacts.api_versions import SINCE
@@ -21,7 +21,7 @@ OUT_OF_MEMORY = SINCE["torch.OutOfMemoryError"]
 HEAD = "import torch\n"
 
 
-class CudaMemoryApi(Rule):
+class CudaMemoryApi(WholeChoiceRule):
     code = "DEV602"
     name = "cuda-memory-api"
     what = (
@@ -193,18 +193,6 @@ class CudaMemoryApi(Rule):
             torch_version=OUT_OF_MEMORY,
         ),
     )
-
-    def report(
-        self,
-        node: cst.CSTNode,
-        message: str,
-        fix: FixFactory | None = None,
-        start: cst.CSTNode | None = None,
-        lead: int = 0,
-    ) -> None:
-        # a call chosen by a CUDA check in its expression is fixed together with the check, or not
-        fix, note = whole_choice(self.ctx, node, fix)
-        super().report(node, message + note, fix, start, lead)
 
     def visit_Call(self, node: cst.Call) -> None:
         name = cuda_function(self.ctx, node, CUDA_MEMORY_API)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from devlint.fixes import FixPlan, Replace
-from devlint.rule import FixFactory, Invalid, Rule, RuleContext, Site
+from devlint.rule import Invalid, RuleContext, Site
 from devlint.rulekit.accelerator import (
     ACCELERATOR,
     ACCELERATOR_INDEX,
@@ -20,7 +20,7 @@ from devlint.rulekit.accelerator import (
     positional_device,
     sole_statement,
 )
-from devlint.rulekit.cuda_choices import whole_choice
+from devlint.rulekit.cuda_choices import WholeChoiceRule
 from devlint.rulekit.before_accelerator import cuda_guard_fix, runs_without_cuda_before_accelerator
 from devlint.rulekit.device_checks import hardcoded_gpu_index, under_device_check
 from devlint.torchfacts.api_versions import SINCE
@@ -38,7 +38,7 @@ HEAD = "import torch\n"
 DEVICE = '\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
 
 
-class CudaRuntimeApi(Rule):
+class CudaRuntimeApi(WholeChoiceRule):
     code = "DEV601"
     name = "cuda-runtime-api"
     what = (
@@ -335,18 +335,6 @@ class CudaRuntimeApi(Rule):
             torch_version=ACCELERATOR_INDEX,
         ),
     )
-
-    def report(
-        self,
-        node: cst.CSTNode,
-        message: str,
-        fix: FixFactory | None = None,
-        start: cst.CSTNode | None = None,
-        lead: int = 0,
-    ) -> None:
-        # a call chosen by a CUDA check in its expression is fixed together with the check, or not
-        fix, note = whole_choice(self.ctx, node, fix)
-        super().report(node, message + note, fix, start, lead)
 
     def visit_Call(self, node: cst.Call) -> None:
         name = cuda_function(self.ctx, node, _REPORTED)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 import libcst as cst
 
 from devlint.fixes import FixPlan, Replace
-from devlint.rule import FixFactory, RuleContext, Site
+from devlint.rule import FixFactory, Rule, RuleContext, Site
 from devlint.rulekit.accelerator import ACCELERATOR, AVAILABLE
 
 _CHECK = "torch.cuda.is_available"
@@ -148,3 +148,19 @@ class _CudaNames(cst.CSTVisitor):
         if isinstance(node, cst.Name | cst.SimpleString | cst.FormattedStringText) and "cuda" in node.value.lower():
             self.found = True
         return True
+
+
+class WholeChoiceRule(Rule):
+    """A rule whose reports on a call chosen by a CUDA check in its own expression are fixed
+    together with the check, or not at all (``whole_choice``)."""
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str,
+        fix: FixFactory | None = None,
+        start: cst.CSTNode | None = None,
+        lead: int = 0,
+    ) -> None:
+        fix, note = whole_choice(self.ctx, node, fix)
+        super().report(node, message + note, fix, start, lead)
