@@ -41,6 +41,7 @@ from devlint.findings import Edit, Finding, Fix, Location
 from devlint.fixes import LineIndex, trimmed
 from devlint.project import ImportedConstants
 from devlint.settings import FixSettings
+from devlint.torchfacts.names import MOVES
 
 # The files whose last check is kept: an editor has a few open at once.
 KEPT_FILES = 8
@@ -225,7 +226,7 @@ def _function_facts(
                 options.append(code(node))
             if name in function_names:
                 calls.append(code(node))
-            if name in ("cuda", "to") and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name):
+            if name in MOVES and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name):
                 if node.func.value.value in moved:
                     moves.add(code(node))
         elif isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
