@@ -76,6 +76,7 @@ def lint_text(
     prints: StatementPrints | None = None,
     earlier: EarlierChecks | None = None,
     imported: ImportedConstants | Callable[[ast.Module | None], ImportedConstants] = NONE,
+    compiled: Callable[[str], ast.Module | None] = cpython_tree,
 ) -> list[Finding]:
     """The findings of ``rules`` on ``text``. ``prefilter``: only the rules that may report walk
     the tree, and a file where none may is not parsed (devlint.gate.screen); ``gate``: that decision
@@ -87,10 +88,12 @@ def lint_text(
     and again, whose fixes are reused where an edit cannot have changed them (devlint.engine.reuse);
     ``imported``: the constants the file imports from other modules of its project, which the
     caller read (devlint.project), or how to read them from CPython's tree of the text (None
-    where the screen read none), for a caller that would otherwise parse the text again."""
+    where the screen read none), for a caller that would otherwise parse the text again;
+    ``compiled``: CPython's tree of a text, for a caller that keeps the last tree of a document and
+    compiles only what an edit changed (devlint.gate.incremental)."""
     tree = None
     if prefilter:
-        screen = screened(text, rules, gate)
+        screen = screened(text, rules, gate, compiled)
         tree, chosen = screen.tree, screen.rules
         del screen
         if chosen is None:

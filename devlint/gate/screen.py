@@ -8,7 +8,7 @@ syntax errors), and the gate's conditions over its tree (devlint.gate). Neither 
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic
 
@@ -33,12 +33,15 @@ def screen(text: str, rules: Sequence[R], gate: bool = True) -> list[R] | None:
     return screened(text, rules, gate).rules
 
 
-def screened(text: str, rules: Sequence[R], gate: bool = True) -> Screened[R]:
-    """``screen``'s answer, with the CPython tree it read to give it."""
+def screened(
+    text: str, rules: Sequence[R], gate: bool = True, compiled: Callable[[str], ast.Module | None] = cpython_tree
+) -> Screened[R]:
+    """``screen``'s answer, with the CPython tree it read to give it (from ``compiled``, which a
+    caller that checks a document again and again may answer from its last tree)."""
     candidates = matching_rules(text, rules)
     if candidates and not (gate and gated(candidates)):
         return Screened(candidates)
-    tree = cpython_tree(text)
+    tree = compiled(text)
     if tree is None:
         return Screened(None)
     return Screened(passing(tree, candidates) if candidates else [], tree)

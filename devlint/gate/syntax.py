@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 
 # Top-level `await` is valid in notebooks and in what LibCST accepts.
-_FLAGS = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+FLAGS = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
 
 
 class ParseError(Exception):
@@ -21,7 +21,7 @@ class ParseError(Exception):
 def cpython_tree(text: str) -> ast.Module | None:
     """CPython's tree of ``text``; None when CPython cannot read it."""
     try:
-        return compile(text, "<devlint>", "exec", _FLAGS, dont_inherit=True)
+        return compile(text, "<devlint>", "exec", FLAGS, dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 

@@ -12,6 +12,7 @@ import ast
 import traceback
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import libcst as cst
@@ -21,6 +22,7 @@ from devlint.engine.positions import StatementPrints
 from devlint.engine.reuse import EarlierChecks
 from devlint.findings import Finding
 from devlint.fixes import apply_fixes
+from devlint.gate.incremental import CPythonTrees
 from devlint.gate.nesting import call_with_deep_stack
 from devlint.registry import rule_by_code
 from devlint.rule import Rule
@@ -41,6 +43,9 @@ _TREES = SectionTrees()
 _PRINTS = StatementPrints()
 # And the comments of the chunks of text tokenized lately (devlint.server.comments).
 _COMMENTS = CommentCache()
+# And CPython's last tree of each document, of which an edit recompiles only the statements it
+# touched (devlint.gate.incremental).
+_CPYTHON = CPythonTrees()
 # And the last check of each document, whose fixes an edit elsewhere leaves as they were
 # (devlint.engine.reuse).
 _EARLIER = EarlierChecks()
@@ -97,6 +102,7 @@ def _analyze(source: Source) -> Analysis:
         found = lint_text(
             text, source.filename, _rules(source), source.settings.fix,
             sections=_sections(), prints=_PRINTS, imported=_imported(text, source), earlier=_EARLIER,
+            compiled=partial(_CPYTHON.tree, source.filename),
         )
         findings = apply_noqa(text, found)
     except ParseError as error:
@@ -138,6 +144,7 @@ def _analyze_notebook(source: Source) -> Analysis:
             lint_text(
                 program.text, source.filename, _rules(source), settings,
                 sections=_sections(), prints=_PRINTS, imported=_imported(program.text, source), earlier=_EARLIER,
+                compiled=partial(_CPYTHON.tree, source.filename),
             ),
         )
     except ParseError as error:
