@@ -18,10 +18,10 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_right
-from itertools import accumulate, repeat
-from operator import add
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate, repeat
+from operator import add
 
 from devlint.gate.facts import CHILDREN
 from devlint.gate.syntax import FLAGS, cpython_tree

@@ -8,7 +8,6 @@ answering a code action needs no engine work; the changes of `source.fixAll` (fi
 from __future__ import annotations
 
 import ast
-
 import traceback
 from collections.abc import Callable
 from dataclasses import replace
@@ -26,8 +25,8 @@ from devlint.gate.incremental import CPythonTrees
 from devlint.gate.nesting import call_with_deep_stack
 from devlint.registry import rule_by_code
 from devlint.rule import Rule
-from devlint.run.notebook import CELL_BREAK, NotebookError, Program, place
 from devlint.project import ImportedConstants
+from devlint.run.notebook import CELL_BREAK, NotebookError, Program, place
 from devlint.run.project_imports import imported_constants
 from devlint.run.suppressions import Comments, apply_noqa, noqa_edit, noqa_target, scan, skip_file
 from devlint.server.cells import build_program, locate, unfinished
