@@ -23,9 +23,9 @@ from devlint.findings import Finding
 from devlint.fixes import apply_fixes
 from devlint.gate.incremental import CPythonTrees
 from devlint.gate.nesting import call_with_deep_stack
+from devlint.project import ImportedConstants
 from devlint.registry import rule_by_code
 from devlint.rule import Rule
-from devlint.project import ImportedConstants
 from devlint.run.notebook import CELL_BREAK, NotebookError, Program, place
 from devlint.run.project_imports import imported_constants
 from devlint.run.suppressions import Comments, apply_noqa, noqa_edit, noqa_target, scan, skip_file
