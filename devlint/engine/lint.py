@@ -16,9 +16,8 @@ from devlint.engine.sections import SECTION_CHARS, Parser, parse_in_sections
 from devlint.engine.walk import walk
 from devlint.findings import Finding
 from devlint.fixes import applicable, apply_fixes
-from devlint.gate.nesting import nesting_problem
 from devlint.gate.prefilter import matching_rules
-from devlint.gate.screen import screened
+from devlint.gate.screen import FRESH, Reading, screened
 from devlint.gate.syntax import ParseError, cpython_error, cpython_tree
 from devlint.project import NONE, ImportedConstants
 from devlint.rule import Rule
@@ -33,11 +32,15 @@ def parse(text: str, section_chars: int = SECTION_CHARS) -> cst.Module:
 
 
 def _parse(
-    text: str, section_chars: int, parser: Parser = cst.parse_module, tree: ast.Module | None = None
+    text: str,
+    section_chars: int,
+    parser: Parser = cst.parse_module,
+    tree: ast.Module | None = None,
+    reading: Reading = FRESH,
 ) -> tuple[cst.Module, bool]:
     """The tree, and whether it was stitched from sections (each parsed by ``parser``; ``tree``:
     CPython's tree of ``text`` when the caller has it, which cutting it into sections reads)."""
-    problem = nesting_problem(text)
+    problem = reading.nesting(text, tree)
     if problem is not None:
         # Checked first: LibCST's native parser would overflow the C stack on such input.
         raise ParseError(f"syntax error: {problem.message}", problem.row, problem.column)
@@ -76,7 +79,7 @@ def lint_text(
     prints: StatementPrints | None = None,
     earlier: EarlierChecks | None = None,
     imported: ImportedConstants | Callable[[ast.Module | None], ImportedConstants] = NONE,
-    compiled: Callable[[str], ast.Module | None] = cpython_tree,
+    reading: Reading = FRESH,
 ) -> list[Finding]:
     """The findings of ``rules`` on ``text``. ``prefilter``: only the rules that may report walk
     the tree, and a file where none may is not parsed (devlint.gate.screen); ``gate``: that decision
@@ -89,11 +92,12 @@ def lint_text(
     ``imported``: the constants the file imports from other modules of its project, which the
     caller read (devlint.project), or how to read them from CPython's tree of the text (None
     where the screen read none), for a caller that would otherwise parse the text again;
-    ``compiled``: CPython's tree of a text, for a caller that keeps the last tree of a document and
-    compiles only what an edit changed (devlint.gate.incremental)."""
+    ``reading``: how the text is read before LibCST parses it, for a caller that keeps what it
+    read of a document's last version and reads again only what an edit changed
+    (devlint.gate.incremental)."""
     tree = None
     if prefilter:
-        screen = screened(text, rules, gate, compiled)
+        screen = screened(text, rules, gate, reading)
         tree, chosen = screen.tree, screen.rules
         del screen
         if chosen is None:
@@ -110,7 +114,7 @@ def lint_text(
     parser, section_chars = sections or (cst.parse_module, SECTION_CHARS)
     constants = imported(tree) if callable(imported) else imported
     try:
-        parsed = _parse(text, section_chars, parser, tree)
+        parsed = _parse(text, section_chars, parser, tree, reading)
         del tree  # CPython's tree of a large file is ~100 MB: not kept through the walk
         return _lint_module(parsed, text, filename, rules, settings, prints, constants, earlier)
     except TreeMismatch:

@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from devlint.gate.conditions import CONDITIONS
-from devlint.gate.facts import collect
+from devlint.gate.facts import Facts, collect
 
 if TYPE_CHECKING:
     from devlint.gate.catalog import Triggered
@@ -57,7 +57,8 @@ def gated(rules: Sequence[R]) -> bool:
     return any(rule.code in CONDITIONS for rule in rules)
 
 
-def passing(tree: ast.AST, rules: Sequence[R]) -> list[R]:
-    """The rules of ``rules`` that may report in the file of ``tree`` (in their order)."""
-    facts = collect(tree)
+def passing(tree: ast.AST, rules: Sequence[R], facts: Facts | None = None) -> list[R]:
+    """The rules of ``rules`` that may report in the file of ``tree`` (in their order);
+    ``facts``: the tree's, where the caller has them."""
+    facts = collect(tree) if facts is None else facts
     return [rule for rule in rules if rule.code not in CONDITIONS or CONDITIONS[rule.code](facts)]

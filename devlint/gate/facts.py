@@ -8,6 +8,7 @@ it runs, so the names it records are a superset of what devlint's semantic model
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
@@ -97,6 +98,39 @@ def collect(tree: ast.AST) -> Facts:
             facts.with_calls += [item.context_expr for item in node.items if type(item.context_expr) is ast.Call]
         elif kind is ast.Import or kind is ast.ImportFrom:
             _imports(facts, node)
+    return facts
+
+
+def merged(parts: Sequence[Facts]) -> Facts:
+    """The facts of a module whose top-level statements have the facts ``parts``: what
+    ``collect`` gives for the module, lists in its order (its stack takes the last statement
+    first and finishes each statement before the one above)."""
+    facts = Facts()
+    calls, attributes, imports = facts.calls, facts.attributes, facts.imports
+    # The first list or set of each name is copied: the parts' own are kept for the next merge.
+    for part in reversed(parts):
+        for name, nodes in part.calls.items():
+            if name in calls:
+                calls[name] += nodes
+            else:
+                calls[name] = list(nodes)
+        for name, accesses in part.attributes.items():
+            if name in attributes:
+                attributes[name] += accesses
+            else:
+                attributes[name] = list(accesses)
+        for name, bound in part.imports.items():
+            if name in imports:
+                imports[name] |= bound
+            else:
+                imports[name] = set(bound)
+        facts.keywords |= part.keywords
+        facts.strings |= part.strings
+        facts.import_parts |= part.import_parts
+        facts.iterables += part.iterables
+        facts.defaults += part.defaults
+        facts.assignments += part.assignments
+        facts.with_calls += part.with_calls
     return facts
 
 

@@ -1,16 +1,20 @@
-"""CPython's tree of a document checked again after each edit (the language server's worker):
-only the top-level statements an edit touched are compiled again, the others are taken over from
-the last tree, their rows shifted. Compiling a 10,000-line file costs ~130 ms; an edit inside one
-function costs a compile of that function.
+"""What the screen reads of a document checked again after each edit (the language server's
+worker), read again only where the edit changed it: CPython's tree, where only the top-level
+statements an edit touched are compiled again and the others are taken over from the last tree,
+their rows shifted; the gate's facts of each top-level statement; the nesting scan of each part
+of the text between top-level statements. On a 10,000-line file these cost ~130, ~45 and ~45 ms
+read whole; an edit inside one function costs about what that function costs.
 
-The tree is the one a whole compile gives (tests/test_incremental_tree.py compares them, positions
+Each is what reading the whole text gives: the tree is the one a whole compile gives (tests/test_incremental_tree.py compares them, positions
 included). Why a part can be compiled alone: the text is cut only between two top-level
 statements on different rows. There the tokenizer's state is the fresh one (no open bracket; the
 next statement starts at column 0, which closes every indented block), so the part after a cut
 reads as it would alone. A part that would read differently within the file than alone fails to
 compile alone: it starts indented, or with `else:`/`except:`, or ends inside a bracket, a string,
 a block header or a backslash continuation (the statement before an edited row is always in the
-part, so a continuation into an edited row is too). Then the whole text is compiled.
+part, so a continuation into an edited row is too). Then the whole text is compiled. The facts
+and the nesting scan combine their parts as devlint.gate.facts.merged and
+devlint.gate.nesting.nesting_problem say, tested against a whole reading.
 """
 
 from __future__ import annotations
@@ -18,13 +22,17 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, repeat
 from operator import add
+from typing import Generic, TypeVar
 
-from devlint.gate.facts import CHILDREN
+from devlint.gate.facts import CHILDREN, Facts, collect, merged
+from devlint.gate.nesting import Nesting, NestingProblem, measure, nesting_problem
 from devlint.gate.syntax import FLAGS, cpython_tree
+
+T = TypeVar("T")
 
 # Only the line ends CPython counts (a form feed does not end a line).
 _LINE_END = re.compile(r"\r\n|\r|\n")
@@ -56,6 +64,10 @@ class CPythonTrees:
     def __init__(self, keep: int = 2) -> None:
         self._keep = keep
         self._kept: dict[str, _Kept] = {}
+        # The gate's facts of each top-level statement, and the nesting scans of the parts of
+        # the text, of the document read last.
+        self.facts = StatementMemo(collect)
+        self.nesting = TextMemo()
 
     def tree(self, key: str, text: str) -> ast.Module | None:
         """CPython's tree of ``text``, the latest text of the document ``key``; None when CPython
@@ -72,6 +84,73 @@ class CPythonTrees:
             while len(self._kept) > self._keep:
                 del self._kept[next(iter(self._kept))]
         return tree
+
+
+    def reading(self, key: str) -> DocumentReading:
+        """The screen's reading of the document ``key`` (devlint.gate.screen.Reading)."""
+        return DocumentReading(self, key)
+
+    def starts(self, key: str, text: str) -> tuple[int, ...] | None:
+        """Where the rows of ``text`` start, if it is the document's last good text."""
+        kept = self._kept.get(key)
+        return kept.starts if kept is not None and kept.text == text else None
+
+
+class StatementMemo(Generic[T]):
+    """What a function of one top-level statement gave for each statement of the last tree: an
+    edit leaves most statements the very objects they were (CPythonTrees), and what they give
+    does not depend on their rows."""
+
+    def __init__(self, function: Callable[[ast.stmt], T]) -> None:
+        self._function = function
+        self._kept: dict[int, tuple[ast.stmt, T]] = {}
+
+    def each(self, statements: Sequence[ast.stmt]) -> list[T]:
+        kept: dict[int, tuple[ast.stmt, T]] = {}
+        for stmt in statements:
+            found = self._kept.get(id(stmt))
+            kept[id(stmt)] = found if found is not None and found[0] is stmt else (stmt, self._function(stmt))
+        self._kept = kept
+        return [kept[id(stmt)][1] for stmt in statements]
+
+
+class TextMemo:
+    """The nesting scans of the parts of the last text, by the part's text."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, Nesting] = {}
+        self._seen: dict[str, Nesting] = {}
+
+    def scan(self, part: str) -> Nesting:
+        found = self._kept.get(part) or self._seen.get(part) or measure(part)
+        self._seen[part] = found
+        return found
+
+    def done(self) -> None:
+        self._kept, self._seen = self._seen, {}
+
+
+@dataclass(frozen=True)
+class DocumentReading:
+    """devlint.gate.screen.Reading for one document, from what was read of its last version."""
+
+    trees: CPythonTrees
+    key: str
+
+    def tree(self, text: str) -> ast.Module | None:
+        return self.trees.tree(self.key, text)
+
+    def facts(self, tree: ast.Module) -> Facts:
+        return merged(self.trees.facts.each(tree.body))
+
+    def nesting(self, text: str, tree: ast.Module | None) -> NestingProblem | None:
+        starts = self.trees.starts(self.key, text) if tree is not None else None
+        if tree is None or starts is None:
+            return nesting_problem(text)
+        try:
+            return nesting_problem(text, _cuts(tree.body, text, starts), self.trees.nesting.scan)
+        finally:
+            self.trees.nesting.done()
 
 
 def _again(kept: _Kept, text: str, starts: tuple[int, ...]) -> ast.Module | None:
@@ -118,6 +197,19 @@ def _touched(statements: Sequence[ast.stmt], rows_in_text: int, first_row: int, 
     first = (statements[begin - 1].end_lineno or 0) + 1 if begin else 1
     last = (statements[end - 1].end_lineno or 0) if end < len(statements) else rows_in_text
     return _Segment(first, last, begin, end)
+
+
+def _cuts(statements: Sequence[ast.stmt], text: str, starts: tuple[int, ...]) -> list[int]:
+    """Where the nesting scan may cut the text: at the row of a top-level statement after a row
+    that ends a statement and does not continue with a backslash."""
+    cuts: list[int] = []
+    for before, stmt in zip(statements, statements[1:]):
+        last = before.end_lineno or 0
+        if last < _first_row(stmt) and last < len(starts):
+            cut = starts[last]
+            if not text[starts[last - 1] : cut].rstrip("\r\n").endswith("\\"):
+                cuts.append(cut)
+    return cuts
 
 
 def _first_row(stmt: ast.stmt) -> int:

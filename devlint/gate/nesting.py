@@ -18,7 +18,7 @@ import ast
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TypeVar
@@ -76,28 +76,48 @@ def _position(text: str, offset: int) -> tuple[int, int]:
     return len(starts), offset - starts[-1] + 1
 
 
-def nesting_problem(text: str) -> NestingProblem | None:
-    """Why ``text`` is nested too deeply to parse safely, or None."""
+@dataclass(frozen=True)
+class Nesting:
+    """What one scan of a text found: where a bracket first goes deeper than CPython allows
+    (None: nowhere), and the length of the longest logical line before that."""
+
+    too_deep: int | None
+    longest: int
+
+
+def measure(text: str) -> Nesting:
+    """One scan of ``text`` (nesting_problem's, for one part)."""
     depth = 0
     line_start = longest = 0
     for match in _TOKENS.finditer(text):
         token = match.group()
         first = token[0]
         if match.group("string") is not None:
-            if "f" in match.group("prefix").lower():
-                inner = _fstring_depth(token)
-                if depth + inner > MAX_BRACKET_DEPTH:
-                    return NestingProblem("too many nested parentheses", *_position(text, match.start()))
+            if "f" in match.group("prefix").lower() and depth + _fstring_depth(token) > MAX_BRACKET_DEPTH:
+                return Nesting(match.start(), longest)
         elif first in "([{":
             depth += 1
             if depth > MAX_BRACKET_DEPTH:
-                return NestingProblem("too many nested parentheses", *_position(text, match.start()))
+                return Nesting(match.start(), longest)
         elif first in ")]}":
             depth = max(depth - 1, 0)
         elif first in "\r\n" and depth == 0:
             longest = max(longest, match.start() - line_start)
             line_start = match.end()
-    longest = max(longest, len(text) - line_start)
+    return Nesting(None, max(longest, len(text) - line_start))
+
+
+def nesting_problem(text: str, cuts: Sequence[int] = (), scan: Callable[[str], Nesting] = measure) -> NestingProblem | None:
+    """Why ``text`` is nested too deeply to parse safely, or None. ``cuts``: offsets where the
+    text may be scanned in parts (rows that start a top-level statement, after a row that does
+    not continue with a backslash: no bracket is open and no logical line goes on there), each
+    part by ``scan``, for a caller that keeps the scans of parts it saw before."""
+    longest = 0
+    for start, end in zip((0, *cuts), (*cuts, len(text))):
+        found = scan(text[start:end])
+        if found.too_deep is not None:
+            return NestingProblem("too many nested parentheses", *_position(text, start + found.too_deep))
+        longest = max(longest, found.longest)
     if longest > LONG_LOGICAL_LINE:
         return _cpython_verdict(text)
     return None

@@ -8,13 +8,43 @@ syntax errors), and the gate's conditions over its tree (devlint.gate). Neither 
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Generic
+from typing import Generic, Protocol
 
 from devlint.gate import R, gated, passing
+from devlint.gate.facts import Facts, collect
+from devlint.gate.nesting import NestingProblem, nesting_problem
 from devlint.gate.prefilter import matching_rules
 from devlint.gate.syntax import cpython_tree
+
+
+class Reading(Protocol):
+    """How a text is read before LibCST parses it: CPython's tree, the gate's facts of that
+    tree, and the nesting check. A caller that checks a document again and again may answer
+    each from what it read of the last version (devlint.gate.incremental)."""
+
+    def tree(self, text: str) -> ast.Module | None: ...
+
+    def facts(self, tree: ast.Module) -> Facts: ...
+
+    def nesting(self, text: str, tree: ast.Module | None) -> NestingProblem | None: ...
+
+
+class FreshReading:
+    """Reads every text from scratch."""
+
+    def tree(self, text: str) -> ast.Module | None:
+        return cpython_tree(text)
+
+    def facts(self, tree: ast.Module) -> Facts:
+        return collect(tree)
+
+    def nesting(self, text: str, tree: ast.Module | None) -> NestingProblem | None:
+        return nesting_problem(text)
+
+
+FRESH = FreshReading()
 
 
 @dataclass(frozen=True)
@@ -33,15 +63,12 @@ def screen(text: str, rules: Sequence[R], gate: bool = True) -> list[R] | None:
     return screened(text, rules, gate).rules
 
 
-def screened(
-    text: str, rules: Sequence[R], gate: bool = True, compiled: Callable[[str], ast.Module | None] = cpython_tree
-) -> Screened[R]:
-    """``screen``'s answer, with the CPython tree it read to give it (from ``compiled``, which a
-    caller that checks a document again and again may answer from its last tree)."""
+def screened(text: str, rules: Sequence[R], gate: bool = True, reading: Reading = FRESH) -> Screened[R]:
+    """``screen``'s answer, with the CPython tree it read to give it."""
     candidates = matching_rules(text, rules)
     if candidates and not (gate and gated(candidates)):
         return Screened(candidates)
-    tree = compiled(text)
+    tree = reading.tree(text)
     if tree is None:
         return Screened(None)
-    return Screened(passing(tree, candidates) if candidates else [], tree)
+    return Screened(passing(tree, candidates, reading.facts(tree)) if candidates else [], tree)

@@ -202,14 +202,15 @@ def duck_typed(ctx: RuleContext, call: cst.Call, receiver: cst.BaseExpression, m
     """``call`` runs only where ``receiver`` was found to have ``method``: `if hasattr(obj, "cuda"):`
     or `callable(getattr(obj, "cuda", None))`. The object may be anything with that method, and
     nothing says it has a `to`."""
-    shown = ctx.code(receiver)
+    shown: str | None = None  # the receiver's code, printed only where a test may name it
     child: cst.CSTNode = call
     for ancestor in ctx.ancestors(call):
         if isinstance(ancestor, (cst.If, cst.IfExp)) and child is not ancestor.test:
             for node in calls_in(ancestor.test):
                 name = dotted_name(node.func)
-                if name in ("hasattr", "getattr") and len(node.args) >= 2:
-                    if ctx.code(node.args[0].value) == shown and string_value(node.args[1].value) == method:
+                if name in ("hasattr", "getattr") and len(node.args) >= 2 and string_value(node.args[1].value) == method:
+                    shown = ctx.code(receiver) if shown is None else shown
+                    if ctx.code(node.args[0].value) == shown:
                         return True
         if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
             return False

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -62,11 +62,12 @@ def digest_of(path: str) -> str | None:
 
 
 def imported_constants(
-    text: str, filename: str, root: str, tree: ast.Module | None = None
+    text: str, filename: str, root: str, tree: ast.Module | None = None, scans: Sequence[Scan] | None = None
 ) -> tuple[ImportedConstants, Dependencies | None]:
     """The project constants ``text`` (the file ``filename``) imports, and what was read to
     find them (None: nothing, as no test of the file reads an imported name: its result depends
-    on no other file). ``tree``: CPython's tree of ``text``, where the caller has it."""
+    on no other file). ``tree``: CPython's tree of ``text``, where the caller has it; ``scans``:
+    the scan of each of its top-level statements, where the caller kept them."""
     if tree is None:
         try:
             tree = ast.parse(text)
@@ -74,7 +75,7 @@ def imported_constants(
             return NONE, None
     project = _Project(Path(filename).resolve(), Path(root).resolve() if root else None)
     found: dict[str, Constant] = {}
-    for reference, constant in project.references(tree):
+    for reference, constant in project.references(scan_imports(tree) if scans is None else _merged(scans)):
         found.setdefault(reference, constant)
     if not project.reads:
         return NONE, None
@@ -116,10 +117,10 @@ class _Project:
 
     # -- the checked file's imports ---------------------------------------------------------------
 
-    def references(self, tree: ast.Module) -> Iterator[tuple[str, Constant]]:
+    def references(self, scanned: Scan) -> Iterator[tuple[str, Constant]]:
         """Only names a test reads (``if``, ``while``, a conditional expression) can decide a
         branch: only those are looked up, which spares reading modules for every import."""
-        imports, tested = _scan(tree)
+        imports, tested = scanned.imports, scanned.tested
         roots = {name.split(".")[0] for name in tested}
         modules: dict[str, Path] = {}
         for node in imports:
@@ -286,16 +287,25 @@ def _bound_names(statement: ast.stmt) -> Iterator[str]:
         pending.extend(ast.iter_child_nodes(node))
 
 
-def _scan(tree: ast.Module) -> tuple[list[ast.Import | ast.ImportFrom], set[str]]:
-    """The file's import statements, and every name and dotted name (``compat.IS_NEW``) read in
-    the test of an ``if``, a ``while`` or a conditional expression. Runs for every file a rule
-    may report in: a stack of nodes, as devlint.gate.facts walks (ast.walk is three times slower)."""
+@dataclass(frozen=True)
+class Scan:
+    """What ``scan_imports`` reads of a statement: its import statements, and every name and dotted
+    name (``compat.IS_NEW``) read in the test of an ``if``, a ``while`` or a conditional
+    expression in it."""
+
+    imports: list[ast.Import | ast.ImportFrom]
+    tested: frozenset[str]
+
+
+def scan_imports(node: ast.AST) -> Scan:
+    """Runs for every file a rule may report in: a stack of nodes, as devlint.gate.facts walks
+    (ast.walk is three times slower)."""
     imports: list[ast.Import | ast.ImportFrom] = []
     tests: list[ast.expr] = []
-    pending: list[object] = [tree]
+    pending: list[object] = [node]
     pop, push, extend = pending.pop, pending.append, pending.extend
     while pending:
-        node = pop()
+        node = pop()  # type: ignore[assignment]
         kind = type(node)
         for name in CHILDREN.get(kind, ()):
             value = getattr(node, name)
@@ -307,13 +317,19 @@ def _scan(tree: ast.Module) -> tuple[list[ast.Import | ast.ImportFrom], set[str]
             tests.append(node.test)  # type: ignore[attr-defined]
         elif kind is ast.Import or kind is ast.ImportFrom:
             imports.append(node)  # type: ignore[arg-type]
-    tested = {
+    tested = frozenset(
         name
         for test in tests
         for part in ast.walk(test)
         if isinstance(part, (ast.Name, ast.Attribute)) and (name := _dotted(part)) is not None
-    }
-    return imports, tested
+    )
+    return Scan(imports, tested)
+
+
+def _merged(parts: Sequence[Scan]) -> Scan:
+    """The scan of a module whose top-level statements scan as ``parts``: what ``scan_imports`` gives
+    for the module (its stack takes the last statement first)."""
+    return Scan([node for part in reversed(parts) for node in part.imports], frozenset().union(*(p.tested for p in parts)))
 
 
 def _dotted(node: ast.expr) -> str | None:

@@ -11,7 +11,6 @@ import ast
 import traceback
 from collections.abc import Callable
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 
 import libcst as cst
@@ -21,13 +20,13 @@ from devlint.engine.positions import StatementPrints
 from devlint.engine.reuse import EarlierChecks
 from devlint.findings import Finding
 from devlint.fixes import apply_fixes
-from devlint.gate.incremental import CPythonTrees
+from devlint.gate.incremental import CPythonTrees, StatementMemo
 from devlint.gate.nesting import call_with_deep_stack
 from devlint.project import ImportedConstants
 from devlint.registry import rule_by_code
 from devlint.rule import Rule
 from devlint.run.notebook import CELL_BREAK, NotebookError, Program, place
-from devlint.run.project_imports import imported_constants
+from devlint.run.project_imports import imported_constants, scan_imports
 from devlint.run.suppressions import Comments, apply_noqa, noqa_edit, noqa_target, scan, skip_file
 from devlint.server.cells import build_program, locate, unfinished
 from devlint.server.comments import CommentCache
@@ -42,9 +41,11 @@ _TREES = SectionTrees()
 _PRINTS = StatementPrints()
 # And the comments of the chunks of text tokenized lately (devlint.server.comments).
 _COMMENTS = CommentCache()
-# And CPython's last tree of each document, of which an edit recompiles only the statements it
-# touched (devlint.gate.incremental).
+# And what the screen read of each document's last version: an edit has only what it changed
+# read again (devlint.gate.incremental).
 _CPYTHON = CPythonTrees()
+# And the project-imports scan of each top-level statement of the document checked last.
+_SCANS = StatementMemo(scan_imports)
 # And the last check of each document, whose fixes an edit elsewhere leaves as they were
 # (devlint.engine.reuse).
 _EARLIER = EarlierChecks()
@@ -87,8 +88,14 @@ def _rules(source: Source) -> list[type[Rule]]:
 
 def _imported(text: str, source: Source) -> Callable[[ast.Module | None], ImportedConstants]:
     """The project constants ``text`` imports, read from the tree the engine's screen compiled
-    (compiling a large buffer again would cost as much as the screen itself)."""
-    return lambda tree: imported_constants(text, source.filename, source.root, tree)[0]
+    (compiling a large buffer again would cost as much as the screen itself), each top-level
+    statement scanned once for as long as it stays unchanged."""
+
+    def read(tree: ast.Module | None) -> ImportedConstants:
+        scans = _SCANS.each(tree.body) if tree is not None else None
+        return imported_constants(text, source.filename, source.root, tree, scans)[0]
+
+    return read
 
 
 def _analyze(source: Source) -> Analysis:
@@ -101,7 +108,7 @@ def _analyze(source: Source) -> Analysis:
         found = lint_text(
             text, source.filename, _rules(source), source.settings.fix,
             sections=_sections(), prints=_PRINTS, imported=_imported(text, source), earlier=_EARLIER,
-            compiled=partial(_CPYTHON.tree, source.filename),
+            reading=_CPYTHON.reading(source.filename),
         )
         findings = apply_noqa(text, found)
     except ParseError as error:
@@ -143,7 +150,7 @@ def _analyze_notebook(source: Source) -> Analysis:
             lint_text(
                 program.text, source.filename, _rules(source), settings,
                 sections=_sections(), prints=_PRINTS, imported=_imported(program.text, source), earlier=_EARLIER,
-                compiled=partial(_CPYTHON.tree, source.filename),
+                reading=_CPYTHON.reading(source.filename),
             ),
         )
     except ParseError as error:

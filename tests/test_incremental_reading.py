@@ -1,5 +1,6 @@
-"""CPython's tree rebuilt after an edit (devlint.gate.incremental) is the tree a whole compile
-gives, positions included, or None exactly where a whole compile fails."""
+"""What the screen reads of a document again after an edit (devlint.gate.incremental) is what a
+whole reading gives: CPython's tree (positions included, or None exactly where a whole compile
+fails), the gate's facts, the nesting verdict and the project-imports scan."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ from pathlib import Path
 import pytest
 
 from devlint.gate import incremental
-from devlint.gate.incremental import CPythonTrees
+from devlint.gate.facts import collect
+from devlint.gate.incremental import CPythonTrees, StatementMemo
+from devlint.gate.nesting import call_with_deep_stack, nesting_problem
 from devlint.gate.syntax import cpython_tree
+from devlint.run.project_imports import _merged, scan_imports
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -176,14 +180,70 @@ def _sources() -> list[Path]:
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_random_edits_to_real_files_give_the_trees_a_whole_compile_gives(seed: int) -> None:
+def test_random_edits_to_real_files_read_as_a_whole_reading(seed: int) -> None:
     rng = random.Random(seed)
     for path in _sources():
         text = path.read_text(encoding="utf-8")
         trees = CPythonTrees()
-        trees.tree("doc", text)
+        reading, scans = trees.reading("doc"), StatementMemo(scan_imports)
+        reading.tree(text)
         for _ in range(6):
             after = _random_edit(text, rng)
-            assert dump(trees.tree("doc", after)) == dump(cpython_tree(after)), (path, after)
-            if cpython_tree(after) is not None or rng.random() < 0.5:
+            tree = reading.tree(after)
+            assert dump(tree) == dump(cpython_tree(after)), (path, after)
+            if tree is not None:
+                assert reading.facts(tree) == collect(tree), (path, after)
+                assert _merged(scans.each(tree.body)) == scan_imports(tree), (path, after)
+                assert reading.nesting(after, tree) == nesting_problem(after), (path, after)
+            if tree is not None or rng.random() < 0.5:
                 text = after
+
+
+# Statements CPython reads that the nesting scan still weighs: brackets in an f-string's field
+# on top of those around it (CPython 3.11 counts them apart), a long logical line, a long chain.
+NESTED = {
+    "f-string": "q = " + "(" * 150 + "f'{" + "(" * 60 + "1" + ")" * 60 + "}'" + ")" * 150 + "\n",
+    "long line": "q = [" + ", ".join(["1"] * 3000) + "]\n",
+    "long chain": "q = 1" + " + 1" * 3000 + "\n",
+}
+
+
+@pytest.mark.parametrize("name", list(NESTED))
+def test_the_nesting_verdict_read_in_parts_is_the_whole_texts(name: str) -> None:
+    def check() -> None:
+        trees = CPythonTrees()
+        reading = trees.reading("doc")
+        texts = [BASE, edited("x = 1; y = 2\n", NESTED[name]), BASE + NESTED[name]]
+        texts.append(edited("y = x.cuda()", "y = x.to('cuda')", texts[-1]))
+        for text in texts:
+            tree = reading.tree(text)
+            assert tree is not None
+            assert reading.nesting(text, tree) == nesting_problem(text)
+
+    call_with_deep_stack(check)
+
+
+def test_the_nesting_scan_reads_again_only_the_parts_an_edit_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    trees = CPythonTrees()
+    reading = trees.reading("doc")
+    reading.nesting(BASE, reading.tree(BASE))
+    scanned: list[str] = []
+    real = incremental.measure
+    monkeypatch.setattr(incremental, "measure", lambda part: scanned.append(part) or real(part))
+    after = EDITS["a class body edited"]
+    assert reading.nesting(after, reading.tree(after)) is None
+    assert scanned == [after[after.index("\n\nclass Model") :]]
+
+
+def test_facts_are_collected_again_only_for_the_statements_an_edit_changed() -> None:
+    collected: list[ast.stmt] = []
+    memo = StatementMemo(lambda stmt: collected.append(stmt) or collect(stmt))
+    trees = CPythonTrees()
+    before = trees.tree("doc", BASE)
+    assert before is not None
+    memo.each(before.body)
+    collected.clear()
+    after = trees.tree("doc", EDITS["a class body edited"])
+    assert after is not None
+    memo.each(after.body)
+    assert collected == [after.body[-1]] and isinstance(collected[0], ast.ClassDef)
