@@ -28,7 +28,7 @@ from itertools import accumulate, repeat
 from operator import add
 from typing import Generic, TypeVar
 
-from devlint.gate.facts import CHILDREN, Facts, collect, merged
+from devlint.gate.facts import CHILDREN, Facts, collect, descendants, merged
 from devlint.gate.nesting import Nesting, NestingProblem, measure, nesting_problem
 from devlint.gate.syntax import FLAGS, cpython_tree
 
@@ -268,18 +268,8 @@ def _shift(nodes: Sequence[ast.AST], rows: int) -> None:
     """Moves ``nodes`` and everything in them down by ``rows`` rows."""
     if not rows:
         return
-    pending: list[object] = list(nodes)
-    pop, push, extend = pending.pop, pending.append, pending.extend
-    while pending:
-        node = pop()
-        kind = type(node)
-        for name in CHILDREN.get(kind, ()):
-            value = getattr(node, name)
-            if type(value) is list:
-                extend(value)
-            elif value is not None:
-                push(value)
-        if kind in _POSITIONED:
+    for node in descendants(nodes):
+        if type(node) in _POSITIONED:
             node.lineno += rows  # type: ignore[attr-defined]
             if node.end_lineno is not None:  # type: ignore[attr-defined]
                 node.end_lineno += rows  # type: ignore[attr-defined]
