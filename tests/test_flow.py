@@ -183,3 +183,13 @@ def test_code_evaluated_outside_the_function_body_is_not_inside_it(site_in: str)
 def test_a_subscript_target_binds_nothing() -> None:
     found = reach("d = 'cuda'\nd[0] = 1\ndel d[1]\nSITE()\n")
     assert values(found) == ["'cuda'"] and not found.maybe_unbound
+
+
+def test_the_node_types_decided_by_type_alone_have_no_subclasses() -> None:
+    """The scope tracker and the region and version-guard checks decide by ``type(node) is ...`` (LibCST's classes are ABCs, whose isinstance
+    is slow on every node): a subclass in a new LibCST would slip past it unrecorded."""
+    from devlint.analysis.cuda_regions import EXACT_TYPES
+    from devlint.analysis.tracker import _RECORDED
+    from devlint.analysis.version_guards import _BRANCHING
+
+    assert [kind.__name__ for kind in _RECORDED | EXACT_TYPES | _BRANCHING if kind.__subclasses__()] == []

@@ -27,6 +27,14 @@ from devlint.analysis.reader import FileReader
 from devlint.analysis.semantic import string_value
 
 
+# Every finding's ancestors are tested against these, and LibCST's classes are ABCs (a slow
+# isinstance): none has subclasses (tests/test_flow.py), so the type alone decides.
+_BRANCHING = frozenset((cst.If, cst.IfExp))
+_BLOCKS = frozenset((cst.IndentedBlock, cst.Module))
+_SCOPES = frozenset((cst.FunctionDef, cst.Lambda, cst.ClassDef))
+EXACT_TYPES = _BRANCHING | _BLOCKS | _SCOPES
+
+
 class CudaRegions:
     """Answers ``runs_only_on_cuda`` for one file; where a block's first guard clause is, and each
     statement's place in its block, are found once per block (a file can have thousands of
@@ -41,13 +49,14 @@ class CudaRegions:
         child = node
         ancestor = self.reader.parent(node)
         while ancestor is not None:
-            if isinstance(ancestor, (cst.If, cst.IfExp)) and child is not ancestor.test:
+            kind = type(ancestor)
+            if kind in _BRANCHING and child is not ancestor.test:
                 body, orelse = _sides(ancestor.test)
                 if body if child is ancestor.body else orelse:
                     return True
-            if isinstance(ancestor, (cst.IndentedBlock, cst.Module)) and self._after_guard_clause(ancestor, child):
+            if kind in _BLOCKS and self._after_guard_clause(ancestor, child):
                 return True
-            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            if kind in _SCOPES:
                 return False
             child, ancestor = ancestor, self.reader.parent(ancestor)
         return False

@@ -9,7 +9,9 @@ from devlint.analysis.semantic import Binding, SemanticModel
 _COMPOUND = (cst.If, cst.Try, cst.TryStar, cst.With, cst.For, cst.While, cst.Match)
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 # Every node passes through enter/leave and LibCST classes are ABCs (a slow isinstance): the
-# classes above have no subclasses, so the type alone decides whether a node needs work.
+# classes above and in _RECORDED have no subclasses (tests/test_flow.py), so the type alone
+# decides whether and what a node needs.
+_COMPREHENSION_TYPES = frozenset(_COMPREHENSIONS)
 _SCOPES = frozenset((cst.FunctionDef, cst.Lambda, cst.ClassDef, *_COMPREHENSIONS))
 _COMPOUND_TYPES = frozenset(_COMPOUND)
 _RECORDED = _SCOPES | _COMPOUND_TYPES | {
@@ -52,42 +54,40 @@ class ScopeTracker:
             return
         if kind not in _RECORDED:
             return
-        if isinstance(node, (cst.Import, cst.ImportFrom)):
+        if kind is cst.Import or kind is cst.ImportFrom:
             model.record_import(node, order)
             return
-        if isinstance(node, cst.Module):
+        if kind is cst.Module:
             self.top_level = list(node.body)
             return
-        if isinstance(node, cst.Assign):
+        if kind is cst.Assign:
             for target in node.targets:
                 model.record_assignment(target.target, node.value, order, self._conditional())
-        elif isinstance(node, cst.AnnAssign):
+        elif kind is cst.AnnAssign or kind is cst.NamedExpr:
             model.record_assignment(node.target, node.value, order, self._conditional())
-        elif isinstance(node, cst.AugAssign):
+        elif kind is cst.AugAssign or kind is cst.For or kind is cst.CompFor:
             model.record_assignment(node.target, None, order, self._conditional())
-        elif isinstance(node, (cst.For, cst.CompFor)):
-            model.record_assignment(node.target, None, order, self._conditional())
-        elif isinstance(node, cst.WithItem) and node.asname is not None:
-            model.record_assignment(node.asname.name, None, order, self._conditional())
-        elif isinstance(node, cst.NamedExpr):
-            model.record_assignment(node.target, node.value, order, self._conditional())
-        elif isinstance(node, cst.ExceptHandler) and node.name is not None:
-            model.record_assignment(node.name.name, None, order, self._conditional())
-        elif isinstance(node, cst.FunctionDef):
+        elif kind is cst.WithItem:
+            if node.asname is not None:
+                model.record_assignment(node.asname.name, None, order, self._conditional())
+        elif kind is cst.ExceptHandler:
+            if node.name is not None:
+                model.record_assignment(node.name.name, None, order, self._conditional())
+        elif kind is cst.FunctionDef:
             model.bind(node.name.value, order, "def")
             model.function_names.add(node.name.value)
             scope = model.push_scope("function", node, node.name.value)
             self._bind_params(node.params, order, scope)
-        elif isinstance(node, cst.Lambda):
+        elif kind is cst.Lambda:
             scope = model.push_scope("lambda", node)
             self._bind_params(node.params, order, scope)
-        elif isinstance(node, cst.ClassDef):
+        elif kind is cst.ClassDef:
             model.bind(node.name.value, order, "class")
             model.record_class(node)
             model.push_scope("class", node, node.name.value)
-        elif isinstance(node, _COMPREHENSIONS):
+        elif kind in _COMPREHENSION_TYPES:
             model.push_scope("comprehension", node)
-        if isinstance(node, _COMPOUND) and model.scope.kind == "module":
+        if kind in _COMPOUND_TYPES and model.scope.kind == "module":
             self._module_compound_depth += 1
 
     def leave(self, node: cst.CSTNode) -> None:

@@ -63,6 +63,9 @@ class Older:
     bound: TorchVersion | None
 
 
+# Tested against every ancestor of every finding: `type(...) in` (LibCST's classes are ABCs, a
+# slow isinstance; these have no subclasses, tests/test_flow.py).
+_BRANCHING = frozenset((cst.If, cst.IfExp))
 # What a test says about each of its two branches (body, else): None means no constraint.
 Branches = tuple[Older | None, Older | None]
 _NONE: Branches = (None, None)
@@ -87,7 +90,7 @@ def runs_only_below(constraints: Iterable[Older], version: TorchVersion) -> bool
 
 
 def _branch_constraint(ancestor: cst.CSTNode, child: cst.CSTNode, reader: FileReader) -> Older | None:
-    if isinstance(ancestor, (cst.If, cst.IfExp)):
+    if type(ancestor) in _BRANCHING:
         if child is ancestor.test:
             return None
         body, orelse = branches(ancestor.test, reader)
