@@ -13,6 +13,8 @@ import pytest
 
 import devlint.engine.reuse as reuse
 from devlint.engine.lint import lint_text
+from devlint.gate.incremental import CPythonTrees
+from devlint.gate.screen import FRESH, Reading
 from devlint.engine.positions import StatementPrints
 from devlint.engine.reuse import EarlierChecks
 from devlint.registry import all_rules
@@ -96,9 +98,15 @@ def _edit(rng: random.Random, lines: list[str]) -> list[str]:
     return edited
 
 
-def _lint(text: str, earlier: EarlierChecks | None = None, trees: SectionTrees | None = None, prints: StatementPrints | None = None) -> list:
+def _lint(
+    text: str,
+    earlier: EarlierChecks | None = None,
+    trees: SectionTrees | None = None,
+    prints: StatementPrints | None = None,
+    reading: Reading = FRESH,
+) -> list:
     sections = None if trees is None else (trees.parser(), 512)
-    return lint_text(text, "t.py", list(all_rules()), FixSettings(), sections=sections, prints=prints, earlier=earlier)
+    return lint_text(text, "t.py", list(all_rules()), FixSettings(), sections=sections, prints=prints, earlier=earlier, reading=reading)
 
 
 def _exact(findings: list) -> list:
@@ -120,8 +128,9 @@ def _follow(path: Path, seed: str, edits: int, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr("devlint.engine.context.window", counted)
     rng = random.Random(seed)
     lines = path.read_text().splitlines(keepends=True)
-    earlier, trees, prints = EarlierChecks(), SectionTrees(), StatementPrints()
-    _lint("".join(lines), earlier, trees, prints)
+    # Everything the language server keeps between checks, its reading of the last text too.
+    earlier, trees, prints, reading = EarlierChecks(), SectionTrees(), StatementPrints(), CPythonTrees().reading("t.py")
+    _lint("".join(lines), earlier, trees, prints, reading)
     compared = 0
     for _ in range(edits):
         edited = _edit(rng, lines)
@@ -131,7 +140,7 @@ def _follow(path: Path, seed: str, edits: int, monkeypatch: pytest.MonkeyPatch) 
         except (SyntaxError, ValueError):
             continue
         lines = edited
-        assert _exact(_lint(text, earlier, trees, prints)) == _exact(_lint(text))
+        assert _exact(_lint(text, earlier, trees, prints, reading)) == _exact(_lint(text))
         compared += 1
     return compared, reused[0]
 
