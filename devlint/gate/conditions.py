@@ -495,6 +495,13 @@ def cuda_memory_api(facts: Facts) -> bool:
     return "torch" in facts.import_roots() and mentions(facts, last)
 
 
+def _backend_through_name(call: ast.Call) -> bool:
+    """A name or ``module.NAME`` among the arguments: the backend may be a constant that another
+    module of the project binds to "nccl" (which the text of this file need not hold)."""
+    values = [*call.args, *(keyword.value for keyword in call.keywords)]
+    return any(type(value) is ast.Name or type(value) is ast.Attribute for value in values)
+
+
 def cuda_device_type(facts: Facts) -> bool:
     # DEV603 reports calls of autocast/GradScaler (resolved through imports) given "cuda" or, for
     # GradScaler, no device; and `device_type="cuda"` given to a call under torch's AMP modules.
@@ -504,7 +511,7 @@ def cuda_device_type(facts: Facts) -> bool:
     # (resolved through imports) ...
     if "cuda" in facts.strings and next(calls_to_any(facts, MESH_DEVICE_TYPE), None) is not None:
         return True
-    if CUDA_BACKEND in facts.strings and next(calls_to_any(facts, PROCESS_GROUP_BACKEND), None) is not None:
+    if any(CUDA_BACKEND in facts.strings or _backend_through_name(call) for call in calls_to_any(facts, PROCESS_GROUP_BACKEND)):
         return True
     # ... a `.device` compared with `torch.device("cuda")` (resolved through imports) ...
     if "device" in facts.attributes and any(
