@@ -456,16 +456,35 @@ def deprecated_cuda_amp(facts: Facts) -> bool:
 def _cuda_functions(facts: Facts, names: frozenset[str]) -> bool:
     """Some call of `torch.cuda.X` (through any import) for X in ``names``, calls in `with` items
     included (devlint.rulekit.accelerator.cuda_function resolves through imports only)."""
+    holders: set[str] | None = None
     for name in names:
         for prefix in CUDA_SUBMODULES:
             if next(calls_to(facts, prefix + name), None) is not None:
                 return True
-        # `torch.get_device_module("cuda").X(...)`, `torch.get_device_module(torch.device("cuda")).X(...)`
+        # `torch.get_device_module("cuda").X(...)`, `torch.get_device_module(torch.device("cuda")).X(...)`,
+        # and `m.X(...)` where some assignment binds `m` to torch.cuda or that module
         for call in method_calls(facts, name):
             owner = call.func.value  # type: ignore[attr-defined]
             if type(owner) is ast.Call and _cuda_device_module(facts, owner):
                 return True
+            if type(owner) is ast.Name:
+                holders = _cuda_module_holders(facts) if holders is None else holders
+                if owner.id in holders:
+                    return True
     return False
+
+
+def _cuda_module_holders(facts: Facts) -> set[str]:
+    """Names some assignment binds to ``torch.cuda`` (or a submodule) or to the module
+    ``torch.get_device_module("cuda")`` returns (devlint.rulekit.accelerator.holds_cuda_module)."""
+    return {
+        target.id
+        for targets, value in facts.assignments
+        if (type(value) is ast.Call and _cuda_device_module(facts, value))
+        or any(may_be(facts, value, prefix[:-1]) for prefix in CUDA_SUBMODULES)
+        for target in targets
+        if type(target) is ast.Name
+    }
 
 
 def _cuda_device_module(facts: Facts, call: ast.Call) -> bool:
