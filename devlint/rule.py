@@ -90,13 +90,16 @@ class RuleContext(FileReader, Protocol):
 class Invalid:
     """Code the rule must flag; ``fixed`` is the exact text after applying the rule's fixes
     (``None``: the rule offers no fix here). ``unsafe`` applies unsafe fixes too;
-    ``torch_version`` lints as a project with that `torch-version` (default: devlint's)."""
+    ``torch_version`` lints as a project with that `torch-version` (default: devlint's);
+    ``imported``: constants the code imports from other modules of its project, as a run would
+    read them (the name that reaches each in the code, the source of its value)."""
 
     code: str
     fixed: str | None = None
     unsafe: bool = False
     count: int = 1
     torch_version: tuple[int, int] | None = None
+    imported: tuple[tuple[str, str], ...] = ()
 
 
 class Rule:

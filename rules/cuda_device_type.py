@@ -5,9 +5,10 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.analysis.devices import reach_of
+from devlint.analysis.reaching import Unknown, declared_global
 from devlint.analysis.semantic import literal_is
 from devlint.fixes import FixPlan, Replace
-from devlint.rule import Invalid, Rule, Site
+from devlint.rule import Invalid, Rule, Site, Word
 from devlint.rulekit.accelerator import (
     ACCELERATOR,
     AMP_DEVICE_ARGUMENT,
@@ -36,6 +37,8 @@ DEVICE = '\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu"
 _LAST_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in (*AMP_DEVICE_TYPE, *MESH_DEVICE_TYPE, *PROCESS_GROUP_BACKEND))
 GUARD = " if torch.cuda.is_available() else "
 BACKEND_FOR_DEVICE = "get_default_backend_for_device"
+# Names followed from an imported name to the literal it holds (`BACKEND = DEFAULT_BACKEND`).
+_HOPS = 3
 
 
 def _amp_api(qualname: str) -> bool:
@@ -99,7 +102,12 @@ class CudaDeviceType(Rule):
         "\"Distributed package doesn't have NCCL built in\"; a CUDA mesh builds, but its first tensor "
         'needs a GPU) and gloo and a "cpu" mesh are torch\'s own pairing for the CPU '
         "(`Backend.default_device_backend_map`); a name bound to `\"nccl\"` on every path to the call "
-        "(a module constant, a local assigned before it) is guarded the same way at the call, and "
+        "(a module constant, a local assigned before it) is guarded the same way at the call; a name "
+        "imported from another module of the project that binds it to `\"nccl\"` once (`from .dist_config "
+        "import BACKEND`; devlint reads that module, never imports it) becomes `BACKEND if "
+        "torch.cuda.is_available() else \"gloo\"` (`torch.accelerator.is_available()` with DEV604 selected), "
+        "safe: wherever the test holds the name is what it was, the project's setting stays in force "
+        "and the other module is left as it is; and "
         "the default of the program's own `--backend` option is reported without a fix (the user's "
         "choice: a run without CUDA passes `--backend gloo`). Another accelerator gets gloo / the CPU, where the "
         "original failed; its own backend comes from `torch.distributed.get_default_backend_for_device` "
@@ -111,7 +119,8 @@ class CudaDeviceType(Rule):
         'fix changes what a CUDA machine does (to what the code meant); without CUDA both are False. '
         "`args.device`, `self.device` and the like are left alone: they may be strings, which have no `.type`."
     )
-    triggers = ("cuda", "GradScaler", "nccl")
+    # A backend name imported from another module of the project: no "nccl" in this file's text.
+    triggers = ("cuda", "GradScaler", "nccl", Word("init_process_group"), Word("new_group"))
     advice_since = AMP_DEVICE_ARGUMENT
 
     VALID = (
@@ -152,6 +161,9 @@ class CudaDeviceType(Rule):
         "    dist.init_process_group(backend=backend)\n"
         'def join(backend="nccl"):\n    dist.init_process_group(backend)\n'
         'BACKEND = "nccl"\nif not torch.cuda.is_available():\n    BACKEND = "gloo"\ndist.init_process_group(BACKEND)\n',
+        # a module constant a function may rebind (`global`)
+        'import torch.distributed as dist\nBACKEND = "nccl"\ndef cpu_only():\n    global BACKEND\n    BACKEND = "gloo"\n'
+        "def setup():\n    dist.init_process_group(BACKEND)\n",
         "import argparse\nimport torch.distributed as dist\nparser = argparse.ArgumentParser()\n"
         'parser.add_argument("--backend", default="gloo")\nparser.add_argument("--dist-backend")\n'
         'parser.add_argument("--comm", default="nccl")\nargs = parser.parse_args()\n'
@@ -254,6 +266,18 @@ class CudaDeviceType(Rule):
             'def local():\n    backend = "nccl"\n    dist.init_process_group(backend=backend if torch.cuda.is_available() else "gloo")\n',
             count=2,
         ),
+        # a name another module of the project binds to "nccl" (`BACKEND = "nccl"` in
+        # dist_config.py), imported: guarded at the call, the name kept (the fix edits this file only)
+        Invalid(
+            "import torch.distributed as dist\nfrom .dist_config import BACKEND\nimport mypkg.dist_config as conf\n\n\n"
+            "def setup(rank):\n    dist.init_process_group(BACKEND, rank=rank, world_size=2)\n"
+            "    return dist.new_group([0, 1], backend=conf.BACKEND)\n",
+            "import torch.distributed as dist\nfrom .dist_config import BACKEND\nimport mypkg.dist_config as conf\nimport torch\n\n\n"
+            'def setup(rank):\n    dist.init_process_group(BACKEND if torch.cuda.is_available() else "gloo", rank=rank, world_size=2)\n'
+            '    return dist.new_group([0, 1], backend=conf.BACKEND if torch.cuda.is_available() else "gloo")\n',
+            count=2,
+            imported=(("BACKEND", '"nccl"'), ("conf.BACKEND", '"nccl"')),
+        ),
         # the program's own option: the user's choice, reported without a fix
         Invalid(
             "import argparse\nimport torch.distributed as dist\nparser = argparse.ArgumentParser()\n"
@@ -329,6 +353,14 @@ class CudaDeviceType(Rule):
             held = f'the `"{CUDA_BACKEND}"` backend'
         elif isinstance(value, cst.Name) and self._holds_cuda_backend(value, node):
             held = f'`{value.value}` holds `"{CUDA_BACKEND}"`: that backend'
+        elif self._imports_cuda_backend(value, node):
+            self.report(
+                value,
+                f'`{self.ctx.code(value)}`, imported from another module of the project, holds `"{CUDA_BACKEND}"`: '
+                f'that backend runs on CUDA only; use "{CPU_BACKEND}" where CUDA is missing',
+                fix=lambda site: self._kept_name(value),
+            )
+            return
         else:
             self._backend_option(value)
             return
@@ -338,6 +370,48 @@ class CudaDeviceType(Rule):
             fix=lambda site: self._guarded(value, CPU_BACKEND),
         )
 
+    def _imports_cuda_backend(self, value: cst.BaseExpression, call: cst.Call) -> bool:
+        """`BACKEND` after `from .dist_config import BACKEND`, or `dist_config.BACKEND` after
+        `import pkg.dist_config as dist_config`, where that module binds `BACKEND = "nccl"` once
+        (the run reads it, devlint.run.project_imports): the file's one binding of the name is
+        that import, and it is what reaches the call on every path."""
+        root = value
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not isinstance(root, cst.Name) or len(self.ctx.model.module_scope.bindings.get(root.value, [])) != 1:
+            return False
+        found = reach_of(root.value, self.ctx.site(call).scope, call, self.ctx.flows)
+        if found is None or found[0] is not self.ctx.model.module_scope or found[1] is None:
+            return False
+        reach = found[1]
+        imported = all(isinstance(b, Unknown) and isinstance(b.node, (cst.Import, cst.ImportFrom)) for b in reach.bindings)
+        if not reach.bindings or not imported or declared_global(root.value, self.ctx.module, self.ctx.text):
+            return False
+        definition = self.ctx.definition(value)
+        for _ in range(_HOPS):
+            if definition is None:
+                return False
+            reader, held = definition
+            if literal_is(held, CUDA_BACKEND):
+                return True
+            definition = reader.definition(held)
+        return False
+
+    def _kept_name(self, value: cst.BaseExpression) -> FixPlan:
+        """The name is the project's own setting, kept wherever it can run: only where no
+        accelerator is present does gloo take its place (the fix edits this file alone)."""
+        text = self.ctx.code(value)
+        accelerator = self.ctx.settings.device_expression == "accelerator"
+        available = AVAILABLE if accelerator else "torch.cuda.is_available()"
+        guarded = f'{text} if {available} else "{CPU_BACKEND}"'
+        return FixPlan(
+            f"Replace {text} with `{guarded}`",
+            [Replace(value, guarded)],
+            "safe",
+            needs_torch=True,
+            requires=ACCELERATOR if accelerator else (0, 0),
+        )
+
     def _holds_cuda_backend(self, name: cst.Name, call: cst.Call) -> bool:
         """Every binding of ``name`` that can reach ``call`` is the literal `"nccl"`: the name
         stands for the literal there (devlint.analysis.reaching)."""
@@ -345,7 +419,8 @@ class CudaDeviceType(Rule):
         reach = found[1] if found is not None else None
         if reach is None or not reach.bindings or reach.maybe_unbound or reach.unknown or reach.params:
             return False
-        return all(literal_is(value, CUDA_BACKEND) for value in reach.values)
+        cuda_everywhere = all(literal_is(value, CUDA_BACKEND) for value in reach.values)
+        return cuda_everywhere and not declared_global(name.value, self.ctx.module, self.ctx.text)
 
     def _backend_option(self, value: cst.BaseExpression) -> None:
         """`args.backend` of an argparse `--backend` option whose default is `"nccl"`: the user's

@@ -29,7 +29,8 @@ class CudaMemoryApi(WholeChoiceRule):
         "`memory_reserved()`, `max_memory_reserved()`, `reset_peak_memory_stats()`, "
         "`reset_accumulated_memory_stats()`, `memory_stats()` and `mem_get_info()`; and, with "
         "torch-version >= 2.5, `torch.cuda.OutOfMemoryError`. `torch.get_device_module(\"cuda\")` is "
-        "`torch.cuda` itself: its calls are reported alike."
+        "`torch.cuda` itself: its calls are reported alike, also through a name bound to it on every "
+        "path to the call."
     )
     why = (
         "They report and manage CUDA memory only: on Apple MPS, Intel XPU or other accelerators a "
@@ -101,6 +102,12 @@ class CudaMemoryApi(WholeChoiceRule):
         Invalid(
             HEAD + 'torch.get_device_module("cuda").reset_peak_memory_stats()\n',
             HEAD + 'if torch.cuda.is_available():\n    torch.get_device_module("cuda").reset_peak_memory_stats()\n',
+        ),
+        # ... also through a name that holds it on every path to the call
+        Invalid(
+            HEAD + 'def report():\n    gpu = torch.get_device_module("cuda")\n    gpu.reset_peak_memory_stats()\n',
+            HEAD + 'def report():\n    gpu = torch.get_device_module("cuda")\n    if torch.cuda.is_available():\n'
+            "        gpu.reset_peak_memory_stats()\n",
         ),
         # from 2.6 accelerator-generic code is the goal: reported, the fix needs 2.9
         Invalid(HEAD + "torch.cuda.empty_cache()\nused = torch.cuda.memory_allocated()\n", count=2, torch_version=(2, 6)),

@@ -49,7 +49,8 @@ class CudaRuntimeApi(WholeChoiceRule):
         "Also `torch.cuda.manual_seed(s)` / `manual_seed_all(s)` (CUDA's generators only), and "
         "`torch.cuda.get_device_name()`, `get_device_properties()`, `get_device_capability()` outside a "
         "GPU check (they raise without CUDA). `torch.get_device_module(\"cuda\")` (or of "
-        "`torch.device(\"cuda\")`) is `torch.cuda` itself: its calls are reported alike."
+        "`torch.device(\"cuda\")`) is `torch.cuda` itself: its calls are reported alike, also through a "
+        "name bound to it (or to `torch.cuda`) on every path to the call."
     )
     why = (
         "These calls only know CUDA: on Apple MPS, Intel XPU or Ascend NPU they fail or do the wrong "
@@ -144,6 +145,10 @@ class CudaRuntimeApi(WholeChoiceRule):
         # the module of another device, or of a device only known at run time
         HEAD + 'torch.get_device_module("cpu").synchronize()\ntorch.get_device_module(device).synchronize()\n'
         'torch.get_device_module(torch.device("mps")).synchronize()\ntorch.get_device_module().synchronize()\n',
+        # a name that holds the CUDA module on some paths only, or that a function may rebind
+        HEAD + 'def step(cpu):\n    mod = torch.get_device_module("cuda")\n    if cpu:\n        mod = torch.cpu\n'
+        "    mod.synchronize()\n"
+        'gpu = torch.cuda\ndef to_cpu():\n    global gpu\n    gpu = torch.cpu\ndef wait():\n    gpu.synchronize()\n',
         # a reference, not a call
         HEAD + "assert isinstance(s, torch.cuda.Stream)\n",
         # the whole choice moved already
@@ -204,6 +209,14 @@ class CudaRuntimeApi(WholeChoiceRule):
         Invalid(
             HEAD + 'torch.get_device_module("cuda").synchronize()\n',
             HEAD + 'if torch.cuda.is_available():\n    torch.get_device_module("cuda").synchronize()\n',
+        ),
+        # ... also through a name that holds it (or torch.cuda) on every path to the call
+        Invalid(
+            HEAD + 'gpu = torch.get_device_module("cuda")\ngpu.synchronize()\n'
+            "def step():\n    cuda = torch.cuda\n    cuda.synchronize()\n",
+            HEAD + 'gpu = torch.get_device_module("cuda")\nif torch.cuda.is_available():\n    gpu.synchronize()\n'
+            "def step():\n    cuda = torch.cuda\n    if torch.cuda.is_available():\n        cuda.synchronize()\n",
+            count=2,
         ),
         Invalid(
             HEAD + 'torch.get_device_module(torch.device("cuda")).synchronize()\n'

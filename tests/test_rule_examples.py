@@ -7,6 +7,7 @@ import libcst as cst
 import pytest
 
 from devlint.engine.lint import fix_text, lint_text
+from devlint.project import Constant, ImportedConstants
 from devlint.registry import all_rules
 from devlint.settings import FixSettings
 
@@ -37,19 +38,20 @@ def test_valid_example_is_silent(case) -> None:
 def test_invalid_example_is_flagged_and_fixed_exactly(case) -> None:
     rule, _, example = case
     settings = FixSettings() if example.torch_version is None else FixSettings(torch_version=example.torch_version)
-    findings = lint_text(example.code, "example.py", [rule], settings)
+    imported = ImportedConstants(tuple((reference, Constant(source)) for reference, source in example.imported))
+    findings = lint_text(example.code, "example.py", [rule], settings, imported=imported)
     assert [f.code for f in findings] == [rule.code] * example.count
-    result = fix_text(example.code, "example.py", [rule], settings, unsafe=example.unsafe)
+    result = fix_text(example.code, "example.py", [rule], settings, unsafe=example.unsafe, imported=imported)
     if example.fixed is None:
         assert all(f.fix is None for f in findings)
         assert result.text == example.code
         return
     assert result.text == example.fixed
     cst.parse_module(result.text)
-    assert fix_text(result.text, "example.py", [rule], settings, unsafe=example.unsafe).text == result.text
+    assert fix_text(result.text, "example.py", [rule], settings, unsafe=example.unsafe, imported=imported).text == result.text
     if example.unsafe:
         # without --unsafe-fixes the unsafe rewrite must not happen
-        assert fix_text(example.code, "example.py", [rule], settings, unsafe=False).text != example.fixed
+        assert fix_text(example.code, "example.py", [rule], settings, unsafe=False, imported=imported).text != example.fixed
 
 
 @pytest.mark.parametrize("case", [c for c in INVALID if c[2].fixed is not None], ids=_id)

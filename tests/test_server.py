@@ -110,12 +110,13 @@ def test_initialize_announces_what_the_server_does(tmp_path: Path) -> None:
             "resolveProvider": True,
         }
         assert capabilities["notebookDocumentSync"]["notebookSelector"] == [{"cells": [{"language": "python"}]}]
-        # The configuration files are watched, and the settings pulled.
+        # The configuration files and the modules a document may import constants from are
+        # watched, and the settings pulled.
         client.wait_for(lambda: len(client.server_requests) >= 2)
         registration = client.server_requests[0]["params"]["registrations"][0]
         assert registration["method"] == "workspace/didChangeWatchedFiles"
         globs = {w["globPattern"] for w in registration["registerOptions"]["watchers"]}
-        assert globs == {"**/pyproject.toml", "**/devlint.toml"}
+        assert globs == {"**/pyproject.toml", "**/devlint.toml", "**/*.py"}
         assert client.server_requests[1]["method"] == "workspace/configuration"
         assert client.shutdown() == 0
     finally:

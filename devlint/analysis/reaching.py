@@ -89,6 +89,20 @@ def reaching_at_end(name: str, scope: cst.CSTNode, walrus: bool = True) -> Reach
     return Reach(state if state is not None else frozenset())
 
 
+def declared_global(name: str, module: cst.Module, text: str) -> bool:
+    """``global name`` or ``nonlocal name`` somewhere in the file (``text``): a function may then
+    rebind ``name`` in another scope, whose analysis skips function bodies and does not see it."""
+    if "global" not in text and "nonlocal" not in text:
+        return False
+    stack: list[cst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Global, cst.Nonlocal)) and any(item.name.value == name for item in node.names):
+            return True
+        stack.extend(node.children)
+    return False
+
+
 class Flows:
     """The analyses of one file. Fix sites ask the same questions again and again (one per site
     and candidate name): the state before each top-level statement of a scope, and what a scope

@@ -227,6 +227,14 @@ class SemanticModel:
                     self.torch_imported_at = order
             return
         if node.relative or node.module is None:
+            # A module of the file's own package: no qualified name is known (it is not torch),
+            # but the names are bound all the same.
+            if not isinstance(node.names, cst.ImportStar):
+                for alias in node.names:
+                    name = _import_alias_name(alias)
+                    if name is not None:
+                        asname = alias.asname.name if alias.asname is not None else None
+                        self._bind_import(asname.value if isinstance(asname, cst.Name) else name, order)
             return
         module = dotted_name(node.module)
         if module is None or isinstance(node.names, cst.ImportStar):

@@ -65,7 +65,10 @@ RULES: tuple[RuleInfo, ...] = (
     RuleInfo("DEV501", "deprecated-cuda-amp", True, ("autocast", "GradScaler"), f"{_PACKAGE}.deprecated_cuda_amp"),
     RuleInfo("DEV601", "cuda-runtime-api", True, ("cuda",), f"{_PACKAGE}.cuda_runtime_api"),
     RuleInfo("DEV602", "cuda-memory-api", True, ("cuda",), f"{_PACKAGE}.cuda_memory_api"),
-    RuleInfo("DEV603", "cuda-device-type", True, ("cuda", "GradScaler", "nccl"), f"{_PACKAGE}.cuda_device_type"),
+    RuleInfo(
+        "DEV603", "cuda-device-type", True, ("cuda", "GradScaler", "nccl", Word("init_process_group"), Word("new_group")),
+        f"{_PACKAGE}.cuda_device_type",
+    ),
     # On by default where torch-version has torch.accelerator (2.6): there the goal is accelerator-generic code.
     RuleInfo("DEV604", "cuda-availability-check", False, ("is_available",), f"{_PACKAGE}.cuda_availability_check", (2, 6)),
     RuleInfo(

@@ -456,16 +456,35 @@ def deprecated_cuda_amp(facts: Facts) -> bool:
 def _cuda_functions(facts: Facts, names: frozenset[str]) -> bool:
     """Some call of `torch.cuda.X` (through any import) for X in ``names``, calls in `with` items
     included (devlint.rulekit.accelerator.cuda_function resolves through imports only)."""
+    holders: set[str] | None = None
     for name in names:
         for prefix in CUDA_SUBMODULES:
             if next(calls_to(facts, prefix + name), None) is not None:
                 return True
-        # `torch.get_device_module("cuda").X(...)`, `torch.get_device_module(torch.device("cuda")).X(...)`
+        # `torch.get_device_module("cuda").X(...)`, `torch.get_device_module(torch.device("cuda")).X(...)`,
+        # and `m.X(...)` where some assignment binds `m` to torch.cuda or that module
         for call in method_calls(facts, name):
             owner = call.func.value  # type: ignore[attr-defined]
             if type(owner) is ast.Call and _cuda_device_module(facts, owner):
                 return True
+            if type(owner) is ast.Name:
+                holders = _cuda_module_holders(facts) if holders is None else holders
+                if owner.id in holders:
+                    return True
     return False
+
+
+def _cuda_module_holders(facts: Facts) -> set[str]:
+    """Names some assignment binds to ``torch.cuda`` (or a submodule) or to the module
+    ``torch.get_device_module("cuda")`` returns (devlint.rulekit.accelerator.holds_cuda_module)."""
+    return {
+        target.id
+        for targets, value in facts.assignments
+        if (type(value) is ast.Call and _cuda_device_module(facts, value))
+        or any(may_be(facts, value, prefix[:-1]) for prefix in CUDA_SUBMODULES)
+        for target in targets
+        if type(target) is ast.Name
+    }
 
 
 def _cuda_device_module(facts: Facts, call: ast.Call) -> bool:
@@ -495,6 +514,13 @@ def cuda_memory_api(facts: Facts) -> bool:
     return "torch" in facts.import_roots() and mentions(facts, last)
 
 
+def _backend_through_name(call: ast.Call) -> bool:
+    """A name or ``module.NAME`` among the arguments: the backend may be a constant that another
+    module of the project binds to "nccl" (which the text of this file need not hold)."""
+    values = [*call.args, *(keyword.value for keyword in call.keywords)]
+    return any(type(value) is ast.Name or type(value) is ast.Attribute for value in values)
+
+
 def cuda_device_type(facts: Facts) -> bool:
     # DEV603 reports calls of autocast/GradScaler (resolved through imports) given "cuda" or, for
     # GradScaler, no device; and `device_type="cuda"` given to a call under torch's AMP modules.
@@ -504,7 +530,7 @@ def cuda_device_type(facts: Facts) -> bool:
     # (resolved through imports) ...
     if "cuda" in facts.strings and next(calls_to_any(facts, MESH_DEVICE_TYPE), None) is not None:
         return True
-    if CUDA_BACKEND in facts.strings and next(calls_to_any(facts, PROCESS_GROUP_BACKEND), None) is not None:
+    if any(CUDA_BACKEND in facts.strings or _backend_through_name(call) for call in calls_to_any(facts, PROCESS_GROUP_BACKEND)):
         return True
     # ... a `.device` compared with `torch.device("cuda")` (resolved through imports) ...
     if "device" in facts.attributes and any(

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from devlint.analysis.devices import cuda_device_module, is_cuda_string, reach_of
+from devlint.analysis.reaching import declared_global
 from devlint.analysis.semantic import dotted_name, string_value
 from devlint.fixes import DeviceRef, Replace
 from devlint.rule import RuleContext, Site
@@ -53,10 +54,14 @@ _TIGHT = (
 
 def cuda_function(ctx: RuleContext, node: cst.Call, names: frozenset[str]) -> str | None:
     """``X`` when ``node`` calls ``torch.cuda.X`` (through any import or alias) for X in ``names``,
-    or ``torch.get_device_module("cuda").X``, the same function."""
+    or ``torch.get_device_module("cuda").X``, the same function, also through a name that holds
+    that module on every path to the call (``m = torch.get_device_module("cuda")`` ... ``m.X()``)."""
     func = node.func
     if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call) and func.attr.value in names:
         return func.attr.value if cuda_device_module(ctx.model, func.value) else None
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.attr.value in names:
+        if func.value.value not in ctx.model.imports and holds_cuda_module(ctx, func.value, node):
+            return func.attr.value
     qual = imported_qualname(ctx.model, node.func, names)
     if qual is None:
         return None
@@ -64,6 +69,24 @@ def cuda_function(ctx: RuleContext, node: cst.Call, names: frozenset[str]) -> st
     if last in names and any(qual == prefix + last for prefix in CUDA_SUBMODULES):
         return last
     return None
+
+
+def holds_cuda_module(ctx: RuleContext, name: cst.Name, site: cst.CSTNode) -> bool:
+    """Every binding of ``name`` that can reach ``site`` is ``torch.cuda`` (or one of its
+    submodules) or ``torch.get_device_module("cuda")``, and one reaches it on every path
+    (devlint.analysis.reaching): the name stands for the module there. A rebinding on some path,
+    a parameter or an import of the name is something else."""
+    found = reach_of(name.value, ctx.site(site).scope, site, ctx.flows)
+    reach = found[1] if found is not None else None
+    if reach is None or not reach.bindings or reach.maybe_unbound or reach.unknown or reach.params:
+        return False
+    return all(_cuda_module(ctx, value) for value in reach.values) and not declared_global(name.value, ctx.module, ctx.text)
+
+
+def _cuda_module(ctx: RuleContext, value: cst.BaseExpression) -> bool:
+    if isinstance(value, cst.Call):
+        return cuda_device_module(ctx.model, value)
+    return f"{ctx.model.qualname(value)}." in CUDA_SUBMODULES
 
 
 def positional_device(node: cst.Call, name: str = "device") -> list[cst.Arg]:

@@ -9,9 +9,11 @@ module resolves the imports and hands it the values as plain data (devlint.proje
 A module is found as the interpreter would find it from the file: a relative import from the
 file's own package; an absolute one from the file's folder, from the folder above the file's
 top-level package, or from the project root (the folder of the configuration file, else where
-the run started), the first of these that holds its first package. Only imported names that a
-test of the file reads (``if``, ``while``, a conditional expression) are looked up, since only a
-test decides which branch is for an older torch. Only module-level names
+the run started), the first of these that holds its first package. Only imported names the
+analyses read are looked up: those a test of the file reads (``if``, ``while``, a conditional
+expression), since only a test decides which branch is for an older torch, and those given as
+the backend of a process group (``init_process_group(BACKEND)``, DEV603: ``BACKEND = "nccl"``
+in ``dist_config.py``). Only module-level names
 bound once, by an assignment of the module itself or by a ``from ... import`` that is followed
 in turn, count; at most ``MAX_HOPS`` modules are followed from the file, and never one twice.
 
@@ -31,10 +33,13 @@ from pathlib import Path
 from devlint.gate.facts import descendants
 from devlint.project import NONE, Constant, ImportedConstants
 from devlint.run.cache import content_digest
+from devlint.torchfacts.names import PROCESS_GROUP_BACKEND
 
 MAX_HOPS = 3
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 # What reading a file found: its content digest, or None where there is no such file.
+# Where a process group's backend is given, by the callee's last name: its position (or `backend=`).
+_BACKEND_AT = {qualified.rsplit(".", 1)[-1]: position for qualified, position in PROCESS_GROUP_BACKEND.items()}
 Read = tuple[str, "str | None"]
 
 
@@ -291,7 +296,7 @@ def _bound_names(statement: ast.stmt) -> Iterator[str]:
 class Scan:
     """What ``scan_imports`` reads of a statement: its import statements, and every name and dotted
     name (``compat.IS_NEW``) read in the test of an ``if``, a ``while`` or a conditional
-    expression in it."""
+    expression in it, or given as the backend of a process group."""
 
     imports: list[ast.Import | ast.ImportFrom]
     tested: frozenset[str]
@@ -308,6 +313,10 @@ def scan_imports(node: ast.AST) -> Scan:
             tests.append(each.test)  # type: ignore[attr-defined]
         elif kind is ast.Import or kind is ast.ImportFrom:
             imports.append(each)  # type: ignore[arg-type]
+        elif kind is ast.Call:
+            backend = _backend(each)  # type: ignore[arg-type]
+            if backend is not None:
+                tests.append(backend)
     tested = frozenset(
         name
         for test in tests
@@ -332,3 +341,17 @@ def _dotted(node: ast.expr) -> str | None:
         return None
     parts.append(node.id)
     return ".".join(reversed(parts))
+
+
+def _backend(call: ast.Call) -> ast.expr | None:
+    """The backend given to ``call`` where its callee's last name is one of torch.distributed's
+    calls that make a process group (imports are resolved by the rule, not here)."""
+    func = call.func
+    last = func.id if type(func) is ast.Name else func.attr if type(func) is ast.Attribute else None
+    position = _BACKEND_AT.get(last) if last is not None else None
+    if position is None:
+        return None
+    given = next((keyword.value for keyword in call.keywords if keyword.arg == "backend"), None)
+    if given is not None or any(type(arg) is ast.Starred for arg in call.args[: position + 1]):
+        return given
+    return call.args[position] if len(call.args) > position else None

@@ -22,6 +22,13 @@ def fix_all(source: Source) -> tuple[Change, ...]:
     return run(source)
 
 
+def reads(source: Source) -> frozenset[str]:
+    """The files of its project the document reads constants from (or looked for them in)."""
+    from devlint.server.importers import reads as run
+
+    return run(source)
+
+
 def documentation() -> dict[str, str]:
     """Every rule's documentation (what hover shows), by code."""
     from devlint.docs import rule_markdown

@@ -20,7 +20,7 @@ from devlint.server.configuration import ConfigTracker
 from devlint.server.diagnostics import diagnostics
 from devlint.server.documents import PYTHON_LANGUAGES, Documents, Notebook, TextDoc
 from devlint.server.hover import hover
-from devlint.server.jobs import documentation, fix_all
+from devlint.server.jobs import documentation, fix_all, reads
 from devlint.server.model import Source
 from devlint.server.scheduler import Scheduler, Superseded
 from devlint.server.settings import SECTION, ServerSettings, read_settings
@@ -31,6 +31,8 @@ logger = logging.getLogger(__name__)
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 CONFIG_GLOBS = tuple(f"**/{name}" for name in CONFIG_NAMES)
+# Modules an open document may import constants from (devlint.run.project_imports).
+MODULE_GLOB = "**/*.py"
 
 
 def _capability(root: object, *path: str) -> Any:
@@ -53,6 +55,8 @@ class Session:
         self.lazy_fix_all = False
         self.root = Path(os.getcwd())
         self._pages: asyncio.Future[dict[str, str]] | None = None
+        # The files of its project each open document read constants from, at a version.
+        self._reads: dict[str, tuple[int, frozenset[str]]] = {}
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -76,7 +80,7 @@ class Session:
         self._documentation()
         capabilities = self.server.client_capabilities
         if _capability(capabilities, "workspace", "did_change_watched_files", "dynamic_registration"):
-            watchers = [types.FileSystemWatcher(glob_pattern=glob) for glob in CONFIG_GLOBS]
+            watchers = [types.FileSystemWatcher(glob_pattern=glob) for glob in (*CONFIG_GLOBS, MODULE_GLOB)]
             registration = types.Registration(
                 id="devlint-configuration-files",
                 method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
@@ -116,15 +120,51 @@ class Session:
         else:
             await self._pull_settings()
 
-    def files_changed(self, params: types.DidChangeWatchedFilesParams | None = None) -> None:
-        """A configuration file changed on disk: check every open document again."""
-        self.configs.invalidate()
-        for key in self._keys():
-            self.scheduler.schedule(key, 0)
+    async def files_changed(self, params: types.DidChangeWatchedFilesParams | None = None) -> None:
+        """A configuration file changed on disk: check every open document again. A module of
+        the project: check again the open documents that read constants from it."""
+        paths = [path for change in params.changes if (path := to_fs_path(change.uri))] if params else []
+        if params is None or any(Path(path).name in CONFIG_NAMES for path in paths):
+            self.configs.invalidate()
+            for key in self._keys():
+                self.scheduler.schedule(key, 0)
+            return
+        await self._modules_changed([path for path in paths if path.endswith(PYTHON_SUFFIXES)])
 
-    def saved(self, params: types.DidSaveTextDocumentParams) -> None:
-        if params.text_document.uri.rsplit("/", 1)[-1] in CONFIG_NAMES:
-            self.files_changed()
+    async def saved(self, params: types.DidSaveTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if uri.rsplit("/", 1)[-1] in CONFIG_NAMES:
+            await self.files_changed()
+        elif uri.startswith("file:") and uri.endswith(PYTHON_SUFFIXES):
+            # The other documents read it from disk, where it now is as the editor shows it.
+            await self._modules_changed([str(self._path(uri))])
+
+    async def _modules_changed(self, paths: list[str]) -> None:
+        # As devlint.run.project_imports names a file: its folder resolved, or all of it.
+        changed = {str(form) for path in paths for form in (Path(path).resolve(), Path(path).parent.resolve() / Path(path).name)}
+        if not changed:
+            return
+        for key in self._keys():
+            if await self._files_read(key) & changed:
+                self._reads.pop(key, None)
+                self.scheduler.schedule(key, 0)
+
+    async def _files_read(self, key: str) -> frozenset[str]:
+        """Kept by version: a save asks about every open document, most of them unchanged."""
+        kept = self._reads.get(key)
+        if kept is not None and kept[0] == self._version(key):
+            return kept[1]
+        snapshot = self._snapshot(key)
+        if snapshot is None:
+            return frozenset()
+        try:
+            found = await self.workers.run(reads, snapshot.source)
+        except Exception:
+            logger.exception("finding the modules %s reads failed", key)
+            return frozenset()
+        if self._version(key) == snapshot.version:
+            self._reads[key] = (snapshot.version, found)
+        return found
 
     def shutdown(self, params: None = None) -> None:
         self.workers.close()
@@ -152,6 +192,7 @@ class Session:
     def closed(self, params: types.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
         if self.documents.close_text(uri) is not None:
+            self._reads.pop(uri, None)
             self.scheduler.forget(uri)
             self._clear([uri])
 
@@ -169,6 +210,7 @@ class Session:
         uri = params.notebook_document.uri
         notebook = self.documents.close_notebook(uri)
         if notebook is not None:
+            self._reads.pop(uri, None)
             self.scheduler.forget(uri)
             self._clear([cell.doc.uri for cell in notebook.cells])
 

@@ -201,6 +201,9 @@ class Session:
             "random_stream": run.random_stream,
             "protocol": program.protocol,
             "module": program.module,
+            # The program's own folder: the modules of its project it imports are found there,
+            # as when it runs in place (only the program itself is copied and fixed).
+            "home": str(program.path.resolve().parent),
         }
         return self._start(folder, job, gpus_seen(run.emulated, run.hidden), mode=run.name)
 

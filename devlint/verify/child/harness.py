@@ -176,6 +176,8 @@ def run_program(job: dict[str, Any]) -> dict[str, Any]:
     program, mode = job["program"], job["mode"]
     sys.argv = [program]
     sys.path.insert(0, os.path.dirname(program))
+    if job.get("home"):
+        sys.path.insert(1, job["home"])
     status: dict[str, Any] = {"outcome": "ok", "result": False}
     emulation, value = None, None
     try:

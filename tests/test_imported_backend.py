@@ -1,0 +1,136 @@
+"""DEV603: the "nccl" backend through a name another module of the project binds (issue 22):
+``from .dist_config import BACKEND`` ... ``init_process_group(BACKEND)``, where dist_config.py
+says ``BACKEND = "nccl"``. The run reads that module (devlint.run.project_imports), the rule
+guards the name at the call (the fix edits the checked file only), and a cached result counts
+only while dist_config.py is unchanged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from devlint.cli import main
+from devlint.engine.lint import fix_text, lint_text
+from devlint.registry import rule_by_code
+from devlint.run.cache import Cache
+from devlint.run.job import Job
+from devlint.run.pool import execute
+from devlint.run.project_imports import imported_constants
+from devlint.settings import FixSettings
+
+CONFIG = 'BACKEND = "nccl"\nDEFAULT = BACKEND\n'
+TRAIN = (
+    "import torch.distributed as dist\n"
+    "from .dist_config import BACKEND\n"
+    "from .dist_config import DEFAULT as CHOSEN\n"
+    "import mypkg.dist_config as conf\n\n\n"
+    "def setup(rank):\n"
+    "    dist.init_process_group(BACKEND, rank=rank, world_size=2)\n"
+    "    dist.new_group([0, 1], None, CHOSEN)\n"
+    "    return dist.new_group([0, 1], backend=conf.BACKEND)\n"
+)
+ROWS = [8, 9, 10]
+DEV603 = [rule_by_code("DEV603")]
+
+
+def _project(root: Path, config: str = CONFIG, train: str = TRAIN) -> Path:
+    package = root / "mypkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "dist_config.py").write_text(config)
+    (package / "train.py").write_text(train)
+    return package / "train.py"
+
+
+def _rows(path: Path, settings: FixSettings = FixSettings()) -> list[int]:
+    text = path.read_text()
+    imported, _ = imported_constants(text, str(path), str(path.parent.parent))
+    return sorted(f.location.row for f in lint_text(text, str(path), DEV603, settings, imported=imported))
+
+
+def test_a_name_imported_from_a_module_that_binds_it_to_nccl_is_reported(tmp_path: Path) -> None:
+    train = _project(tmp_path)
+    assert _rows(train) == ROWS
+    # Without what the other module says, the names say nothing.
+    assert lint_text(train.read_text(), str(train), DEV603) == []
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        'BACKEND = "gloo"\nDEFAULT = BACKEND\n',
+        # bound twice, or under a block: no one value
+        CONFIG + 'BACKEND = "gloo"\n',
+        'import torch\nif torch.cuda.is_available():\n    BACKEND = "nccl"\nelse:\n    BACKEND = "gloo"\nDEFAULT = BACKEND\n',
+        # read from the environment: the user's choice at run time
+        'import os\nBACKEND = os.environ.get("BACKEND", "nccl")\nDEFAULT = BACKEND\n',
+    ],
+)
+def test_a_module_without_one_nccl_value_gives_nothing(tmp_path: Path, config: str) -> None:
+    assert _rows(_project(tmp_path, config=config)) == []
+
+
+@pytest.mark.parametrize(
+    "train",
+    [
+        # rebound on some path to the call
+        TRAIN.replace("def setup", 'if not __debug__:\n    BACKEND = CHOSEN = "gloo"\n    conf = None\n\n\ndef setup'),
+        # rebound by a function that declares it global
+        TRAIN + '\n\ndef reset():\n    global BACKEND, CHOSEN, conf\n    BACKEND = CHOSEN = "gloo"\n    conf = None\n',
+        # a parameter of the same name
+        TRAIN.replace("def setup(rank)", "def setup(rank, BACKEND, CHOSEN, conf)"),
+        # imported twice, from two modules
+        TRAIN.replace("import mypkg.dist_config as conf\n", "import mypkg.dist_config as conf\nfrom .other import BACKEND, CHOSEN\nfrom . import other as conf\n"),
+    ],
+)
+def test_a_name_that_may_hold_something_else_at_the_call_gives_nothing(tmp_path: Path, train: str) -> None:
+    assert _rows(_project(tmp_path, train=train)) == []
+
+
+def test_the_fix_guards_the_name_at_the_call_and_keeps_it(tmp_path: Path) -> None:
+    train = _project(tmp_path)
+    text = train.read_text()
+    imported, _ = imported_constants(text, str(train), str(tmp_path))
+    fixed = fix_text(text, str(train), DEV603, imported=imported).text
+    assert 'dist.init_process_group(BACKEND if torch.cuda.is_available() else "gloo", rank=rank' in fixed
+    assert 'dist.new_group([0, 1], None, CHOSEN if torch.cuda.is_available() else "gloo")' in fixed
+    assert 'backend=conf.BACKEND if torch.cuda.is_available() else "gloo")' in fixed
+    assert fix_text(fixed, str(train), DEV603, imported=imported).text == fixed
+    # With DEV604 selected (torch-version >= 2.6) the test is the accelerator's: the name stays
+    # the project's choice wherever an accelerator is present.
+    accelerator = FixSettings(torch_version=(2, 6), device_expression="accelerator")
+    fixed = fix_text(text, str(train), DEV603, accelerator, imported=imported).text
+    assert 'dist.init_process_group(BACKEND if torch.accelerator.is_available() else "gloo", rank=rank' in fixed
+
+
+def test_the_other_module_is_read_only_for_names_given_as_a_backend(tmp_path: Path) -> None:
+    train = _project(tmp_path)
+    _, dependencies = imported_constants(TRAIN, str(train), str(tmp_path))
+    assert dependencies is not None and str(train.parent / "dist_config.py") in dict(dependencies.files)
+    text = "from .dist_config import BACKEND\nprint(BACKEND)\nrun(BACKEND)\n"
+    assert imported_constants(text, str(train), str(tmp_path))[1] is None
+
+
+def test_the_cache_counts_an_edit_of_the_module_that_binds_the_backend(tmp_path: Path) -> None:
+    train = _project(tmp_path / "project")
+    job = Job(codes=("DEV603",), settings=FixSettings(), root=str(tmp_path / "project"))
+    cache = tmp_path / "cache"
+
+    def rows() -> list[int]:
+        return sorted(f.location.row for f in execute([(train, job)], jobs=1, cache=Cache(cache))[0].findings)
+
+    assert rows() == ROWS
+    (train.parent / "dist_config.py").write_text(CONFIG.replace("nccl", "gloo"))
+    assert rows() == []
+    (train.parent / "dist_config.py").write_text(CONFIG)
+    assert rows() == ROWS
+
+
+def test_devlint_fix_edits_the_checked_file_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    train = _project(tmp_path)
+    (tmp_path / "devlint.toml").write_text('select = ["DEV603"]\n')
+    monkeypatch.chdir(tmp_path)
+    assert main(["fix", "--no-cache", "mypkg"]) == 0
+    assert (train.parent / "dist_config.py").read_text() == CONFIG
+    assert train.read_text().count('if torch.cuda.is_available() else "gloo"') == 3
