@@ -634,15 +634,18 @@ def test_the_worker_reads_imported_constants_from_the_screens_tree(monkeypatch: 
 
     import devlint.server.analysis as analysis
     from devlint.project import NONE
+    from devlint.run.project_imports import scan_imports
 
-    given: list[object] = []
+    given: list[tuple[object, object]] = []
 
-    def looked_up(text: str, filename: str, root: str, tree: object = None) -> tuple:
-        given.append(tree)
+    def looked_up(text: str, filename: str, root: str, tree: object = None, scans: object = None) -> tuple:
+        given.append((tree, scans))
         return NONE, None
 
     monkeypatch.setattr(analysis, "imported_constants", looked_up)
     monkeypatch.setattr(analysis, "_EARLIER", EarlierChecks())
     found = analyze(Source("t.py", ("import torch\nif NEW:\n    x = torch.zeros(2).cuda()\n",), False, SETTINGS))
     assert [i.finding.code for i in found.items] == ["DEV101"]
-    assert len(given) == 1 and isinstance(given[0], python_ast.Module)
+    assert len(given) == 1 and isinstance(given[0][0], python_ast.Module)
+    # ...and the scan of each of its top-level statements, kept for the next edit.
+    assert given[0][1] == [scan_imports(stmt) for stmt in given[0][0].body]
