@@ -86,7 +86,8 @@ class CudaCallWithIndex(Rule):
         "`.to(arg)`, which differs when it is None (`.cuda(None)` is the current GPU, `.to(None)` a "
         "no-op). With DEV604 selected a literal index takes its accelerator form "
         "(`f\"{torch.accelerator.current_accelerator().type}:1\" if torch.accelerator.is_available() else \"cpu\"`), "
-        "unsafe above 0 as DEV604's own fix is. `non_blocking` and `memory_format` are kept. No fix "
+        "safe at any index, unlike DEV604's own fix: `.cuda(1)` asks for CUDA unguarded, so an "
+        "accelerator that lacks the index (MPS has one device) failed before as after. `non_blocking` and `memory_format` are kept. No fix "
         "for `self.cuda(i)` inside the class's own `to()`: `self.to(...)` there would call that method "
         "again, without end."
     )
@@ -336,11 +337,14 @@ class CudaCallWithIndex(Rule):
             # `0x1` and `1_0` are ints too, but no part of a device string
             index = str(value.evaluated_value)
             if self.ctx.settings.device_expression == "accelerator":
-                # DEV604 is selected: its form of the choice, so that the fix leaves nothing it flags
+                # DEV604 is selected: its form of the choice, so that the fix leaves nothing it flags.
+                # Safe at any index, unlike DEV604's fix: `.cuda(i)` asks for CUDA unguarded, so on an
+                # accelerator that lacks the index (MPS has one device) it already failed; DEV604's
+                # original chose the CPU there and ran.
                 choice = accelerator_choice(f"cuda:{index}", QUOTE)
                 assert choice is not None  # a decimal index always has that form
-                guarded, caveat = choice
-                return _Target(arg(guarded).value, guarded, "unsafe" if caveat else "safe", caveat, needs_torch=True)
+                guarded = choice[0]
+                return _Target(arg(guarded).value, guarded, "safe", needs_torch=True)
             guarded = guarded_index(index, literal=True)
             return _Target(arg(guarded).value, guarded, "safe", needs_torch=True)
         guarded = guarded_index(shown)

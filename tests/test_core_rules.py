@@ -139,17 +139,18 @@ _CURRENT = "torch.accelerator.current_accelerator().type"
         (
             "DEV102",
             "import torch\ny = x.cuda(1)\nz = x.cuda(0)\n",
-            {2: "unsafe", 3: "safe"},
-            f'import torch\ny = x.cuda(1)\nz = x.to(f"{{{_CURRENT}}}:0" if torch.accelerator.is_available() else "cpu")\n',
+            {2: "safe", 3: "safe"},
+            f'import torch\ny = x.to(f"{{{_CURRENT}}}:1" if torch.accelerator.is_available() else "cpu")\n'
+            f'z = x.to(f"{{{_CURRENT}}}:0" if torch.accelerator.is_available() else "cpu")\n',
         ),
     ],
 )
 def test_a_kept_gpu_index_with_dev604_selected_leaves_nothing_dev604_flags(
     code: str, text: str, found: dict[int, str], fixed: str
 ) -> None:
-    """With DEV604 selected, a GPU index is kept in DEV604's own form. Above 0, DEV102's `.cuda(1)`
-    is unsafe, as DEV604's fix is (Apple's MPS has one device); DEV103's is safe at any index: its
-    original is unguarded and so failed on MPS already."""
+    """With DEV604 selected, a GPU index is kept in DEV604's own form, safe at any index for DEV102's
+    `.cuda(1)` and DEV103's `"cuda:1"`, unlike DEV604's own fix (Apple's MPS has one device): their
+    originals ask for CUDA unguarded and so failed on MPS already."""
     settings = FixSettings(device_expression="accelerator", torch_version=(2, 9))
     rules = [rule_by_code(code), rule_by_code("DEV604")]
     assert {f.location.row: f.fix.applicability for f in lint_text(text, "t.py", rules, settings)} == found
