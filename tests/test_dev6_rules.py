@@ -92,6 +92,27 @@ def test_device_queries_and_lone_seeds_have_no_safe_fix() -> None:
         assert _fix_text(HEAD + code + "\n", (2, 13)) is None
 
 
+@pytest.mark.parametrize(
+    ("between", "safe"),
+    [
+        # reads of the generators' states draw nothing (torch/cuda/random.py: `get_state()`)
+        (["states = torch.cuda.get_rng_state_all()"], True),
+        (["torch.cuda.get_rng_state()", "a = b = torch.random.get_rng_state()"], True),
+        # a new value of the seed is another seed; a draw moves the CPU generator on; an unpacking
+        # target is no plain read
+        (["seed = torch.cuda.get_rng_state_all()"], False),
+        (["noise = torch.rand(1)"], False),
+        (["cpu, = [torch.get_rng_state()]"], False),
+    ],
+)
+def test_a_guarded_seed_passes_over_reads_of_rng_state_before_it(between: list[str], safe: bool) -> None:
+    """peft's `temp_seed`: `torch.random.manual_seed(seed)`, then under a CUDA check the CUDA
+    states are saved and CUDA is seeded again with the same seed."""
+    body = "".join(f"        {line}\n" for line in between)
+    code = HEAD + "def temp_seed(seed):\n    torch.random.manual_seed(seed)\n    if torch.cuda.is_available():\n" + body
+    fixed = _fix_text(code + "        torch.cuda.manual_seed_all(seed)\n", (2, 13))
+    assert (fixed == code + "        torch.manual_seed(seed)\n") is safe, fixed
+
 GENERIC = [
     # the accelerator API, guarded
     "if torch.accelerator.is_available():\n    torch.accelerator.synchronize()\n    torch.accelerator.empty_cache()\n"

@@ -213,6 +213,14 @@ SEEDING_CALLS = TORCH_SEEDS | {
     "random.seed", "numpy.random.seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all",
     "torch.cuda.random.manual_seed", "torch.cuda.random.manual_seed_all",
 }
+# Calls that read a generator's state and draw nothing (`torch.cuda.get_rng_state` returns
+# `default_generator.get_state()`; `get_rng_state_all` does so for each device). A seeding run may
+# pass over them where they run before the call a fix changes. DEV601.
+RNG_STATE_READS = frozenset({
+    "torch.get_rng_state", "torch.random.get_rng_state", "torch.cuda.get_rng_state",
+    "torch.cuda.get_rng_state_all", "torch.cuda.random.get_rng_state", "torch.cuda.random.get_rng_state_all",
+    "numpy.random.get_state", "random.getstate",
+})
 # torch.cuda's device queries: they raise without CUDA ("Torch not compiled with CUDA enabled");
 # torch.accelerator has no name or properties query, and its `get_device_capability` returns the
 # supported dtypes, not (major, minor). DEV601 and its gate condition.
