@@ -65,6 +65,9 @@ LEGACY_TENSOR_TYPES: Mapping[str, str] = MappingProxyType({
 
 # torch's DataLoader, by both of its names. DEV302 and its gate condition.
 DATALOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+# torch's map-style Dataset base class by both its names: a class with only it as a base gets its
+# items from its own `__getitem__`. DEV302.
+DATASETS = ("torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset")
 # DataLoader's `pin_memory` is its eighth parameter: a call with more positionals sets it.
 # DEV302 and its gate condition.
 PIN_MEMORY_POSITION = 7
