@@ -87,7 +87,8 @@ class CudaRuntimeApi(WholeChoiceRule):
         "`current_device()` given as a device (`device=`, `map_location=`, `.to()`): the device in "
         "scope, which on CUDA means the current GPU too; elsewhere `torch.accelerator.current_device_index()` "
         "(2.7), unsafe: without an accelerator it still raises, as the original did, since no index "
-        "is right there (`torch.cpu.current_device()` returns the string \"cpu\"). `current_stream()`, "
+        "is right there (`torch.cpu.current_device()` returns the string \"cpu\"); safe where the call "
+        "is reached only with a GPU (under a GPU check, in a test skipped without one). `current_stream()`, "
         "`stream(s)`, `Stream()`: `torch.get_device_module(device)` (2.5), whose `torch.cpu` "
         "stand-ins run on the CPU. `Event(...)` and a `Stream` with arguments: no fix (the CPU events "
         "have no timing, and `torch.cpu.Stream` takes no device). Under a GPU check, "
@@ -352,6 +353,19 @@ class CudaRuntimeApi(WholeChoiceRule):
             count=4,
             torch_version=GET_DEVICE_MODULE,
         ),
+        # ... reached only where there is a GPU: safe; an early exit without one counts too
+        Invalid(
+            HEAD + 'if torch.cuda.is_available():\n    idx = str(torch.cuda.current_device())\n',
+            HEAD + 'if torch.cuda.is_available():\n    idx = str(torch.accelerator.current_device_index())\n',
+            torch_version=ACCELERATOR_INDEX,
+        ),
+        Invalid(
+            HEAD + 'def arch():\n    if not torch.cuda.is_available():\n        raise RuntimeError("no GPU")\n'
+            '    return torch.cuda.current_device()\n',
+            HEAD + 'def arch():\n    if not torch.cuda.is_available():\n        raise RuntimeError("no GPU")\n'
+            '    return torch.accelerator.current_device_index()\n',
+            torch_version=ACCELERATOR_INDEX,
+        ),
         # torch-version 2.7: an index that is no device; unsafe, it still needs an accelerator
         Invalid(
             HEAD + 'rank = torch.cuda.current_device()\nif torch.cuda.is_available():\n    torch.cuda.set_device(rank)\n',
@@ -476,11 +490,17 @@ class CudaRuntimeApi(WholeChoiceRule):
         return FixPlan(f"Use the device in scope, `{device.expr}`", [Replace(node, device.expr)], device=device)
 
     def _index_fix(self, node: cst.Call) -> Callable[[Site], FixPlan]:
+        # Reached only where there is a GPU (under a GPU check, in a test skipped without one): on
+        # CUDA both calls run cudaGetDevice after CUDA's lazy init, and without a GPU neither runs.
+        # Elsewhere the new call still raises without an accelerator, as the original did.
+        reached_with_gpu = under_device_check(self.ctx, node) or self._needs_a_gpu_to_run(node)
+
         def fix(site: Site) -> FixPlan:
             return FixPlan(
-                "Use `torch.accelerator.current_device_index()` (still fails without an accelerator)",
+                "Use `torch.accelerator.current_device_index()`"
+                + ("" if reached_with_gpu else " (still fails without an accelerator)"),
                 [Replace(node, call_text(self.ctx, node, "torch.accelerator.current_device_index"))],
-                "unsafe",
+                "safe" if reached_with_gpu else "unsafe",
                 needs_torch=True,
                 requires=ACCELERATOR_INDEX,
             )

@@ -113,6 +113,26 @@ def test_a_guarded_seed_passes_over_reads_of_rng_state_before_it(between: list[s
     fixed = _fix_text(code + "        torch.cuda.manual_seed_all(seed)\n", (2, 13))
     assert (fixed == code + "        torch.manual_seed(seed)\n") is safe, fixed
 
+@pytest.mark.parametrize(
+    ("code", "safe"),
+    [
+        ("if torch.cuda.is_available():\n    i = torch.cuda.current_device()\n", True),
+        ("if not torch.cuda.is_available():\n    raise SystemExit\ni = torch.cuda.current_device()\n", True),
+        ("@skipIf(not torch.cuda.is_available(), 'GPU')\ndef test_index():\n    assert torch.cuda.current_device() == 0\n", True),
+        ("i = torch.cuda.current_device()\n", False),
+        ("if flag:\n    i = torch.cuda.current_device()\n", False),
+        ("if not torch.cuda.is_available():\n    i = torch.cuda.current_device()\n", False),
+    ],
+)
+def test_current_device_index_is_safe_where_only_a_gpu_reaches_it(code: str, safe: bool) -> None:
+    """Where the call runs only with a GPU, both calls give the current CUDA device on CUDA and
+    neither runs without one; elsewhere the new call still raises without an accelerator."""
+    fixed = _fix_text(HEAD + code, (2, 13))
+    expected = HEAD + code.replace("torch.cuda.current_device()", "torch.accelerator.current_device_index()")
+    assert (fixed == expected) is safe, fixed
+    assert _fix_text(HEAD + code, (2, 13), unsafe=True) == expected
+
+
 GENERIC = [
     # the accelerator API, guarded
     "if torch.accelerator.is_available():\n    torch.accelerator.synchronize()\n    torch.accelerator.empty_cache()\n"
