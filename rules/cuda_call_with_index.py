@@ -40,6 +40,15 @@ _SHOWN_LIMIT = 30
 _TIGHT_EQUAL = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
 
 
+# A worker that sets `args.gpu` from its first parameter (the pattern of pytorch/examples' ImageNet
+# script and its descendants), started by `{start}`; `.cuda(args.gpu)` in it as `{call}`.
+SPAWNED = (
+    "import argparse\nimport torch\nimport torch.multiprocessing as mp\nparser = argparse.ArgumentParser()\n"
+    "parser.add_argument('--gpu', type=int, default=None)\n\n\ndef main_worker(gpu, args):\n    args.gpu = gpu\n"
+    "    {call}\n\n\nargs = parser.parse_args()\nmain_worker(args.gpu, args)\n{start}\n"
+)
+
+
 @dataclass(frozen=True)
 class _Target:
     """Where `.cuda(...)` puts the data, and how surely the rewrite keeps it there."""
@@ -77,7 +86,9 @@ class CudaCallWithIndex(Rule):
         "same GPU), an argument that is an index or None on every path (an int literal, `int(...)`, "
         "`dist.get_rank()`, `torch.cuda.current_device()`, `t.device.index`, arithmetic of those, a `range` loop variable, "
         "a parameter annotated `int`, an argparse option declared only with `type=int` and an int or None default "
-        "(`args.gpu` after `add_argument(\"--gpu\", type=int, default=None)`) that the file assigns nothing else; it becomes `torch.device(\"cuda\", i) if ... else torch.device(\"cpu\")`, "
+        "(`args.gpu` after `add_argument(\"--gpu\", type=int, default=None)`) that the file assigns nothing else "
+        "but ints (the first parameter of a worker that is only called with ints or the option itself, or "
+        "started by `torch.multiprocessing.spawn`, which passes the process index, counts); it becomes `torch.device(\"cuda\", i) if ... else torch.device(\"cpu\")`, "
         "and `torch.device(\"cuda\", None)` is the current GPU as `.cuda(None)` is), a variable bound to a "
         "device on every path (`.to(d)` is the same call as `.cuda(d)`), `t.get_device()` or `t.device` "
         "(`.to(t.device)`: the GPU holding `t`; a CPU `t` gives -1, which `.cuda()` rejects). Unsafe: an "
@@ -127,6 +138,32 @@ class CudaCallWithIndex(Rule):
             "import argparse\nimport torch\nparser = argparse.ArgumentParser()\n"
             "parser.add_argument('--gpu', type=int, default=None)\nargs = parser.parse_args()\n"
             'x = torch.ones(2).to(torch.device("cuda", args.gpu) if torch.cuda.is_available() else torch.device("cpu"))\n',
+        ),
+        # ... also where the program sets it to the first parameter of a worker that is only called
+        # with the option itself or started by torch.multiprocessing.spawn (which passes an int)
+        Invalid(
+            SPAWNED.format(call="x = torch.ones(2).cuda(args.gpu)", start="mp.spawn(main_worker, nprocs=2, args=(args,))"),
+            SPAWNED.format(
+                call='x = torch.ones(2).to(torch.device("cuda", args.gpu) if torch.cuda.is_available() else torch.device("cpu"))',
+                start="mp.spawn(main_worker, nprocs=2, args=(args,))",
+            ),
+        ),
+        # ... but not where the worker is started in another way, or given something else
+        Invalid(
+            SPAWNED.format(call="x = torch.ones(2).cuda(args.gpu)", start="pool.map(main_worker, ranks)"),
+            SPAWNED.format(
+                call='x = torch.ones(2).to(torch.device("cuda", args.gpu) if torch.cuda.is_available() else torch.device("cpu"))',
+                start="pool.map(main_worker, ranks)",
+            ),
+            unsafe=True,
+        ),
+        Invalid(
+            SPAWNED.format(call="x = torch.ones(2).cuda(args.gpu)", start='main_worker("0", args)'),
+            SPAWNED.format(
+                call='x = torch.ones(2).to(torch.device("cuda", args.gpu) if torch.cuda.is_available() else torch.device("cpu"))',
+                start='main_worker("0", args)',
+            ),
+            unsafe=True,
         ),
         # without type=int the option is a string: unsafe
         Invalid(

@@ -38,6 +38,35 @@ def test_dev102_span_starts_at_the_method_and_names_the_index() -> None:
     assert finding.fix is not None and finding.fix.applicability == "unsafe"
 
 
+_IMAGENET = (
+    "import argparse\nimport torch\nimport torch.multiprocessing as mp\n\nparser = argparse.ArgumentParser()\n"
+    "parser.add_argument('--gpu', default=None, type=int)\n\n\ndef main():\n    args = parser.parse_args()\n"
+    "    if args.multiprocessing_distributed:\n        {start}\n    else:\n        main_worker(args.gpu, 1, args)\n\n\n"
+    "def main_worker(gpu, ngpus_per_node, args):\n    {bind}\n    if args.gpu is not None:\n"
+    "        model.cuda(args.gpu)\n    train(loader, model, args)\n\n\n"
+    "def train(loader, model, args):\n    for images, target in loader:\n        images = images.cuda(args.gpu, non_blocking=True)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("start", "bind", "safe"),
+    [
+        # moco(-v3), pytorch/examples' ImageNet: spawn passes each process its index, an int
+        ("mp.spawn(main_worker, nprocs=2, args=(2, args))", "args.gpu = gpu", True),
+        ("torch.multiprocessing.spawn(main_worker, args=(2, args))", "args.gpu = gpu", True),
+        # started some other way, a value that is no int, or the second parameter
+        ("threading.Thread(target=main_worker, args=(0, 2, args)).start()", "args.gpu = gpu", False),
+        ("mp.spawn(main_worker, nprocs=2, args=(2, args))", "args.gpu = str(gpu)", False),
+        ("mp.spawn(main_worker, nprocs=2, args=(2, args))", "args.gpu = ngpus_per_node", False),
+    ],
+)
+def test_dev102_an_option_set_from_a_spawned_workers_index_is_an_int(start: str, bind: str, safe: bool) -> None:
+    text = _IMAGENET.format(start=start, bind=bind)
+    findings = lint("DEV102", text)
+    assert len(findings) == 2
+    assert {f.fix.applicability for f in findings if f.fix} == {"safe" if safe else "unsafe"}
+
+
 def test_dev102_long_arguments_are_elided_in_the_message() -> None:
     (finding,) = lint("DEV102", "import torch\ny = x.cuda(config.training.devices[local_rank_of_this_process])\n")
     assert "`.cuda(...)`" in finding.message

@@ -65,6 +65,9 @@ LEGACY_TENSOR_TYPES: Mapping[str, str] = MappingProxyType({
 
 # torch's DataLoader, by both of its names. DEV302 and its gate condition.
 DATALOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+# torch.multiprocessing's launchers: `spawn(fn, args=...)` calls `fn(i, *args)` in process i
+# (torch/multiprocessing/spawn.py, `_wrap`), so fn's first parameter is an int. DEV102.
+SPAWNS = ("torch.multiprocessing.spawn", "torch.multiprocessing.spawn.spawn", "torch.multiprocessing.start_processes")
 # torch's map-style Dataset base class by both its names: a class with only it as a base gets its
 # items from its own `__getitem__`. DEV302.
 DATASETS = ("torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset")
