@@ -20,6 +20,7 @@ from devlint.rulekit.accelerator import (
     positional_device,
     sole_statement,
 )
+from devlint.analysis.semantic import string_value
 from devlint.rulekit.calls import names_in
 from devlint.rulekit.cuda_choices import WholeChoiceRule
 from devlint.rulekit.before_accelerator import cuda_guard_fix, runs_without_cuda_before_accelerator
@@ -229,6 +230,7 @@ class CudaRuntimeApi(WholeChoiceRule):
         Invalid(HEAD + 'print(f"gpu {torch.cuda.current_device()}")\n'),
         # rewriting the call alone would leave the line CUDA-only: no fix
         Invalid(HEAD + 'where = f"cuda:{torch.cuda.current_device()}"\n', unsafe=True),
+        Invalid(HEAD + 'where = torch.device("cuda", torch.cuda.current_device())\n', unsafe=True, torch_version=ACCELERATOR_INDEX),
         Invalid(
             HEAD + 'where = torch.cuda.current_device() if torch.cuda.is_available() else "cpu"\n',
             unsafe=True,
@@ -456,7 +458,7 @@ class CudaRuntimeApi(WholeChoiceRule):
 
     def _half_migration(self, node: cst.Call) -> str:
         """Why rewriting the call alone would leave its line CUDA-only for a second migration: the
-        f-string around it names CUDA (``f"cuda:{torch.cuda.current_device()}"``), or the test that
+        f-string or ``torch.device("cuda", ...)`` around it names CUDA (``f"cuda:{torch.cuda.current_device()}"``), or the test that
         chooses it does (``... if torch.cuda.is_available() else "cpu"``). "" when neither does."""
         child: cst.CSTNode = node
         for ancestor in self.ctx.ancestors(node):
@@ -466,6 +468,13 @@ class CudaRuntimeApi(WholeChoiceRule):
                 return "the string around it names CUDA as well"
             if isinstance(ancestor, cst.IfExp) and child is not ancestor.test and "cuda" in self.ctx.code(ancestor.test):
                 return "the test that chooses it asks CUDA as well"
+            if (
+                isinstance(ancestor, cst.Call) and self.ctx.model.qualname(ancestor.func) == "torch.device"
+                and ancestor.args and string_value(ancestor.args[0].value) == "cuda"
+            ):
+                # `torch.device("cuda", torch.cuda.current_device())`: on another accelerator the new
+                # index would name a CUDA device of that number
+                return "the device around it names CUDA as well"
             if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
                 break
             child = ancestor
