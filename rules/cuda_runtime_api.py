@@ -231,6 +231,7 @@ class CudaRuntimeApi(WholeChoiceRule):
         # rewriting the call alone would leave the line CUDA-only: no fix
         Invalid(HEAD + 'where = f"cuda:{torch.cuda.current_device()}"\n', unsafe=True),
         Invalid(HEAD + 'where = torch.device("cuda", torch.cuda.current_device())\n', unsafe=True, torch_version=ACCELERATOR_INDEX),
+        Invalid(HEAD + 'n = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count\n', unsafe=True, count=2, torch_version=ACCELERATOR_INDEX),
         Invalid(
             HEAD + 'where = torch.cuda.current_device() if torch.cuda.is_available() else "cpu"\n',
             unsafe=True,
@@ -458,7 +459,7 @@ class CudaRuntimeApi(WholeChoiceRule):
 
     def _half_migration(self, node: cst.Call) -> str:
         """Why rewriting the call alone would leave its line CUDA-only for a second migration: the
-        f-string or ``torch.device("cuda", ...)`` around it names CUDA (``f"cuda:{torch.cuda.current_device()}"``), or the test that
+        f-string, ``torch.device("cuda", ...)`` or ``torch.cuda`` call around it names CUDA (``f"cuda:{torch.cuda.current_device()}"``), or the test that
         chooses it does (``... if torch.cuda.is_available() else "cpu"``). "" when neither does."""
         child: cst.CSTNode = node
         for ancestor in self.ctx.ancestors(node):
@@ -468,13 +469,14 @@ class CudaRuntimeApi(WholeChoiceRule):
                 return "the string around it names CUDA as well"
             if isinstance(ancestor, cst.IfExp) and child is not ancestor.test and "cuda" in self.ctx.code(ancestor.test):
                 return "the test that chooses it asks CUDA as well"
-            if (
-                isinstance(ancestor, cst.Call) and self.ctx.model.qualname(ancestor.func) == "torch.device"
-                and ancestor.args and string_value(ancestor.args[0].value) == "cuda"
-            ):
+            outer = self.ctx.model.qualname(ancestor.func) if isinstance(ancestor, cst.Call) else None
+            if outer == "torch.device" and ancestor.args and string_value(ancestor.args[0].value) == "cuda":
                 # `torch.device("cuda", torch.cuda.current_device())`: on another accelerator the new
                 # index would name a CUDA device of that number
                 return "the device around it names CUDA as well"
+            if outer is not None and outer.startswith("torch.cuda."):
+                # `torch.cuda.get_device_properties(torch.cuda.current_device())`
+                return "the call around it is CUDA's as well"
             if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
                 break
             child = ancestor

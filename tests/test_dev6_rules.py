@@ -133,13 +133,17 @@ def test_current_device_index_is_safe_where_only_a_gpu_reaches_it(code: str, saf
     assert _fix_text(HEAD + code, (2, 13), unsafe=True) == expected
 
 
-def test_current_device_inside_a_cuda_device_gets_no_fix() -> None:
+def test_current_device_inside_cuda_code_gets_no_fix() -> None:
     """peft's `torch.device("cuda", torch.cuda.current_device())`: rewriting the index alone would
     build a CUDA device numbered by another accelerator's index."""
     for code in ('d = torch.device("cuda", torch.cuda.current_device())\n', 'd = torch.device("cuda", index=torch.cuda.current_device())\n'):
         (finding,) = [f for f in lint_text(HEAD + code, "x.py", ALL, FixSettings(torch_version=(2, 13))) if f.code == "DEV601"]
         assert finding.fix is None and "the device around it names CUDA as well" in finding.message
     assert _fix_text(HEAD + 'd = torch.device("xla", torch.cuda.current_device())\n', (2, 13), unsafe=True) is not None
+    # nor inside another torch.cuda call (flash-attention's layer_norm.py): the line stays CUDA's
+    code = "n = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count\n"
+    index = [f for f in lint_text(HEAD + code, "x.py", ALL, FixSettings(torch_version=(2, 13))) if "current_device" in f.message]
+    assert [(f.fix, "the call around it is CUDA's as well" in f.message) for f in index] == [(None, True)]
 
 
 GENERIC = [
