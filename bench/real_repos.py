@@ -118,6 +118,11 @@ CODE_BASES: tuple[CodeBase, ...] = (
     CodeBase("torchao-test", _github("pytorch/ao"), "7a2a7b34877530283d4c6c1bf737b71a99169a82", "test"),
     CodeBase("accelerate-examples", _github("huggingface/accelerate"), "ec92b1af7a5fbaf362da04401fc2576570368a1c", "examples"),
     CodeBase("torchtune-training", _github("pytorch/torchtune"), "38edb21f4926c4b40b93d9e8b4080f05ddf2da1a", "torchtune/training"),
+    # Issue 22's judged unsafe sample, two code bases written for CUDA only and not used before:
+    # research training scripts (`.cuda(args.gpu)` in spawned workers) and a kernel library with
+    # benchmarks (timing events, device queries).
+    CodeBase("moco-v3", _github("facebookresearch/moco-v3"), "c349e6e24f40d3fedb22d973f92defa4cedf37a7"),
+    CodeBase("flash-attention", _github("Dao-AILab/flash-attention"), "0251105a2fb19d2957484b7f023cd8c115286ced"),
 )
 
 # What devlint reads in a tree: the code and the files that steer its walk.

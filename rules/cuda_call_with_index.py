@@ -40,6 +40,15 @@ _SHOWN_LIMIT = 30
 _TIGHT_EQUAL = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
 
 
+# A worker that sets `args.gpu` from its first parameter (the pattern of pytorch/examples' ImageNet
+# script and its descendants), started by `{start}`; `.cuda(args.gpu)` in it as `{call}`.
+SPAWNED = (
+    "import argparse\nimport torch\nimport torch.multiprocessing as mp\nparser = argparse.ArgumentParser()\n"
+    "parser.add_argument('--gpu', type=int, default=None)\n\n\ndef main_worker(gpu, args):\n    args.gpu = gpu\n"
+    "    {call}\n\n\nargs = parser.parse_args()\nmain_worker(args.gpu, args)\n{start}\n"
+)
+
+
 @dataclass(frozen=True)
 class _Target:
     """Where `.cuda(...)` puts the data, and how surely the rewrite keeps it there."""
@@ -77,7 +86,9 @@ class CudaCallWithIndex(Rule):
         "same GPU), an argument that is an index or None on every path (an int literal, `int(...)`, "
         "`dist.get_rank()`, `torch.cuda.current_device()`, `t.device.index`, arithmetic of those, a `range` loop variable, "
         "a parameter annotated `int`, an argparse option declared only with `type=int` and an int or None default "
-        "(`args.gpu` after `add_argument(\"--gpu\", type=int, default=None)`) that the file assigns nothing else; it becomes `torch.device(\"cuda\", i) if ... else torch.device(\"cpu\")`, "
+        "(`args.gpu` after `add_argument(\"--gpu\", type=int, default=None)`) that the file assigns nothing else "
+        "but ints (the first parameter of a worker that is only called with ints or the option itself, or "
+        "started by `torch.multiprocessing.spawn`, which passes the process index, counts); it becomes `torch.device(\"cuda\", i) if ... else torch.device(\"cpu\")`, "
         "and `torch.device(\"cuda\", None)` is the current GPU as `.cuda(None)` is), a variable bound to a "
         "device on every path (`.to(d)` is the same call as `.cuda(d)`), `t.get_device()` or `t.device` "
         "(`.to(t.device)`: the GPU holding `t`; a CPU `t` gives -1, which `.cuda()` rejects). Unsafe: an "
@@ -86,7 +97,8 @@ class CudaCallWithIndex(Rule):
         "`.to(arg)`, which differs when it is None (`.cuda(None)` is the current GPU, `.to(None)` a "
         "no-op). With DEV604 selected a literal index takes its accelerator form "
         "(`f\"{torch.accelerator.current_accelerator().type}:1\" if torch.accelerator.is_available() else \"cpu\"`), "
-        "unsafe above 0 as DEV604's own fix is. `non_blocking` and `memory_format` are kept. No fix "
+        "safe at any index, unlike DEV604's own fix: `.cuda(1)` asks for CUDA unguarded, so an "
+        "accelerator that lacks the index (MPS has one device) failed before as after. `non_blocking` and `memory_format` are kept. No fix "
         "for `self.cuda(i)` inside the class's own `to()`: `self.to(...)` there would call that method "
         "again, without end."
     )
@@ -126,6 +138,32 @@ class CudaCallWithIndex(Rule):
             "import argparse\nimport torch\nparser = argparse.ArgumentParser()\n"
             "parser.add_argument('--gpu', type=int, default=None)\nargs = parser.parse_args()\n"
             'x = torch.ones(2).to(torch.device("cuda", args.gpu) if torch.cuda.is_available() else torch.device("cpu"))\n',
+        ),
+        # ... also where the program sets it to the first parameter of a worker that is only called
+        # with the option itself or started by torch.multiprocessing.spawn (which passes an int)
+        Invalid(
+            SPAWNED.format(call="x = torch.ones(2).cuda(args.gpu)", start="mp.spawn(main_worker, nprocs=2, args=(args,))"),
+            SPAWNED.format(
+                call='x = torch.ones(2).to(torch.device("cuda", args.gpu) if torch.cuda.is_available() else torch.device("cpu"))',
+                start="mp.spawn(main_worker, nprocs=2, args=(args,))",
+            ),
+        ),
+        # ... but not where the worker is started in another way, or given something else
+        Invalid(
+            SPAWNED.format(call="x = torch.ones(2).cuda(args.gpu)", start="pool.map(main_worker, ranks)"),
+            SPAWNED.format(
+                call='x = torch.ones(2).to(torch.device("cuda", args.gpu) if torch.cuda.is_available() else torch.device("cpu"))',
+                start="pool.map(main_worker, ranks)",
+            ),
+            unsafe=True,
+        ),
+        Invalid(
+            SPAWNED.format(call="x = torch.ones(2).cuda(args.gpu)", start='main_worker("0", args)'),
+            SPAWNED.format(
+                call='x = torch.ones(2).to(torch.device("cuda", args.gpu) if torch.cuda.is_available() else torch.device("cpu"))',
+                start='main_worker("0", args)',
+            ),
+            unsafe=True,
         ),
         # without type=int the option is a string: unsafe
         Invalid(
@@ -336,11 +374,14 @@ class CudaCallWithIndex(Rule):
             # `0x1` and `1_0` are ints too, but no part of a device string
             index = str(value.evaluated_value)
             if self.ctx.settings.device_expression == "accelerator":
-                # DEV604 is selected: its form of the choice, so that the fix leaves nothing it flags
+                # DEV604 is selected: its form of the choice, so that the fix leaves nothing it flags.
+                # Safe at any index, unlike DEV604's fix: `.cuda(i)` asks for CUDA unguarded, so on an
+                # accelerator that lacks the index (MPS has one device) it already failed; DEV604's
+                # original chose the CPU there and ran.
                 choice = accelerator_choice(f"cuda:{index}", QUOTE)
                 assert choice is not None  # a decimal index always has that form
-                guarded, caveat = choice
-                return _Target(arg(guarded).value, guarded, "unsafe" if caveat else "safe", caveat, needs_torch=True)
+                guarded = choice[0]
+                return _Target(arg(guarded).value, guarded, "safe", needs_torch=True)
             guarded = guarded_index(index, literal=True)
             return _Target(arg(guarded).value, guarded, "safe", needs_torch=True)
         guarded = guarded_index(shown)

@@ -20,11 +20,15 @@ from devlint.rulekit.accelerator import (
     positional_device,
     sole_statement,
 )
+from devlint.analysis.semantic import string_value
+from devlint.rulekit.calls import names_in
 from devlint.rulekit.cuda_choices import WholeChoiceRule
 from devlint.rulekit.before_accelerator import cuda_guard_fix, runs_without_cuda_before_accelerator
 from devlint.rulekit.device_checks import hardcoded_gpu_index, under_device_check
 from devlint.torchfacts.api_versions import SINCE
-from devlint.torchfacts.names import CUDA_DEVICE_QUERIES, CUDA_RUNTIME_API, CUDA_SEED_API, DEVICE_KEYWORDS, SEEDING_CALLS, TORCH_SEEDS
+from devlint.torchfacts.names import (
+    CUDA_DEVICE_QUERIES, CUDA_RUNTIME_API, CUDA_SEED_API, DEVICE_KEYWORDS, RNG_STATE_READS, SEEDING_CALLS, TORCH_SEEDS,
+)
 
 # Every torch.cuda function this rule reports.
 _REPORTED = CUDA_RUNTIME_API | CUDA_SEED_API | CUDA_DEVICE_QUERIES
@@ -85,7 +89,8 @@ class CudaRuntimeApi(WholeChoiceRule):
         "`current_device()` given as a device (`device=`, `map_location=`, `.to()`): the device in "
         "scope, which on CUDA means the current GPU too; elsewhere `torch.accelerator.current_device_index()` "
         "(2.7), unsafe: without an accelerator it still raises, as the original did, since no index "
-        "is right there (`torch.cpu.current_device()` returns the string \"cpu\"). `current_stream()`, "
+        "is right there (`torch.cpu.current_device()` returns the string \"cpu\"); safe where the call "
+        "is reached only with a GPU (under a GPU check, in a test skipped without one). `current_stream()`, "
         "`stream(s)`, `Stream()`: `torch.get_device_module(device)` (2.5), whose `torch.cpu` "
         "stand-ins run on the CPU. `Event(...)` and a `Stream` with arguments: no fix (the CPU events "
         "have no timing, and `torch.cpu.Stream` takes no device). Under a GPU check, "
@@ -110,7 +115,9 @@ class CudaRuntimeApi(WholeChoiceRule):
         "a `torch.manual_seed` of the same seed, among seeding statements only, the CUDA call is removed "
         "(safe); where it opens the body of `if torch.cuda.is_available():` right after such a run of "
         "seeding statements, it becomes `torch.manual_seed(s)`, safe: the CPU generator already has "
-        "that seed and nothing drew since, so reseeding it changes nothing; elsewhere it becomes "
+        "that seed and nothing drew since, so reseeding it changes nothing (reads of a generator's state, "
+        "`states = torch.cuda.get_rng_state_all()`, draw nothing and may stand between, before the CUDA "
+        "call); elsewhere it becomes "
         "`torch.manual_seed(s)`, unsafe: that reseeds the CPU generator as "
         "well, changing the CPU's random numbers on every machine. `torch.accelerator` has no seeding "
         "function. `get_device_name()`, `get_device_properties()`, `get_device_capability()`: reported "
@@ -236,6 +243,8 @@ class CudaRuntimeApi(WholeChoiceRule):
         Invalid(HEAD + 'print(f"gpu {torch.cuda.current_device()}")\n'),
         # rewriting the call alone would leave the line CUDA-only: no fix
         Invalid(HEAD + 'where = f"cuda:{torch.cuda.current_device()}"\n', unsafe=True),
+        Invalid(HEAD + 'where = torch.device("cuda", torch.cuda.current_device())\n', unsafe=True, torch_version=ACCELERATOR_INDEX),
+        Invalid(HEAD + 'n = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count\n', unsafe=True, count=2, torch_version=ACCELERATOR_INDEX),
         Invalid(
             HEAD + 'where = torch.cuda.current_device() if torch.cuda.is_available() else "cpu"\n',
             unsafe=True,
@@ -269,6 +278,28 @@ class CudaRuntimeApi(WholeChoiceRule):
             HEAD + "\n\ndef set_seed(seed):\n    torch.manual_seed(seed)\n    if torch.cuda.is_available():\n"
             "        torch.manual_seed(seed)\n    elif torch.xpu.is_available():\n        torch.xpu.manual_seed_all(seed)\n",
             torch_version=ACCELERATOR,
+        ),
+        # reads of a generator's state draw nothing: before the call, they do not break the run
+        Invalid(
+            HEAD + "\n\ndef temp_seed(seed):\n    cpu_state = torch.random.get_rng_state()\n    torch.random.manual_seed(seed)\n"
+            "    if torch.cuda.is_available():\n        cuda_states = torch.cuda.get_rng_state_all()\n"
+            "        torch.cuda.manual_seed_all(seed)\n    return cpu_state\n",
+            HEAD + "\n\ndef temp_seed(seed):\n    cpu_state = torch.random.get_rng_state()\n    torch.random.manual_seed(seed)\n"
+            "    if torch.cuda.is_available():\n        cuda_states = torch.cuda.get_rng_state_all()\n"
+            "        torch.manual_seed(seed)\n    return cpu_state\n",
+            torch_version=ACCELERATOR,
+        ),
+        # ... but a draw before the call does, and a read after it would see the call's seed
+        Invalid(
+            HEAD + "torch.manual_seed(0)\nif torch.cuda.is_available():\n    noise = torch.randn(2)\n    torch.cuda.manual_seed_all(0)\n",
+            HEAD + "torch.manual_seed(0)\nif torch.cuda.is_available():\n    noise = torch.randn(2)\n    torch.manual_seed(0)\n",
+            unsafe=True,
+            torch_version=ACCELERATOR,
+        ),
+        Invalid(
+            HEAD + "torch.cuda.manual_seed_all(0)\nstates = torch.cuda.get_rng_state_all()\ntorch.manual_seed(0)\n",
+            HEAD + "torch.manual_seed(0)\nstates = torch.cuda.get_rng_state_all()\ntorch.manual_seed(0)\n",
+            unsafe=True,
         ),
         # ... but not after a draw, another seed, or in an `elif` (its `if` test ran first)
         Invalid(
@@ -337,6 +368,19 @@ class CudaRuntimeApi(WholeChoiceRule):
             "    torch.get_device_module(device).synchronize()\n    return y\n",
             count=4,
             torch_version=GET_DEVICE_MODULE,
+        ),
+        # ... reached only where there is a GPU: safe; an early exit without one counts too
+        Invalid(
+            HEAD + 'if torch.cuda.is_available():\n    idx = str(torch.cuda.current_device())\n',
+            HEAD + 'if torch.cuda.is_available():\n    idx = str(torch.accelerator.current_device_index())\n',
+            torch_version=ACCELERATOR_INDEX,
+        ),
+        Invalid(
+            HEAD + 'def arch():\n    if not torch.cuda.is_available():\n        raise RuntimeError("no GPU")\n'
+            '    return torch.cuda.current_device()\n',
+            HEAD + 'def arch():\n    if not torch.cuda.is_available():\n        raise RuntimeError("no GPU")\n'
+            '    return torch.accelerator.current_device_index()\n',
+            torch_version=ACCELERATOR_INDEX,
         ),
         # torch-version 2.7: an index that is no device; unsafe, it still needs an accelerator
         Invalid(
@@ -428,7 +472,7 @@ class CudaRuntimeApi(WholeChoiceRule):
 
     def _half_migration(self, node: cst.Call) -> str:
         """Why rewriting the call alone would leave its line CUDA-only for a second migration: the
-        f-string around it names CUDA (``f"cuda:{torch.cuda.current_device()}"``), or the test that
+        f-string, ``torch.device("cuda", ...)`` or ``torch.cuda`` call around it names CUDA (``f"cuda:{torch.cuda.current_device()}"``), or the test that
         chooses it does (``... if torch.cuda.is_available() else "cpu"``). "" when neither does."""
         child: cst.CSTNode = node
         for ancestor in self.ctx.ancestors(node):
@@ -438,6 +482,14 @@ class CudaRuntimeApi(WholeChoiceRule):
                 return "the string around it names CUDA as well"
             if isinstance(ancestor, cst.IfExp) and child is not ancestor.test and "cuda" in self.ctx.code(ancestor.test):
                 return "the test that chooses it asks CUDA as well"
+            outer = self.ctx.model.qualname(ancestor.func) if isinstance(ancestor, cst.Call) else None
+            if outer == "torch.device" and ancestor.args and string_value(ancestor.args[0].value) == "cuda":
+                # `torch.device("cuda", torch.cuda.current_device())`: on another accelerator the new
+                # index would name a CUDA device of that number
+                return "the device around it names CUDA as well"
+            if outer is not None and outer.startswith("torch.cuda."):
+                # `torch.cuda.get_device_properties(torch.cuda.current_device())`
+                return "the call around it is CUDA's as well"
             if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
                 break
             child = ancestor
@@ -462,11 +514,17 @@ class CudaRuntimeApi(WholeChoiceRule):
         return FixPlan(f"Use the device in scope, `{device.expr}`", [Replace(node, device.expr)], device=device)
 
     def _index_fix(self, node: cst.Call) -> Callable[[Site], FixPlan]:
+        # Reached only where there is a GPU (under a GPU check, in a test skipped without one): on
+        # CUDA both calls run cudaGetDevice after CUDA's lazy init, and without a GPU neither runs.
+        # Elsewhere the new call still raises without an accelerator, as the original did.
+        reached_with_gpu = under_device_check(self.ctx, node) or self._needs_a_gpu_to_run(node)
+
         def fix(site: Site) -> FixPlan:
             return FixPlan(
-                "Use `torch.accelerator.current_device_index()` (still fails without an accelerator)",
+                "Use `torch.accelerator.current_device_index()`"
+                + ("" if reached_with_gpu else " (still fails without an accelerator)"),
                 [Replace(node, call_text(self.ctx, node, "torch.accelerator.current_device_index"))],
-                "unsafe",
+                "safe" if reached_with_gpu else "unsafe",
                 needs_torch=True,
                 requires=ACCELERATOR_INDEX,
             )
@@ -581,8 +639,7 @@ class CudaRuntimeApi(WholeChoiceRule):
             return False
         lines = list(block.body)
         here = lines.index(line)
-        wanted = self.ctx.code(seed)
-        return any(self._seeded_on_the_way(lines, here + step, step, wanted) for step in (-1, 1))
+        return any(self._seeded_on_the_way(lines, here + step, step, seed) for step in (-1, 1))
 
     def _seeded_before_check(self, statement: cst.Expr, seed: cst.BaseExpression) -> bool:
         """``statement`` opens (after seeding calls only) the body of ``if torch.cuda.is_available():``,
@@ -597,27 +654,41 @@ class CudaRuntimeApi(WholeChoiceRule):
         if not isinstance(outer, (cst.IndentedBlock, cst.Module)) or not _pure(seed) or not self._availability(guard.test):
             return False
         lines = list(body.body)
-        if not all(self._seeding(earlier) for earlier in lines[: lines.index(line)]):
+        if not all(self._seeding(earlier) or self._reads_state(earlier, seed) for earlier in lines[: lines.index(line)]):
             return False
         around = list(outer.body)
-        return self._seeded_on_the_way(around, around.index(guard) - 1, -1, self.ctx.code(seed))
+        return self._seeded_on_the_way(around, around.index(guard) - 1, -1, seed)
 
-    def _seeded_on_the_way(self, lines: list[cst.BaseStatement], index: int, step: int, wanted: str) -> bool:
+    def _seeded_on_the_way(self, lines: list[cst.BaseStatement], index: int, step: int, seed: cst.BaseExpression) -> bool:
         """Walking ``lines`` from ``index`` by ``step`` through seeding calls only, one of them is
-        `torch.manual_seed(wanted)`."""
+        `torch.manual_seed(seed)`. Walking back, reads of a generator's state may stand between: they
+        run before the call the fix changes, so they read the same state either way."""
+        wanted = self.ctx.code(seed)
         while 0 <= index < len(lines):
             call = _lone_call(lines[index])
             qual = self.ctx.model.qualname(call.func) if call is not None else None
-            if call is None or qual not in SEEDING_CALLS:
-                return False
-            if qual in TORCH_SEEDS and [self.ctx.code(a) for a in call.args] == [wanted]:
+            if call is not None and qual in TORCH_SEEDS and [self.ctx.code(a) for a in call.args] == [wanted]:
                 return True
+            if qual not in SEEDING_CALLS and not (step < 0 and self._reads_state(lines[index], seed)):
+                return False
             index += step
         return False
 
     def _seeding(self, line: cst.BaseStatement) -> bool:
         call = _lone_call(line)
         return call is not None and self.ctx.model.qualname(call.func) in SEEDING_CALLS
+
+    def _reads_state(self, line: cst.BaseStatement, seed: cst.BaseExpression) -> bool:
+        """``line`` reads a generator's state and draws nothing: `torch.cuda.get_rng_state_all()`, alone
+        or assigned to names that are not the seed's (a new value of the seed would be another seed)."""
+        call = _lone_call(line)
+        if call is None and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
+            assign = line.body[0]
+            if isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call):
+                bound = [target.target for target in assign.targets]
+                if all(isinstance(name, cst.Name) for name in bound) and not {n.value for n in bound} & names_in(seed):
+                    call = assign.value
+        return call is not None and self.ctx.model.qualname(call.func) in RNG_STATE_READS
 
     def _availability(self, test: cst.BaseExpression) -> bool:
         """``torch.cuda.is_available()`` (or torch.accelerator's): a runtime query that draws no random number."""

@@ -6,11 +6,12 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from devlint.analysis.semantic import Scope, dotted_name, string_value
+from devlint.analysis.semantic import Scope, dotted_name
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Site
 from devlint.rulekit.calls import append_arg, arg, calls_in, code_in_place, imported_qualname, keyword, positional
 from devlint.rulekit.accelerator import ACCELERATOR, AVAILABLE
+from devlint.rulekit.dataset_items import LOADED, MOVED, Causes, cpu_map_location, item_causes
 from devlint.rulekit.value_flow import FlowRule
 from devlint.torchfacts.names import DATALOADERS, MOVES, PIN_MEMORY_POSITION
 
@@ -32,18 +33,6 @@ class _Argument:
     position: int | None
     keyword: str | None
     loader: cst.Call
-
-
-def _cpu_map_location(load: cst.Call) -> bool:
-    """`torch.load(..., map_location="cpu")` (or `torch.device("cpu")`): whatever was saved comes back on the host."""
-    given = keyword(load, "map_location")
-    plain = positional(load)
-    value = given.value if given is not None else plain[1].value if len(plain) > 1 else None
-    if value is None:
-        return False
-    if isinstance(value, cst.Call) and dotted_name(value.func) in ("torch.device", "device") and value.args:
-        value = value.args[0].value
-    return string_value(value) == "cpu"
 
 
 def _places_on_a_device(node: cst.Call) -> bool:
@@ -74,12 +63,16 @@ class LoaderWithoutPinMemory(FlowRule):
         "are moved to a device in the function that builds it, or in a function of the same file "
         "it is passed to by name; a loader over a dataset already on the device is left alone "
         "(pinning device tensors fails), and the fix is unsafe where a local class that puts data on "
-        "a device may have made the dataset, where the dataset holds what `torch.load` restored "
+        "a device (or calls `torch.load`) may have made the dataset, unless every value its "
+        "`__getitem__` can return is built on the host (tensors from `torch.tensor` of a list, "
+        "`torch.from_numpy`, `.cpu()`, lists, dicts, numbers, strings: DataLoader pins only tensors, "
+        "and those are CPU tensors), where the dataset holds what `torch.load` restored "
         "without `map_location=\"cpu\"` (a checkpoint of CUDA tensors comes back on the GPU), or "
         "where the loader's `collate_fn` is a function of the file that puts batches on a device. A "
         "dataset from another module is taken to hold host tensors: its batches are copied to the "
         "device, which is why the rule speaks. With DEV604 selected (torch-version >= 2.6) the fix "
-        "writes `pin_memory=torch.accelerator.is_available()`, as DEV604 asks."
+        "writes `pin_memory=torch.accelerator.is_available()`, as DEV604 asks. Nothing is said where "
+        "the file changes the default device (`torch.set_default_device`, `with torch.device(...)`)."
     )
     triggers = ("DataLoader",)
 
@@ -96,6 +89,10 @@ class LoaderWithoutPinMemory(FlowRule):
         "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
         "torch.set_default_tensor_type('torch.cuda.FloatTensor')\n"
         "loader = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=4)\nfor (x,) in loader:\n    x = x.to(device)\n",
+        # inside `with torch.device("cuda"):` torch.tensor makes CUDA tensors: they may not be pinnable
+        "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\nwith torch.device(\"cuda\"):\n"
+        "    data = TensorDataset(torch.tensor([[1.0, 2.0]] * 8))\n"
+        "loader = DataLoader(data, batch_size=4)\nfor (x,) in loader:\n    x = x.to(device)\n",
         # the options come from elsewhere
         HEAD + "loader = DataLoader(data, **options)\nfor x, y in loader:\n    x = x.to(device)\n",
         # not torch's DataLoader
@@ -129,6 +126,46 @@ class LoaderWithoutPinMemory(FlowRule):
             "loader = DataLoader(Features(path), batch_size=4)\nfor x in loader:\n    x = x.to(device)\n",
             HEAD + "class Features(torch.utils.data.Dataset):\n    def __init__(self, path):\n"
             "        self.x = torch.load(path)\n\n"
+            "loader = DataLoader(Features(path), batch_size=4, pin_memory=torch.cuda.is_available())\n"
+            "for x in loader:\n    x = x.to(device)\n",
+            unsafe=True,
+        ),
+        # a cache read with torch.load, but every item is a tensor built from lists on the host: safe
+        Invalid(
+            HEAD + "class Features(torch.utils.data.Dataset):\n    def __init__(self, path):\n"
+            "        rows = torch.load(path) if os.path.exists(path) else read_rows()\n"
+            "        self.ids = torch.tensor([r.ids for r in rows], dtype=torch.long)\n        self.names = [str(r.name) for r in rows]\n\n"
+            "    def __getitem__(self, i):\n        return self.ids[i], {\"name\": self.names[i], \"n\": len(self.names)}\n\n"
+            "loader = DataLoader(Features(path), batch_size=4)\nfor x, meta in loader:\n    x = x.to(device)\n",
+            HEAD + "class Features(torch.utils.data.Dataset):\n    def __init__(self, path):\n"
+            "        rows = torch.load(path) if os.path.exists(path) else read_rows()\n"
+            "        self.ids = torch.tensor([r.ids for r in rows], dtype=torch.long)\n        self.names = [str(r.name) for r in rows]\n\n"
+            "    def __getitem__(self, i):\n        return self.ids[i], {\"name\": self.names[i], \"n\": len(self.names)}\n\n"
+            "loader = DataLoader(Features(path), batch_size=4, pin_memory=torch.cuda.is_available())\n"
+            "for x, meta in loader:\n    x = x.to(device)\n",
+        ),
+        # ... but what torch.load restored, returned through a method, may be CUDA tensors
+        Invalid(
+            HEAD + "class Features(torch.utils.data.Dataset):\n    def __init__(self, path):\n"
+            "        self.x = torch.load(path)\n\n    def row(self, i):\n        return self.x[i]\n\n"
+            "    def __getitem__(self, i):\n        return self.row(i).float()\n\n"
+            "loader = DataLoader(Features(path), batch_size=4)\nfor x in loader:\n    x = x.to(device)\n",
+            HEAD + "class Features(torch.utils.data.Dataset):\n    def __init__(self, path):\n"
+            "        self.x = torch.load(path)\n\n    def row(self, i):\n        return self.x[i]\n\n"
+            "    def __getitem__(self, i):\n        return self.row(i).float()\n\n"
+            "loader = DataLoader(Features(path), batch_size=4, pin_memory=torch.cuda.is_available())\n"
+            "for x in loader:\n    x = x.to(device)\n",
+            unsafe=True,
+        ),
+        # ... and so may a tensor made from such a tensor (torch.tensor keeps a tensor's device)
+        Invalid(
+            HEAD + "class Features(torch.utils.data.Dataset):\n    def __init__(self, path):\n"
+            "        x = torch.load(path)\n        self.x = torch.tensor(x)\n\n"
+            "    def __getitem__(self, i):\n        return self.x[i]\n\n"
+            "loader = DataLoader(Features(path), batch_size=4)\nfor x in loader:\n    x = x.to(device)\n",
+            HEAD + "class Features(torch.utils.data.Dataset):\n    def __init__(self, path):\n"
+            "        x = torch.load(path)\n        self.x = torch.tensor(x)\n\n"
+            "    def __getitem__(self, i):\n        return self.x[i]\n\n"
             "loader = DataLoader(Features(path), batch_size=4, pin_memory=torch.cuda.is_available())\n"
             "for x in loader:\n    x = x.to(device)\n",
             unsafe=True,
@@ -205,6 +242,9 @@ class LoaderWithoutPinMemory(FlowRule):
         self._default_device_changed = False
         # local classes that put data on a device: a dataset made by one may yield CUDA tensors
         self._device_classes: set[str] = set()
+        self._class_nodes: dict[str, cst.ClassDef] = {}
+        # why what a local class's `__getitem__` returns may be off the host (empty: it is not)
+        self._item_causes: dict[str, Causes] = {}
         # loaders whose dataset may hold CUDA tensors, and why (see _device_source)
         self._device_data: dict[int, str] = {}
         # functions of this file that put data on a device: as a collate_fn, they hand out CUDA batches
@@ -215,6 +255,16 @@ class LoaderWithoutPinMemory(FlowRule):
         while scope is not None and scope.kind != "class":
             scope = scope.parent
         return scope.name if scope is not None else None
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._class_nodes[node.name.value] = node
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        super().visit_WithItem(node)
+        # `with torch.device("cuda"):` makes it the default device of the factories inside
+        # (torch/utils/_device.py, DeviceContext), as torch.set_default_device does
+        if isinstance(node.item, cst.Call) and self.ctx.model.qualname(node.item.func) == "torch.device":
+            self._default_device_changed = True
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         scope = self.ctx.model.scope  # the walk has entered the function's own scope
@@ -248,7 +298,7 @@ class LoaderWithoutPinMemory(FlowRule):
             self._record_arguments(node.func.value, node)
 
     def _restores_checkpoint(self, node: cst.Call) -> bool:
-        return self.ctx.model.qualname(node.func) == "torch.load" and not _cpu_map_location(node)
+        return self.ctx.model.qualname(node.func) == "torch.load" and not cpu_map_location(node)
 
     def _device_source(self, expr: cst.BaseExpression, site: Site, depth: int) -> str | None:
         """Why the data a dataset is built from may be on the GPU, where pinning fails: what
@@ -259,6 +309,8 @@ class LoaderWithoutPinMemory(FlowRule):
                 return "the dataset holds what `torch.load` restored, maybe on the GPU"
             if _places_on_a_device(expr):
                 return "the dataset is built from data put on a device"
+            if self._host_items(dotted_name(expr.func)):
+                return None  # its items do not depend on what it is given
             found = (self._device_source(a.value, site, depth - 1) for a in expr.args) if depth > 0 else ()
             return next((reason for reason in found if reason is not None), None)
         if isinstance(expr, (cst.List, cst.Tuple, cst.Set, cst.ListComp, cst.SetComp, cst.GeneratorExp)):
@@ -319,9 +371,7 @@ class LoaderWithoutPinMemory(FlowRule):
         check = AVAILABLE if accelerated else "torch.cuda.is_available()"
         requires = ACCELERATOR if accelerated else (0, 0)
         new = append_arg(node, arg(check, "pin_memory"))
-        maker = self._device_dataset(node)
-        source = f"`{maker}` may put data on a device" if maker is not None else None
-        source = self._device_data.get(id(node), source)
+        source = self._device_data.get(id(node), self._device_dataset(node))
         collate = self._device_collate(node)
         if collate is not None:
             source = f"the collate function `{collate}` puts batches on a device"
@@ -360,8 +410,9 @@ class LoaderWithoutPinMemory(FlowRule):
         return plain[0].value if plain else given.value if given is not None else None
 
     def _device_dataset(self, loader: cst.Call) -> str | None:
-        """A local class putting data on a device that may have made the loader's dataset: the one
-        the dataset is built from, or, when that cannot be told, any such Dataset class."""
+        """Why the loader's dataset may hand out device tensors: a local class putting data on a device
+        may have made it (the one it is built from, or, when that cannot be told, any such Dataset
+        class) and what that class's `__getitem__` returns is not known to be built on the host."""
         given = self._dataset(loader)
         if isinstance(given, cst.Name):
             values = [b.value for b in self.ctx.model.visible_bindings(given.value, self.ctx.model.module_scope, 10**9)]
@@ -369,10 +420,31 @@ class LoaderWithoutPinMemory(FlowRule):
         if isinstance(given, cst.Call):
             name = dotted_name(given.func)
             if name is not None and self.ctx.model.classes.get(name) is not None:
-                return name if name in self._device_classes else None
+                return self._items_reason(name)
         datasets = sorted(
             name
             for name in self._device_classes
             if any(base.split(".")[-1].endswith("Dataset") for base in self.ctx.model.classes[name].bases)
         )
-        return datasets[0] if datasets else None
+        reasons = (self._items_reason(name) for name in datasets)
+        return next((reason for reason in reasons if reason is not None), None)
+
+    def _items_reason(self, name: str) -> str | None:
+        if name not in self._device_classes or self._host_items(name):
+            return None
+        causes = self._item_causes.get(name, frozenset())
+        if LOADED in causes:
+            return f"`{name}.__getitem__` may return what `torch.load` restored"
+        if MOVED in causes:
+            return f"`{name}.__getitem__` may return data put on a device"
+        return f"`{name}` may put data on a device"
+
+    def _host_items(self, name: str | None) -> bool:
+        """A class of the file whose `__getitem__` returns only values built on the host
+        (devlint.rulekit.dataset_items): pinning its batches changes no value."""
+        node = self._class_nodes.get(name) if name is not None else None
+        if node is None:
+            return False
+        if name not in self._item_causes:
+            self._item_causes[name] = item_causes(node, self.ctx.module, self.ctx.model.qualname)
+        return not self._item_causes[name]

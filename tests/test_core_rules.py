@@ -38,6 +38,35 @@ def test_dev102_span_starts_at_the_method_and_names_the_index() -> None:
     assert finding.fix is not None and finding.fix.applicability == "unsafe"
 
 
+_IMAGENET = (
+    "import argparse\nimport torch\nimport torch.multiprocessing as mp\n\nparser = argparse.ArgumentParser()\n"
+    "parser.add_argument('--gpu', default=None, type=int)\n\n\ndef main():\n    args = parser.parse_args()\n"
+    "    if args.multiprocessing_distributed:\n        {start}\n    else:\n        main_worker(args.gpu, 1, args)\n\n\n"
+    "def main_worker(gpu, ngpus_per_node, args):\n    {bind}\n    if args.gpu is not None:\n"
+    "        model.cuda(args.gpu)\n    train(loader, model, args)\n\n\n"
+    "def train(loader, model, args):\n    for images, target in loader:\n        images = images.cuda(args.gpu, non_blocking=True)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("start", "bind", "safe"),
+    [
+        # moco(-v3), pytorch/examples' ImageNet: spawn passes each process its index, an int
+        ("mp.spawn(main_worker, nprocs=2, args=(2, args))", "args.gpu = gpu", True),
+        ("torch.multiprocessing.spawn(main_worker, args=(2, args))", "args.gpu = gpu", True),
+        # started some other way, a value that is no int, or the second parameter
+        ("threading.Thread(target=main_worker, args=(0, 2, args)).start()", "args.gpu = gpu", False),
+        ("mp.spawn(main_worker, nprocs=2, args=(2, args))", "args.gpu = str(gpu)", False),
+        ("mp.spawn(main_worker, nprocs=2, args=(2, args))", "args.gpu = ngpus_per_node", False),
+    ],
+)
+def test_dev102_an_option_set_from_a_spawned_workers_index_is_an_int(start: str, bind: str, safe: bool) -> None:
+    text = _IMAGENET.format(start=start, bind=bind)
+    findings = lint("DEV102", text)
+    assert len(findings) == 2
+    assert {f.fix.applicability for f in findings if f.fix} == {"safe" if safe else "unsafe"}
+
+
 def test_dev102_long_arguments_are_elided_in_the_message() -> None:
     (finding,) = lint("DEV102", "import torch\ny = x.cuda(config.training.devices[local_rank_of_this_process])\n")
     assert "`.cuda(...)`" in finding.message
@@ -139,17 +168,18 @@ _CURRENT = "torch.accelerator.current_accelerator().type"
         (
             "DEV102",
             "import torch\ny = x.cuda(1)\nz = x.cuda(0)\n",
-            {2: "unsafe", 3: "safe"},
-            f'import torch\ny = x.cuda(1)\nz = x.to(f"{{{_CURRENT}}}:0" if torch.accelerator.is_available() else "cpu")\n',
+            {2: "safe", 3: "safe"},
+            f'import torch\ny = x.to(f"{{{_CURRENT}}}:1" if torch.accelerator.is_available() else "cpu")\n'
+            f'z = x.to(f"{{{_CURRENT}}}:0" if torch.accelerator.is_available() else "cpu")\n',
         ),
     ],
 )
 def test_a_kept_gpu_index_with_dev604_selected_leaves_nothing_dev604_flags(
     code: str, text: str, found: dict[int, str], fixed: str
 ) -> None:
-    """With DEV604 selected, a GPU index is kept in DEV604's own form. Above 0, DEV102's `.cuda(1)`
-    is unsafe, as DEV604's fix is (Apple's MPS has one device); DEV103's is safe at any index: its
-    original is unguarded and so failed on MPS already."""
+    """With DEV604 selected, a GPU index is kept in DEV604's own form, safe at any index for DEV102's
+    `.cuda(1)` and DEV103's `"cuda:1"`, unlike DEV604's own fix (Apple's MPS has one device): their
+    originals ask for CUDA unguarded and so failed on MPS already."""
     settings = FixSettings(device_expression="accelerator", torch_version=(2, 9))
     rules = [rule_by_code(code), rule_by_code("DEV604")]
     assert {f.location.row: f.fix.applicability for f in lint_text(text, "t.py", rules, settings)} == found

@@ -129,6 +129,64 @@ def test_pin_memory_follows_a_loader_into_a_function_of_the_file() -> None:
     assert lint_text(head + method + call, "t.py", [DEV302]) == []
 
 
+_CACHE = "        cache = torch.load(path) if os.path.exists(path) else None\n"
+
+
+@pytest.mark.parametrize(
+    ("init", "getitem", "after", "reason"),
+    [
+        # peft's FunsdDataset: a cache read with torch.load, items built from lists on the host
+        (_CACHE + "        self.ids = torch.tensor([f.ids for f in cache], dtype=torch.long)\n", "return (self.ids[i],)", "", None),
+        (_CACHE + "        self.x = torch.from_numpy(np.zeros(3))\n", "return self.x[i].to(torch.float32), self.x.shape[0]", "", None),
+        (_CACHE + "        self.x = cache.cpu()\n", "return self.x[i].to(dtype=torch.long)", "", None),
+        ("        self.x = torch.load(path, map_location='cpu')\n        self.y = torch.load(path)\n", "return self.x[i]", "", None),
+        (_CACHE + "        self.x = torch.zeros(3)\n", "out = {}\n        out['x'] = self.x[i]\n        return out", "", None),
+        # what torch.load restored, a move, a device= argument, or what cannot be traced
+        ("        self.x = torch.load(path)\n", "return self.x[i]", "", "`D.__getitem__` may return what `torch.load` restored"),
+        (_CACHE + "        self.x = cache\n", "return [v for v in self.x][i]", "", "`D.__getitem__` may return what `torch.load` restored"),
+        (_CACHE + "        self.x = torch.zeros(3)\n", "return self.x[i].to(self.device)", "", "`D.__getitem__` may return data put on a device"),
+        (_CACHE + "        self.x = torch.zeros(3, device=d)\n", "return self.x[i]", "", "`D.__getitem__` may return data put on a device"),
+        (_CACHE + "        self.x = torch.Tensor.cuda(torch.zeros(3))\n", "return self.x[i]", "", "`D.__getitem__` may return data put on a device"),
+        (_CACHE + "        self.x = torch.zeros(3)\n", "out = []\n        out.append(self.x[i].cuda())\n        return out", "", "`D.__getitem__` may return data put on a device"),
+        (_CACHE + "        self.x = x\n", "return self.x[i]", "", "`D` may put data on a device"),
+        # a container that escapes, an attribute set outside the class, another way to the items
+        (_CACHE + "        self.rows = []\n        fill(self.rows)\n", "return self.rows[i]", "", "`D` may put data on a device"),
+        (_CACHE + "        self.x = torch.zeros(3)\n", "return self.x[i]", "ds.x = cache\n", "`D` may put data on a device"),
+        (_CACHE + "        self.x = torch.zeros(3)\n", "return self.x[i]\n\n    def __getitems__(self, idx):\n        return [self.x[i] for i in idx]", "", "`D` may put data on a device"),
+    ],
+)
+def test_pin_memory_reads_what_a_local_dataset_returns(init: str, getitem: str, after: str, reason: str | None) -> None:
+    """DataLoader pins each tensor of a batch, and a tensor off the CPU cannot be pinned: the fix is
+    safe where every value the dataset's `__getitem__` returns is built on the host."""
+    code = (
+        "import os\nimport numpy as np\nimport torch\nfrom torch.utils.data import DataLoader, Dataset\n\n\n"
+        f"class D(Dataset):\n    def __init__(self, path, x=None, d=None):\n{init}\n"
+        f"    def __getitem__(self, i):\n        {getitem}\n\n\nds = D(p)\n{after}loader = DataLoader(ds)\n"
+        "for b in loader:\n    b = b.to(device)\n"
+    )
+    (finding,) = lint_text(code, "t.py", [DEV302])
+    assert finding.fix is not None
+    assert (finding.fix.applicability, finding.fix.message) == (
+        ("safe", "Add `pin_memory=torch.cuda.is_available()`")
+        if reason is None
+        else ("unsafe", f"Add `pin_memory=torch.cuda.is_available()` (unsafe: {reason}, and device tensors cannot be pinned)")
+    )
+
+
+def test_a_long_returned_expression_is_not_followed_to_its_end() -> None:
+    """Past a depth the dataset's items count as not known to be on the host: no RecursionError
+    (which would refuse the whole file) on a chain of hundreds of operators."""
+    code = (
+        "import torch\nfrom torch.utils.data import DataLoader, Dataset\n\n\nclass D(Dataset):\n"
+        "    def __init__(self, p):\n        self.c = torch.load(p)\n        self.x = torch.zeros(3)\n\n"
+        "    def __getitem__(self, i):\n        return self.x[i]" + " + 1" * 300 + "\n\n\n"
+        "for b in DataLoader(D(p)):\n    b = b.to(device)\n"
+    )
+    (finding,) = lint_text(code, "t.py", [DEV302])
+    assert finding.fix is not None and "`D` may put data on a device" in finding.fix.message
+    assert lint_text(code.replace(" + 1" * 300, " + 1" * 20), "t.py", [DEV302])[0].fix.applicability == "safe"
+
+
 def test_appended_argument_keeps_layout_and_comments() -> None:
     code = (
         "import torch\nfrom torch.utils.data import DataLoader\n\ndef main(ds, device):\n"

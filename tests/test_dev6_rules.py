@@ -92,6 +92,60 @@ def test_device_queries_and_lone_seeds_have_no_safe_fix() -> None:
         assert _fix_text(HEAD + code + "\n", (2, 13)) is None
 
 
+@pytest.mark.parametrize(
+    ("between", "safe"),
+    [
+        # reads of the generators' states draw nothing (torch/cuda/random.py: `get_state()`)
+        (["states = torch.cuda.get_rng_state_all()"], True),
+        (["torch.cuda.get_rng_state()", "a = b = torch.random.get_rng_state()"], True),
+        # a new value of the seed is another seed; a draw moves the CPU generator on; an unpacking
+        # target is no plain read
+        (["seed = torch.cuda.get_rng_state_all()"], False),
+        (["noise = torch.rand(1)"], False),
+        (["cpu, = [torch.get_rng_state()]"], False),
+    ],
+)
+def test_a_guarded_seed_passes_over_reads_of_rng_state_before_it(between: list[str], safe: bool) -> None:
+    """peft's `temp_seed`: `torch.random.manual_seed(seed)`, then under a CUDA check the CUDA
+    states are saved and CUDA is seeded again with the same seed."""
+    body = "".join(f"        {line}\n" for line in between)
+    code = HEAD + "def temp_seed(seed):\n    torch.random.manual_seed(seed)\n    if torch.cuda.is_available():\n" + body
+    fixed = _fix_text(code + "        torch.cuda.manual_seed_all(seed)\n", (2, 13))
+    assert (fixed == code + "        torch.manual_seed(seed)\n") is safe, fixed
+
+@pytest.mark.parametrize(
+    ("code", "safe"),
+    [
+        ("if torch.cuda.is_available():\n    i = torch.cuda.current_device()\n", True),
+        ("if not torch.cuda.is_available():\n    raise SystemExit\ni = torch.cuda.current_device()\n", True),
+        ("@skipIf(not torch.cuda.is_available(), 'GPU')\ndef test_index():\n    assert torch.cuda.current_device() == 0\n", True),
+        ("i = torch.cuda.current_device()\n", False),
+        ("if flag:\n    i = torch.cuda.current_device()\n", False),
+        ("if not torch.cuda.is_available():\n    i = torch.cuda.current_device()\n", False),
+    ],
+)
+def test_current_device_index_is_safe_where_only_a_gpu_reaches_it(code: str, safe: bool) -> None:
+    """Where the call runs only with a GPU, both calls give the current CUDA device on CUDA and
+    neither runs without one; elsewhere the new call still raises without an accelerator."""
+    fixed = _fix_text(HEAD + code, (2, 13))
+    expected = HEAD + code.replace("torch.cuda.current_device()", "torch.accelerator.current_device_index()")
+    assert (fixed == expected) is safe, fixed
+    assert _fix_text(HEAD + code, (2, 13), unsafe=True) == expected
+
+
+def test_current_device_inside_cuda_code_gets_no_fix() -> None:
+    """peft's `torch.device("cuda", torch.cuda.current_device())`: rewriting the index alone would
+    build a CUDA device numbered by another accelerator's index."""
+    for code in ('d = torch.device("cuda", torch.cuda.current_device())\n', 'd = torch.device("cuda", index=torch.cuda.current_device())\n'):
+        (finding,) = [f for f in lint_text(HEAD + code, "x.py", ALL, FixSettings(torch_version=(2, 13))) if f.code == "DEV601"]
+        assert finding.fix is None and "the device around it names CUDA as well" in finding.message
+    assert _fix_text(HEAD + 'd = torch.device("xla", torch.cuda.current_device())\n', (2, 13), unsafe=True) is not None
+    # nor inside another torch.cuda call (flash-attention's layer_norm.py): the line stays CUDA's
+    code = "n = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count\n"
+    index = [f for f in lint_text(HEAD + code, "x.py", ALL, FixSettings(torch_version=(2, 13))) if "current_device" in f.message]
+    assert [(f.fix, "the call around it is CUDA's as well" in f.message) for f in index] == [(None, True)]
+
+
 GENERIC = [
     # the accelerator API, guarded
     "if torch.accelerator.is_available():\n    torch.accelerator.synchronize()\n    torch.accelerator.empty_cache()\n"

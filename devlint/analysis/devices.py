@@ -28,8 +28,8 @@ import libcst as cst
 from devlint.analysis.reaching import Flows, ParamBinding, Reach, Unknown
 from devlint.analysis.reader import FileReader
 from devlint.analysis.semantic import Binding, Scope, SemanticModel, dotted_name, string_value
-from devlint.analysis.tree import children
-from devlint.torchfacts.names import DEVICE_MODULE, DEVICE_NAMES, MOVES
+from devlint.analysis.tree import children, descendants
+from devlint.torchfacts.names import DEVICE_MODULE, DEVICE_NAMES, MOVES, SPAWNS
 
 DEFAULT_EXPRESSION = 'torch.device("cuda" if torch.cuda.is_available() else "cpu")'
 ACCELERATOR_EXPRESSION = (
@@ -560,11 +560,14 @@ def index_kind(reader: FileReader, value: cst.BaseExpression, site: object, dept
     return None
 
 
-def _is_int(reader: FileReader, value: cst.BaseExpression, site: object, depth: int) -> bool:
+def _is_int(reader: FileReader, value: cst.BaseExpression, site: object, depth: int, assuming: frozenset[str] = frozenset()) -> bool:
+    """``assuming``: the options being shown int; where one's value flows back into it
+    (`args.gpu = gpu`, `main_worker(args.gpu, ...)`), it is taken to hold, since every other value
+    it gets is an int."""
     if isinstance(value, cst.Integer) or (isinstance(value, cst.Name) and value.value == "None"):
         return True
     if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
-        return _is_int(reader, value.expression, site, depth)
+        return _is_int(reader, value.expression, site, depth, assuming)
     if isinstance(value, cst.Attribute) and value.attr.value == "index":
         # `t.device.index`: an int on a GPU, None on the CPU
         inner = value.value
@@ -576,7 +579,7 @@ def _is_int(reader: FileReader, value: cst.BaseExpression, site: object, depth: 
         if callee in ("max", "min", "abs"):
             return bool(value.args) and all(a.keyword is None and not a.star and _is_int(reader, a.value, site, depth) for a in value.args)
         return callee is not None and callee.split(".")[-1] in _INT_CALLS
-    if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and _int_option(reader, value.attr.value, site, depth):
+    if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and _int_option(reader, value.attr.value, site, depth, assuming):
         return True
     name = dotted_name(value)
     if name is None or depth <= 0:
@@ -590,7 +593,8 @@ def _is_int(reader: FileReader, value: cst.BaseExpression, site: object, depth: 
     for binding in reach.bindings:
         if isinstance(binding, ParamBinding):
             annotation = binding.param.annotation
-            if annotation is None or dotted_name(annotation.annotation) != "int":
+            annotated = annotation is not None and dotted_name(annotation.annotation) == "int"
+            if not (annotated or _param_is_int(reader, binding.param, site, depth, assuming)):
                 return False
         elif isinstance(binding, Unknown):
             if not _range_target(binding.node):
@@ -600,17 +604,92 @@ def _is_int(reader: FileReader, value: cst.BaseExpression, site: object, depth: 
     return True
 
 
-def _int_option(reader: FileReader, dest: str, site: object, depth: int) -> bool:
+def _int_option(reader: FileReader, dest: str, site: object, depth: int, assuming: frozenset[str] = frozenset()) -> bool:
     """``args.gpu`` where the file declares ``--gpu`` only with ``type=int`` and a default that is
     None or an int (argparse converts a string default with ``type=`` too), and assigns ``x.gpu``
     nothing but ints: an int or None on every path, as a literal is."""
+    if dest in assuming:
+        return True
+    assuming = assuming | {dest}
     declared = reader.model.option_declarations(dest)
     if not declared or not all(option.plain and option.type == "int" for option in declared):
         return False
     default = reader.model.option_default(dest)[1]
     if not (default is None or _int_default(default)):
         return False
-    return all(depth > 0 and _is_int(reader, assigned, site, depth - 1) for assigned in reader.model.attribute_assignments(dest))
+    return all(depth > 0 and _assigned_int(reader, assigned, site, depth - 1, assuming) for assigned in reader.model.attribute_assignments(dest))
+
+
+def _assigned_int(reader: FileReader, value: cst.BaseExpression, site: object, depth: int, assuming: frozenset[str]) -> bool:
+    """A value assigned to ``x.<option>`` is an int or None. A plain name is read where the
+    assignment is, inside its function (`args.gpu = gpu` in `main_worker(gpu, ...)`)."""
+    function = next((a for a in _ancestors(reader, value) if isinstance(a, (cst.FunctionDef, cst.Lambda))), None)
+    if not isinstance(value, cst.Name) or not isinstance(function, cst.FunctionDef):
+        return _is_int(reader, value, site, depth, assuming)
+    reach = reader.flows.at(value.value, function, value)
+    if reach is None or not reach.bindings or reach.maybe_unbound:
+        return False
+    for binding in reach.bindings:
+        if isinstance(binding, ParamBinding):
+            annotation = binding.param.annotation
+            annotated = annotation is not None and dotted_name(annotation.annotation) == "int"
+            if not (annotated or _param_is_int(reader, binding.param, site, depth, assuming)):
+                return False
+        elif not (isinstance(binding, cst.BaseExpression) and _int_here(reader, binding, site, depth, assuming)):
+            return False
+    return True
+
+
+def _ancestors(reader: FileReader, node: cst.CSTNode) -> Iterable[cst.CSTNode]:
+    current = reader.parent(node)
+    while current is not None:
+        yield current
+        current = reader.parent(current)
+
+
+def _int_here(reader: FileReader, value: cst.BaseExpression, site: object, depth: int, assuming: frozenset[str]) -> bool:
+    """An int or None that needs no name of its own scope: a literal, or an int option (``args.gpu``)."""
+    return (
+        isinstance(value, cst.Integer)
+        or (isinstance(value, cst.Name) and value.value == "None")
+        or (isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and _int_option(reader, value.attr.value, site, depth, assuming))
+    )
+
+
+def _param_is_int(reader: FileReader, param: cst.Param, site: object, depth: int, assuming: frozenset[str]) -> bool:
+    """A parameter of a module-level function that every use of the function in the file gives an
+    int or None: a call with an int literal or an int option (``args.gpu``) in its place, or
+    ``torch.multiprocessing.spawn(fn, ...)``, which passes each process its index as the first
+    argument. Any other use of the name (passed elsewhere, rebound) leaves it unknown."""
+    parameters = reader.parent(param)
+    function = reader.parent(parameters) if parameters is not None else None
+    if not isinstance(function, cst.FunctionDef) or not isinstance(reader.parent(function), cst.Module):
+        return False
+    positional = [*function.params.posonly_params, *function.params.params]
+    if param not in positional:
+        return False
+    position = positional.index(param)
+    uses = [
+        node for node in descendants(reader.model.module_scope.node)
+        if isinstance(node, cst.Name) and node.value == function.name.value and node is not function.name
+    ]
+    return bool(uses) and all(_gives_int(reader, use, param, position, site, depth, assuming) for use in uses)
+
+
+def _gives_int(
+    reader: FileReader, use: cst.Name, param: cst.Param, position: int, site: object, depth: int, assuming: frozenset[str]
+) -> bool:
+    parent = reader.parent(use)
+    if isinstance(parent, cst.Arg) and position == 0:
+        call = reader.parent(parent)
+        return isinstance(call, cst.Call) and call.args[0] is parent and reader.qualname(call.func) in SPAWNS
+    if not (isinstance(parent, cst.Call) and parent.func is use) or any(a.star for a in parent.args):
+        return False
+    given = [a.value for a in parent.args if a.keyword is not None and a.keyword.value == param.name.value]
+    plain = [a.value for a in parent.args if a.keyword is None]
+    value = given[0] if given else plain[position] if position < len(plain) else param.default
+    # the value is read where the call is, not at the site: only what needs no local name
+    return value is not None and _int_here(reader, value, site, depth, assuming)
 
 
 def _int_default(default: cst.BaseExpression) -> bool:

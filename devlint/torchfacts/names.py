@@ -65,6 +65,12 @@ LEGACY_TENSOR_TYPES: Mapping[str, str] = MappingProxyType({
 
 # torch's DataLoader, by both of its names. DEV302 and its gate condition.
 DATALOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+# torch.multiprocessing's launchers: `spawn(fn, args=...)` calls `fn(i, *args)` in process i
+# (torch/multiprocessing/spawn.py, `_wrap`), so fn's first parameter is an int. DEV102.
+SPAWNS = ("torch.multiprocessing.spawn", "torch.multiprocessing.spawn.spawn", "torch.multiprocessing.start_processes")
+# torch's map-style Dataset base class by both its names: a class with only it as a base gets its
+# items from its own `__getitem__`. DEV302.
+DATASETS = ("torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset")
 # DataLoader's `pin_memory` is its eighth parameter: a call with more positionals sets it.
 # DEV302 and its gate condition.
 PIN_MEMORY_POSITION = 7
@@ -213,6 +219,14 @@ SEEDING_CALLS = TORCH_SEEDS | {
     "random.seed", "numpy.random.seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all",
     "torch.cuda.random.manual_seed", "torch.cuda.random.manual_seed_all",
 }
+# Calls that read a generator's state and draw nothing (`torch.cuda.get_rng_state` returns
+# `default_generator.get_state()`; `get_rng_state_all` does so for each device). A seeding run may
+# pass over them where they run before the call a fix changes. DEV601.
+RNG_STATE_READS = frozenset({
+    "torch.get_rng_state", "torch.random.get_rng_state", "torch.cuda.get_rng_state",
+    "torch.cuda.get_rng_state_all", "torch.cuda.random.get_rng_state", "torch.cuda.random.get_rng_state_all",
+    "numpy.random.get_state", "random.getstate",
+})
 # torch.cuda's device queries: they raise without CUDA ("Torch not compiled with CUDA enabled");
 # torch.accelerator has no name or properties query, and its `get_device_capability` returns the
 # supported dtypes, not (major, minor). DEV601 and its gate condition.
