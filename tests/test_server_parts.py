@@ -606,25 +606,42 @@ def test_garbage_is_collected_when_the_worker_is_idle_not_while_a_result_is_due(
 
     from devlint.server.workers import IdleCollection
 
-    collected: list[float] = []
-    monkeypatch.setattr(gc, "collect", lambda *args: collected.append(time.monotonic()) or 0)
-    idle = IdleCollection(delay=0.2, most=3)
+    collected: list[tuple[float, str]] = []
+
+    def collect(generation: int = 2) -> int:
+        collected.append((time.monotonic(), "full" if generation == 2 else "young"))
+        return 0
+
+    monkeypatch.setattr(gc, "collect", collect)
+    idle = IdleCollection(delay=0.2, most=3, full_delay=0.6, most_full=6)
     idle.job_starts()
     ended = time.monotonic()
     idle.job_ended()
     assert collected == []  # not on the way to the result
-    time.sleep(0.5)
-    assert len(collected) == 1 and collected[0] - ended >= 0.2  # once idle
+    time.sleep(0.4)
+    assert [kind for _, kind in collected] == ["young"] and collected[0][0] - ended >= 0.2  # once idle
+    time.sleep(0.4)
+    assert [kind for _, kind in collected] == ["young", "full"] and collected[1][0] - ended >= 0.6  # after a pause
     # jobs back to back: no pause to collect in, until the third job in a row
+    collected.clear()
     for _ in range(3):
         idle.job_starts()
         idle.job_ended()
-    assert len(collected) == 1
+    assert collected == []
     idle.job_starts()
-    assert len(collected) == 2
+    assert [kind for _, kind in collected] == ["young"]
     idle.job_ended()
-    time.sleep(0.5)
-    assert len(collected) == 3
+    # a pause long enough for the young generations only
+    time.sleep(0.4)
+    assert [kind for _, kind in collected] == ["young", "young"]
+    # ...and no pause for a full collection: one runs before the job after six without one
+    for _ in range(2):
+        idle.job_starts()
+        idle.job_ended()
+    assert "full" not in [kind for _, kind in collected]
+    idle.job_starts()
+    assert [kind for _, kind in collected][-1] == "full"
+    idle.job_ended()
 
 
 def test_the_worker_reads_imported_constants_from_the_screens_tree(monkeypatch: pytest.MonkeyPatch) -> None:
