@@ -85,7 +85,6 @@ class CPythonTrees:
                 del self._kept[next(iter(self._kept))]
         return tree
 
-
     def reading(self, key: str) -> DocumentReading:
         """The screen's reading of the document ``key`` (devlint.gate.screen.Reading)."""
         return DocumentReading(self, key)
