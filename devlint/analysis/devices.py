@@ -592,9 +592,7 @@ def _is_int(reader: FileReader, value: cst.BaseExpression, site: object, depth: 
         return False
     for binding in reach.bindings:
         if isinstance(binding, ParamBinding):
-            annotation = binding.param.annotation
-            annotated = annotation is not None and dotted_name(annotation.annotation) == "int"
-            if not (annotated or _param_is_int(reader, binding.param, site, depth, assuming)):
+            if not _int_param(reader, binding, site, depth, assuming):
                 return False
         elif isinstance(binding, Unknown):
             if not _range_target(binding.node):
@@ -602,6 +600,13 @@ def _is_int(reader: FileReader, value: cst.BaseExpression, site: object, depth: 
         elif not _is_int(reader, binding, site, depth - 1):
             return False
     return True
+
+
+def _int_param(reader: FileReader, binding: ParamBinding, site: object, depth: int, assuming: frozenset[str]) -> bool:
+    """The parameter is annotated ``int``, or every call of its function passes it an int."""
+    annotation = binding.param.annotation
+    annotated = annotation is not None and dotted_name(annotation.annotation) == "int"
+    return annotated or _param_is_int(reader, binding.param, site, depth, assuming)
 
 
 def _int_option(reader: FileReader, dest: str, site: object, depth: int, assuming: frozenset[str] = frozenset()) -> bool:
@@ -631,9 +636,7 @@ def _assigned_int(reader: FileReader, value: cst.BaseExpression, site: object, d
         return False
     for binding in reach.bindings:
         if isinstance(binding, ParamBinding):
-            annotation = binding.param.annotation
-            annotated = annotation is not None and dotted_name(annotation.annotation) == "int"
-            if not (annotated or _param_is_int(reader, binding.param, site, depth, assuming)):
+            if not _int_param(reader, binding, site, depth, assuming):
                 return False
         elif not (isinstance(binding, cst.BaseExpression) and _int_here(reader, binding, site, depth, assuming)):
             return False
