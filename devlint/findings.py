@@ -32,6 +32,8 @@ class Edit:
     # The span the rule replaced, before the characters written back unchanged were trimmed off
     # (devlint.fixes.LineIndex.edit): fixes conflict, and apply in order, by what they replace.
     held: tuple[int, int] | None = field(default=None, compare=False)
+    # Of insertions at one offset by different fixes, the lower rank goes first.
+    rank: int = field(default=0, compare=False)
 
     @property
     def span(self) -> tuple[int, int]:

@@ -50,12 +50,27 @@ class DeviceRef:
     inserted: bool = False
 
 
+@dataclass(frozen=True)
+class HelperRef:
+    """A module-level function a fix's new code calls (``name()``), and its definition (a ``def``
+    at column 0 that says ``torch.``) where the file does not have it yet."""
+
+    name: str
+    definition: str | None = None
+
+    @property
+    def inserted(self) -> bool:
+        return self.definition is not None
+
+
 @dataclass
 class FixPlan:
     message: str
     replacements: list[Replace]
     applicability: Applicability = "safe"
     device: DeviceRef | None = None
+    # The new code calls a helper function of the module, defined once for the file.
+    helper: HelperRef | None = None
     # The new code names `torch`: the file gets `import torch` if it lacks one.
     needs_torch: bool = False
     # The oldest torch (major, minor) that has every API the new code uses; a fix needing a newer
@@ -159,8 +174,9 @@ def apply_fixes(text: str, fixes: list[Fix]) -> tuple[str, int]:
             seen.add((e.start_offset, e.end_offset, e.content))
             accepted.append(e)
         applied += 1
-    # Insertions at the same offset keep the order in which fixes asked for them.
-    ordered = sorted(enumerate(accepted), key=lambda pair: (*pair[1].span, pair[0]))
+    # Insertions at the same offset go by their rank (a module's imports, then its definitions,
+    # then its functions), then in the order in which fixes asked for them.
+    ordered = sorted(enumerate(accepted), key=lambda pair: (*pair[1].span, pair[1].rank, pair[0]))
     pieces: list[str] = []
     cursor = 0
     for _, edit in ordered:

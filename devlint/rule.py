@@ -20,7 +20,7 @@ import libcst as cst
 from devlint.analysis.reader import FileReader
 from devlint.analysis.semantic import Scope
 from devlint.analysis.tracker import ScopeTracker
-from devlint.fixes import DeviceRef, FixPlan
+from devlint.fixes import DeviceRef, FixPlan, HelperRef
 from devlint.gate.catalog import Word  # noqa: F401 - rules import Word from here
 from devlint.settings import FixSettings
 
@@ -79,6 +79,13 @@ class RuleContext(FileReader, Protocol):
 
     def device(self, site: Site, avoid: Iterable[str] = ()) -> DeviceRef:
         """The device expression a fix at ``site`` uses (see devlint.analysis.devices)."""
+        ...
+
+    def helper(self, preferred: str, define: Callable[[str], str]) -> HelperRef | None:
+        """A module-level function for fixes to call: the file's own where it already defines
+        ``define(its name)`` word for word, else one named ``preferred`` (or a free variant) that
+        the engine inserts once for the file; None where the module binds torch only inside
+        functions, so that a module-level function could not reach it."""
         ...
 
     def render(self, original: cst.CSTNode, new: cst.CSTNode) -> str:

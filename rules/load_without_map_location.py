@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.fixes import FixPlan, Replace
-from devlint.rule import Invalid, Rule, Site, Word
+from devlint.fixes import FixPlan, HelperRef, Replace
+from devlint.rule import Invalid, Rule, RuleContext, Site, Word
 from devlint.rulekit.calls import append_arg, arg, code_in_place, imported_qualname, keyword, positional
 
 HEAD = "import torch\n"
@@ -16,6 +16,19 @@ MAP_LOCATION = 'None if torch.cuda.is_available() else lambda storage, location:
 # file that uses them, the CPU as a string instead.
 MAP_LOCATION_PLAIN = 'None if torch.cuda.is_available() else "cpu"'
 _NO_FUNCTION = ("torch_xla", "DTensor", "distributed.tensor", "distributed._tensor")
+# A file with more than one such load gets the expression once, in a function each load calls.
+# Called where the expression stood, it asks torch at the same moment: the same value.
+HELPER = "_map_location"
+
+
+def _helper(name: str) -> str:
+    return (
+        f"def {name}():\n"
+        '    """torch.load\'s default with CUDA; without CUDA, GPU tensors load onto the CPU."""\n'
+        "    if torch.cuda.is_available():\n"
+        "        return None\n"
+        '    return lambda storage, location: storage if location.startswith("cuda") else None'
+    )
 
 
 class LoadWithoutMapLocation(Rule):
@@ -45,6 +58,13 @@ class LoadWithoutMapLocation(Rule):
         "accelerator still loads there. torch accepts no function as `map_location` for tensor "
         "subclasses (DTensor) and XLA tensors, so in a file that uses them (`torch_xla`, `DTensor`, "
         "`torch.distributed.tensor`) the fix is `None if torch.cuda.is_available() else \"cpu\"`. "
+        "A file with more than one such load gets the expression once, in a function `_map_location()` "
+        "inserted after its imports, and each load says `map_location=_map_location()`: the call stands "
+        "where the expression stood, so torch is asked at the same moment and answers the same, and a "
+        "function defined at the top of the module is there before any load can run. A file that "
+        "already has that function (an earlier fix wrote it) gets it for its next load too; a module "
+        "that imports torch only inside functions keeps the expression in place, where that import "
+        "reaches it. "
         "The device in scope is deliberately not used: `map_location=device` would also move a "
         "checkpoint saved from CPU tensors (a dataset, metrics, a model saved before `.to(device)`) "
         "onto the GPU, where `.numpy()`, `pin_memory` or a CPU model then fail. For the same reason a "
@@ -81,11 +101,59 @@ class LoadWithoutMapLocation(Rule):
         ),
         # through aliases; the availability check says `th.` as the file does
         Invalid(
-            "import torch as th\nfrom torch import load as load_checkpoint\n"
-            "a = th.load(path)\nb = load_checkpoint(path)\n",
-            "import torch as th\nfrom torch import load as load_checkpoint\n"
-            'a = th.load(path, map_location=None if th.cuda.is_available() else lambda storage, location: storage if location.startswith("cuda") else None)\n'
-            'b = load_checkpoint(path, map_location=None if th.cuda.is_available() else lambda storage, location: storage if location.startswith("cuda") else None)\n',
+            "import torch as th\n\na = th.load(path)\n",
+            "import torch as th\n\n"
+            'a = th.load(path, map_location=None if th.cuda.is_available() else lambda storage, location: storage if location.startswith("cuda") else None)\n',
+        ),
+        # two loads in a file: one function holds the expression, each load calls it
+        Invalid(
+            "import torch as th\nfrom torch import load as load_checkpoint\n\n\n"
+            "def restore(model, optimizer):\n"
+            "    model.load_state_dict(th.load(args.model))\n"
+            "    optimizer.load_state_dict(load_checkpoint(args.optimizer))\n",
+            "import torch as th\nfrom torch import load as load_checkpoint\n\n\n"
+            "def _map_location():\n"
+            '    """torch.load\'s default with CUDA; without CUDA, GPU tensors load onto the CPU."""\n'
+            "    if th.cuda.is_available():\n"
+            "        return None\n"
+            '    return lambda storage, location: storage if location.startswith("cuda") else None\n\n\n'
+            "def restore(model, optimizer):\n"
+            "    model.load_state_dict(th.load(args.model, map_location=_map_location()))\n"
+            "    optimizer.load_state_dict(load_checkpoint(args.optimizer, map_location=_map_location()))\n",
+            count=2,
+        ),
+        # a load at module level: the function comes right before it; the name `_map_location` is taken
+        Invalid(
+            'import torch\n_map_location = "cpu"\nfirst = torch.load("a.pt")\nsecond = torch.load("b.pt")\n',
+            'import torch\n_map_location = "cpu"\n\n\n'
+            "def _torch_map_location():\n"
+            '    """torch.load\'s default with CUDA; without CUDA, GPU tensors load onto the CPU."""\n'
+            "    if torch.cuda.is_available():\n"
+            "        return None\n"
+            '    return lambda storage, location: storage if location.startswith("cuda") else None\n\n\n'
+            'first = torch.load("a.pt", map_location=_torch_map_location())\n'
+            'second = torch.load("b.pt", map_location=_torch_map_location())\n',
+            count=2,
+        ),
+        # the file already has the function an earlier fix wrote: a further load calls it too
+        Invalid(
+            "import torch\n\n\ndef _map_location():\n"
+            '    """torch.load\'s default with CUDA; without CUDA, GPU tensors load onto the CPU."""\n'
+            "    if torch.cuda.is_available():\n        return None\n"
+            '    return lambda storage, location: storage if location.startswith("cuda") else None\n\n\n'
+            'state = torch.load("new.pt")\n',
+            "import torch\n\n\ndef _map_location():\n"
+            '    """torch.load\'s default with CUDA; without CUDA, GPU tensors load onto the CPU."""\n'
+            "    if torch.cuda.is_available():\n        return None\n"
+            '    return lambda storage, location: storage if location.startswith("cuda") else None\n\n\n'
+            'state = torch.load("new.pt", map_location=_map_location())\n',
+        ),
+        # torch imported only inside the function: the expression stays where that import reaches
+        Invalid(
+            "def restore(path, other):\n    import torch\n    return torch.load(path), torch.load(other)\n",
+            "def restore(path, other):\n    import torch\n    return torch.load(path, map_location="
+            'None if torch.cuda.is_available() else lambda storage, location: storage if location.startswith("cuda") else None), '
+            'torch.load(other, map_location=None if torch.cuda.is_available() else lambda storage, location: storage if location.startswith("cuda") else None)\n',
             count=2,
         ),
         # torch takes no function as map_location for XLA tensors or DTensors: the CPU as a string
@@ -96,6 +164,10 @@ class LoadWithoutMapLocation(Rule):
         ),
     )
 
+    def __init__(self, ctx: RuleContext) -> None:
+        super().__init__(ctx)
+        self._loads = 0
+
     def visit_Call(self, node: cst.Call) -> None:
         if imported_qualname(self.ctx.model, node.func, frozenset({"load"})) != "torch.load":
             return
@@ -103,6 +175,7 @@ class LoadWithoutMapLocation(Rule):
             return
         if any(a.star for a in node.args):
             return
+        self._loads += 1
         self.report(
             node,
             "`torch.load` without `map_location` restores tensors on the device they were saved from",
@@ -110,11 +183,20 @@ class LoadWithoutMapLocation(Rule):
         )
 
     def _fix(self, node: cst.Call, site: Site) -> FixPlan:
-        location = MAP_LOCATION_PLAIN if any(word in self.ctx.text for word in _NO_FUNCTION) else MAP_LOCATION
+        if any(word in self.ctx.text for word in _NO_FUNCTION):
+            return self._plan(node, MAP_LOCATION_PLAIN, None)
+        helper = self.ctx.helper(HELPER, _helper)
+        if helper is not None and helper.inserted and self._loads < 2:
+            # one load: the expression in place reads better than a function for it
+            helper = None
+        return self._plan(node, MAP_LOCATION if helper is None else f"{helper.name}()", helper)
+
+    def _plan(self, node: cst.Call, location: str, helper: HelperRef | None) -> FixPlan:
         new = append_arg(node, arg(location, "map_location"))
         return FixPlan(
             f"Add `map_location={location}`",
             [Replace(node, code_in_place(self.ctx, node, new))],
             "safe",
+            helper=helper,
             needs_torch=True,
         )

@@ -714,7 +714,9 @@ def _range_target(node: cst.CSTNode) -> bool:
 
 def free_name(model: SemanticModel, preferred: str) -> str:
     """``preferred`` unless the file already uses that identifier for anything."""
-    for candidate in (preferred, f"torch_{preferred}", *(f"{preferred}_{i}" for i in range(2, 100))):
+    bare = preferred.lstrip("_")
+    lead = preferred[: len(preferred) - len(bare)]
+    for candidate in (preferred, f"{lead}torch_{bare}", *(f"{preferred}_{i}" for i in range(2, 100))):
         if candidate not in model.identifiers:
             return candidate
-    raise RuntimeError("no free name for the device variable")  # 100 taken names: not real code
+    raise RuntimeError(f"no free name for {preferred}")  # 100 taken names: not real code

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Container, Iterable
+from collections.abc import Callable, Container, Iterable
 
 import libcst as cst
 
@@ -15,14 +15,14 @@ from devlint.analysis.semantic import SemanticModel, dotted_name
 from devlint.analysis.tracker import ScopeTracker
 from devlint.analysis.tree import ancestors
 from devlint.analysis.version_guards import older_branches, runs_only_below
-from devlint.engine.placement import Insertion, Source, local_definition, place
+from devlint.engine.placement import Insertion, Source, local_definition, place, torch_only_in_functions
 from devlint.engine.positions import Positions, StatementPrints
 from devlint.engine.positions import positions as node_positions
-from devlint.engine.render import code_at_indent
+from devlint.engine.render import code_at_indent, in_file_style
 from devlint.engine.reuse import Check, FileFacts, Kept, Window, report_key, window
 from devlint.engine.torch_imports import renamed_torch
 from devlint.findings import Edit, Finding, Fix, Location
-from devlint.fixes import DeviceRef, FixPlan, LineIndex, Replace
+from devlint.fixes import DeviceRef, FixPlan, HelperRef, LineIndex, Replace
 from devlint.project import NONE, ImportedConstants
 from devlint.rule import FixFactory, Report, Rule, Site
 from devlint.settings import FixSettings
@@ -61,6 +61,8 @@ class FileContext:
         self.reports: list[Report] = []
         # The name of the device definition fixes insert, once one asks for it (see device()).
         self._inserted_name: str | None = None
+        # The helper functions fixes call, by the name their rule prefers (see helper()).
+        self._helpers: dict[str, HelperRef] = {}
         self._codes: dict[int, tuple[cst.CSTNode, str]] = {}
         # Set by a caller that keeps this check for the next check of the file (devlint.engine.reuse).
         self.keep_check = False
@@ -101,6 +103,30 @@ class FileContext:
         if self._inserted_name is None:
             self._inserted_name = free_name(self.model, self.settings.device_name)
         return DeviceRef(self._inserted_name, inserted=True)
+
+    def helper(self, preferred: str, define: Callable[[str], str]) -> HelperRef | None:
+        """A module-level function for fixes to call (see devlint.rule.RuleContext.helper)."""
+        if torch_only_in_functions(self.module) is not None:
+            return None
+        if preferred not in self._helpers:
+            own = self._own_helper(define)
+            if own is None:
+                name = free_name(self.model, preferred)
+                own = HelperRef(name, define(name))
+            self._helpers[preferred] = own
+        return self._helpers[preferred]
+
+    def _own_helper(self, define: Callable[[str], str]) -> HelperRef | None:
+        """A function the file defines once at its top level as ``define`` writes it (an earlier
+        fix inserted it), in the file's spelling of torch."""
+        alias = self.model.torch_alias()
+        for stmt in self.module.body:
+            if not isinstance(stmt, cst.FunctionDef) or len(self.model.module_scope.bindings.get(stmt.name.value, ())) != 1:
+                continue
+            written = self.module.code_for_node(stmt.with_changes(leading_lines=()))
+            if written.rstrip() == in_file_style(self.module, define(stmt.name.value), alias).rstrip():
+                return HelperRef(stmt.name.value)
+        return None
 
     def code(self, node: cst.CSTNode) -> str:
         # Kept by node (held with its code, so its id names no other node): a fix's new code is
@@ -175,6 +201,8 @@ class FileContext:
             new = replace.new
             text = self.code(new) if isinstance(new, cst.CSTNode) else "\n".join(new) if isinstance(new, tuple) else new
             names |= introduced(text, self.code(replace.node))
+        if plan.helper is not None and plan.helper.definition is not None:
+            names |= introduced(plan.helper.definition, "")
         found = newest(names)
         if found is None or plan.requires > found.since:
             return Requirement("", plan.requires)
@@ -233,7 +261,12 @@ class FileContext:
             (report.site.node if taken[i].needs_insertion else None) if i in taken else self._needs_insertion(report, plan)
             for i, (report, (plan, _)) in enumerate(zip(self.reports, planned))
         ]
-        placement = place(source, needs, self._inserted_name)
+        helpers: dict[HelperRef, list[cst.CSTNode]] = {}
+        for i, (report, (plan, _)) in enumerate(zip(self.reports, planned)):
+            ref = taken[i].helper if i in taken else plan.helper if plan is not None else None
+            if ref is not None and ref.inserted:
+                helpers.setdefault(ref, []).append(report.site.node)
+        placement = place(source, needs, self._inserted_name, tuple(helpers.items()))
         if reused is not None and placement.module != reused[0].insertion:
             return None
         findings: list[Finding] = []
@@ -245,10 +278,10 @@ class FileContext:
                 finding = reused[1].shifted(taken[i].finding) if spot is None else None
                 if finding is None:
                     return None
-                entry = Kept(finding, taken[i].needs_insertion, taken[i].uses_definition, at)
+                entry = dataclasses.replace(taken[i], finding=finding, statement=at)
             else:
                 finding = self._finding(report, note, self._fix(plan, spot, placement.module, source), source)
-                entry = Kept(finding, needs[i] is not None, plan is not None and _uses_definition(plan), at)
+                entry = Kept(finding, needs[i] is not None, plan is not None and _uses_definition(plan), at, plan.helper if plan is not None else None)
             findings.append(finding)
             if spot is None:
                 kept[report_key(report.rule.code, report.node, report.start, report.message, report.lead)] = entry
@@ -278,7 +311,7 @@ class FileContext:
     @staticmethod
     def _needs_insertion(report: Report, plan: FixPlan | None) -> cst.CSTNode | None:
         """Where ``plan``'s new code needs torch or the inserted definition (see placement), else None."""
-        if plan is not None and (plan.needs_torch or _uses_definition(plan)):
+        if plan is not None and (plan.needs_torch or _uses_definition(plan) or _calls_new_helper(plan)):
             return report.site.node
         return None
 
@@ -293,12 +326,15 @@ class FileContext:
             if _uses_definition(plan):
                 edits.append(local_definition(source, spot, self._inserted_name))
         else:
-            if (plan.needs_torch or _uses_definition(plan)) and insertion.torch is not None:
+            if (plan.needs_torch or _uses_definition(plan) or _calls_new_helper(plan)) and insertion.torch is not None:
                 edits.append(insertion.torch)
                 hazards.append(insertion.import_hazard)
             if _uses_definition(plan) and insertion.device is not None:
                 edits.append(insertion.device)
                 hazards.append(insertion.definition_hazard)
+            if _calls_new_helper(plan):
+                assert plan.helper is not None
+                edits.append(dict(insertion.helpers)[plan.helper.name])
         applicability, message = plan.applicability, plan.message
         for hazard in hazards:
             if hazard is not None:
@@ -378,3 +414,7 @@ class FileContext:
 
 def _uses_definition(plan: FixPlan) -> bool:
     return plan.device is not None and plan.device.inserted
+
+
+def _calls_new_helper(plan: FixPlan) -> bool:
+    return plan.helper is not None and plan.helper.inserted

@@ -1,14 +1,16 @@
 """Where the code a fix needs beyond its own edit goes, and when adding it is unsafe.
 
-A fix may name torch in a file that does not import it, or use a device name the file does not
-define (``DeviceRef.inserted``): then one ``import torch`` and one definition are inserted for the
-whole file, after the last top-level import before the first statement that needs them. In a
+A fix may name torch in a file that does not import it, use a device name the file does not
+define (``DeviceRef.inserted``) or call a helper function it does not define (``HelperRef``): then
+one ``import torch``, one definition and one function are inserted for the whole file, after the
+last top-level import before the first statement that needs them. In a
 module that imports torch only inside functions, the definition goes after the function's own
 ``import torch`` instead. These functions only decide; FileContext attaches the edits to fixes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -19,9 +21,10 @@ from devlint.analysis.semantic import SemanticModel
 from devlint.analysis.tree import ancestors, descendants
 from devlint.engine.gpu_environment import changes_gpu_environment, visible_devices_set_after
 from devlint.engine.positions import Positions
+from devlint.engine.render import in_file_style
 from devlint.engine.torch_imports import imports_torch, is_import_line, renamed_torch, tolerates_missing_torch, torch_names
 from devlint.findings import Edit
-from devlint.fixes import LineIndex
+from devlint.fixes import HelperRef, LineIndex
 from devlint.settings import FixSettings
 from devlint.torchfacts.names import VISIBLE_DEVICES
 
@@ -47,6 +50,8 @@ class Insertion:
     torch: Edit | None = None
     # ``name = expression``, where some fix uses the inserted device name.
     device: Edit | None = None
+    # ``def name(): ...`` per helper function some fix calls, by name.
+    helpers: tuple[tuple[str, Edit], ...] = ()
     # New code's name for torch: the file imports it only as ``import torch as <name>``.
     torch_as: str | None = None
     # Why a module-level ``import torch`` may break the module.
@@ -76,12 +81,19 @@ class _Spot:
     torch_as: str | None
 
 
-def place(source: Source, needs: Sequence[cst.CSTNode | None], inserted_name: str | None) -> Placement:
-    """``needs``: per fix, the node it was reported at when it needs torch or the inserted
-    definition, else None. ``inserted_name``: the definition's name, once some fix asked for it."""
+def place(
+    source: Source,
+    needs: Sequence[cst.CSTNode | None],
+    inserted_name: str | None,
+    helpers: Sequence[tuple[HelperRef, Sequence[cst.CSTNode]]] = (),
+) -> Placement:
+    """``needs``: per fix, the node it was reported at when it needs torch, the inserted
+    definition or a helper, else None. ``inserted_name``: the definition's name, once some fix
+    asked for it; ``helpers``: those fixes call that the file lacks, with the nodes of the fixes
+    that call each."""
     local = tuple(None if node is None else local_torch_import(source, node) for node in needs)
     needing = [node for node, spot in zip(needs, local) if node is not None and spot is None]
-    module = _module_insertion(source, needing, inserted_name) if needing else Insertion()
+    module = _module_insertion(source, needing, inserted_name, helpers) if needing else Insertion()
     return Placement(local, module)
 
 
@@ -111,7 +123,9 @@ def local_definition(source: Source, spot: cst.SimpleStatementLine, name: str | 
     return source.lines.edit(offset, offset, f"{prefix}{source.lines.indent(span.start.line)}{name} = {expression}{newline}")
 
 
-def _module_insertion(source: Source, nodes: list[cst.CSTNode], inserted_name: str | None) -> Insertion:
+def _module_insertion(
+    source: Source, nodes: list[cst.CSTNode], inserted_name: str | None, helpers: Sequence[tuple[HelperRef, Sequence[cst.CSTNode]]]
+) -> Insertion:
     """``import torch`` (when missing) and the definition (when used), placed once: after the last
     top-level import before the first statement that needs them."""
     body = list(source.module.body)
@@ -129,14 +143,49 @@ def _module_insertion(source: Source, nodes: list[cst.CSTNode], inserted_name: s
         if _ends_import_block(source, body, spot):
             # as isort and ruff leave code after the imports: a blank line between them
             prefix += newline
-        device = source.lines.edit(spot.offset, spot.offset, f"{prefix}{inserted_name} = {expression}{newline}")
+        device = _ranked(source.lines.edit(spot.offset, spot.offset, f"{prefix}{inserted_name} = {expression}{newline}"), 1)
     return Insertion(
         torch=torch,
         device=device,
+        helpers=tuple((helper.name, _function(source, body, spot, helper, users, torch)) for helper, users in helpers),
         torch_as=spot.torch_as,
         import_hazard=_import_hazard(source),
         definition_hazard=_definition_hazard(source, body, spot, inserted_name),
     )
+
+
+def _function(
+    source: Source, body: list[cst.BaseStatement], spot: _Spot, helper: HelperRef, users: Sequence[cst.CSTNode], torch: Edit | None
+) -> Edit:
+    """``helper``'s definition right before the first top-level statement that calls it (with the
+    comment lines on top of it), but not before ``spot``, where the imports end: so it goes in
+    the same place whether the device definition was inserted before it, with it or after it.
+    Two blank lines on either side, as ruff and black leave a top-level function."""
+    assert helper.definition is not None
+    text, lines, newline = source.lines.text, source.lines, source.module.default_newline
+    index = {id(stmt): i for i, stmt in enumerate(body)}
+    first = max(min(_top_level_index(source, node, index) for node in users), spot.after + 1)
+    offset, prefix = spot.offset, spot.prefix
+    if first < len(body):
+        row = source.positions[body[first]].start.line
+        while row > 1 and lines.line(row - 1).lstrip().startswith("#"):
+            row -= 1
+        offset, prefix = max(lines.starts[row - 1], spot.offset), ""
+    after_import = torch is not None and torch.start_offset == offset
+    before = 0 if after_import else _blank_rows(text[:offset].splitlines()[::-1])
+    lead = "" if offset == 0 and not prefix else newline * max(0, 2 - before)
+    trail = newline * max(0, 2 - _blank_rows(text[offset:].splitlines())) if text[offset:].strip() else ""
+    code = in_file_style(source.module, helper.definition, spot.torch_as)
+    return _ranked(lines.edit(offset, offset, f"{prefix}{lead}{code}{newline}{trail}"), 2)
+
+
+def _blank_rows(rows: list[str]) -> int:
+    return next((i for i, row in enumerate(rows) if row.strip()), len(rows))
+
+
+def _ranked(edit: Edit, rank: int) -> Edit:
+    """``edit`` going after the insertions of lower rank at its offset (see devlint.fixes.apply_fixes)."""
+    return dataclasses.replace(edit, rank=rank)
 
 
 def _ends_import_block(source: Source, body: list[cst.BaseStatement], spot: _Spot) -> bool:
@@ -212,7 +261,7 @@ def _line_after(source: Source, row: int) -> tuple[int, str]:
 
 
 def _import_hazard(source: Source) -> str | None:
-    inside = _torch_only_in_functions(source.module)
+    inside = torch_only_in_functions(source.module)
     if inside is None:
         return None
     return (
@@ -238,7 +287,7 @@ def _definition_hazard(source: Source, body: list[cst.BaseStatement], spot: _Spo
     return None
 
 
-def _torch_only_in_functions(module: cst.Module) -> cst.CSTNode | None:
+def torch_only_in_functions(module: cst.Module) -> cst.CSTNode | None:
     """The first ``import torch`` inside a function, in a module that has none at its top level."""
     if any(imports_torch(stmt) or torch_names(stmt) for stmt in module.body):
         return None

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from devlint.engine.torch_imports import renamed_torch
+
 
 def code_at_indent(module: cst.Module, new: cst.CSTNode, indent: str) -> str:
     code = module.code_for_node(new)
@@ -35,3 +37,14 @@ class _BlockIndent(cst.CSTTransformer):
             return updated_node
         whitespace = cst.SimpleWhitespace(self.indent + updated_node.whitespace.value)
         return updated_node.with_changes(indent=False, whitespace=whitespace)
+
+
+def in_file_style(module: cst.Module, code: str, torch_as: str | None) -> str:
+    """``code``, new top-level lines written with four-space indents, ``\\n`` and ``torch.``, as
+    the file writes code: its indentation, its line ending and its name for torch."""
+    lines = []
+    for line in code.split("\n"):
+        stripped = line.lstrip(" ")
+        lines.append(module.default_indent * ((len(line) - len(stripped)) // 4) + stripped)
+    styled = module.default_newline.join(lines)
+    return styled if torch_as is None or torch_as == "torch" else renamed_torch(styled, torch_as)

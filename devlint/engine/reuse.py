@@ -38,7 +38,7 @@ from devlint.analysis.semantic import SemanticModel
 from devlint.analysis.tree import children
 from devlint.engine.placement import Insertion
 from devlint.findings import Edit, Finding, Fix, Location
-from devlint.fixes import LineIndex, trimmed
+from devlint.fixes import HelperRef, LineIndex, trimmed
 from devlint.project import ImportedConstants
 from devlint.settings import FixSettings
 from devlint.torchfacts.names import MOVES
@@ -89,6 +89,8 @@ class Kept:
     needs_insertion: bool
     uses_definition: bool
     statement: int
+    # The helper function the fix calls (devlint.fixes.HelperRef), to be placed again.
+    helper: HelperRef | None = None
 
 
 @dataclass(frozen=True)
