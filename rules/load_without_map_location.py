@@ -122,15 +122,16 @@ class LoadWithoutMapLocation(Rule):
             "    optimizer.load_state_dict(load_checkpoint(args.optimizer, map_location=_map_location()))\n",
             count=2,
         ),
-        # a load at module level: the function comes right before it; the name `_map_location` is taken
+        # loads at module level: the function comes after the imports; the name `_map_location` is taken
         Invalid(
             'import torch\n_map_location = "cpu"\nfirst = torch.load("a.pt")\nsecond = torch.load("b.pt")\n',
-            'import torch\n_map_location = "cpu"\n\n\n'
+            "import torch\n\n\n"
             "def _torch_map_location():\n"
             '    """torch.load\'s default with CUDA; without CUDA, GPU tensors load onto the CPU."""\n'
             "    if torch.cuda.is_available():\n"
             "        return None\n"
             '    return lambda storage, location: storage if location.startswith("cuda") else None\n\n\n'
+            '_map_location = "cpu"\n'
             'first = torch.load("a.pt", map_location=_torch_map_location())\n'
             'second = torch.load("b.pt", map_location=_torch_map_location())\n',
             count=2,

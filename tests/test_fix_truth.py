@@ -461,3 +461,37 @@ def test_the_device_of_a_tensor_the_scope_moves_to_cuda_is_not_where_cuda_goes()
     assert "t.to(original_device)" in result.split("t = t.to(torch_device)")[1]
     # A device read from a tensor the scope does not move stays the program's device.
     assert "return model.to(device)(batch)" in result
+
+
+def test_a_function_that_binds_torch_itself_gets_no_module_level_import() -> None:
+    # `torch` is the function's own (returned by a loader): the guard's `torch.` reads it, as the
+    # call it guards did, so nothing is added at the top and the fix stays safe.
+    source = """\
+        def load_modules():
+            import torch
+            return torch, None
+
+
+        def bench():
+            torch, _ = load_modules()
+            torch.cuda.synchronize()
+        """
+    text = fixed(source)
+    assert text.count("import torch") == 1
+    assert "    if torch.cuda.is_available():\n        torch.cuda.synchronize()\n" in text
+    assert applicability(source) == {"DEV601": {"safe"}}
+
+
+def test_a_function_that_reads_the_module_torch_still_gets_the_import() -> None:
+    # near miss: `bench` has no `torch` of its own, and the module binds none at its top level
+    source = """\
+        def load_modules():
+            import torch
+            return torch
+
+
+        def bench(torch_module):
+            torch.cuda.synchronize()
+        """
+    assert applicability(source) == {"DEV601": {"unsafe"}}
+    assert fixed(source, unsafe=True).startswith("import torch\n")

@@ -261,12 +261,12 @@ class FileContext:
             (report.site.node if taken[i].needs_insertion else None) if i in taken else self._needs_insertion(report, plan)
             for i, (report, (plan, _)) in enumerate(zip(self.reports, planned))
         ]
-        helpers: dict[HelperRef, list[cst.CSTNode]] = {}
-        for i, (report, (plan, _)) in enumerate(zip(self.reports, planned)):
-            ref = taken[i].helper if i in taken else plan.helper if plan is not None else None
-            if ref is not None and ref.inserted:
-                helpers.setdefault(ref, []).append(report.site.node)
-        placement = place(source, needs, self._inserted_name, tuple(helpers.items()))
+        helpers = {
+            ref.name: ref
+            for i, (plan, _) in enumerate(planned)
+            if (ref := taken[i].helper if i in taken else plan.helper if plan is not None else None) is not None and ref.inserted
+        }
+        placement = place(source, needs, self._inserted_name, tuple(helpers.values()))
         if reused is not None and placement.module != reused[0].insertion:
             return None
         findings: list[Finding] = []
@@ -308,12 +308,20 @@ class FileContext:
             current, parent = parent, self.parents.get(parent)
         return current if parent is self.module else None
 
-    @staticmethod
-    def _needs_insertion(report: Report, plan: FixPlan | None) -> cst.CSTNode | None:
+    def _needs_insertion(self, report: Report, plan: FixPlan | None) -> cst.CSTNode | None:
         """Where ``plan``'s new code needs torch or the inserted definition (see placement), else None."""
-        if plan is not None and (plan.needs_torch or _uses_definition(plan) or _calls_new_helper(plan)):
+        if plan is None:
+            return None
+        if _uses_definition(plan) or _calls_new_helper(plan):
             return report.site.node
-        return None
+        return report.site.node if plan.needs_torch and not self._torch_is_local(report.site) else None
+
+    def _torch_is_local(self, site: Site) -> bool:
+        """At ``site`` the name ``torch`` is a function's own (``torch, ... = load_modules()``, a
+        parameter, an import in the function): the new code's ``torch.`` reads that binding, as
+        the code it replaces did, and a module-level ``import torch`` would not be used."""
+        found = next(iter(self.model.lookup("torch", site.scope)), None)
+        return found is not None and found[0].kind != "module"
 
     def _fix(self, plan: FixPlan | None, spot: cst.SimpleStatementLine | None, insertion: Insertion, source: Source) -> Fix | None:
         """The plan as edits of the text, with the insertions its new code needs (a module that

@@ -85,12 +85,11 @@ def place(
     source: Source,
     needs: Sequence[cst.CSTNode | None],
     inserted_name: str | None,
-    helpers: Sequence[tuple[HelperRef, Sequence[cst.CSTNode]]] = (),
+    helpers: Sequence[HelperRef] = (),
 ) -> Placement:
     """``needs``: per fix, the node it was reported at when it needs torch, the inserted
     definition or a helper, else None. ``inserted_name``: the definition's name, once some fix
-    asked for it; ``helpers``: those fixes call that the file lacks, with the nodes of the fixes
-    that call each."""
+    asked for it; ``helpers``: those fixes call that the file lacks."""
     local = tuple(None if node is None else local_torch_import(source, node) for node in needs)
     needing = [node for node, spot in zip(needs, local) if node is not None and spot is None]
     module = _module_insertion(source, needing, inserted_name, helpers) if needing else Insertion()
@@ -123,9 +122,7 @@ def local_definition(source: Source, spot: cst.SimpleStatementLine, name: str | 
     return source.lines.edit(offset, offset, f"{prefix}{source.lines.indent(span.start.line)}{name} = {expression}{newline}")
 
 
-def _module_insertion(
-    source: Source, nodes: list[cst.CSTNode], inserted_name: str | None, helpers: Sequence[tuple[HelperRef, Sequence[cst.CSTNode]]]
-) -> Insertion:
+def _module_insertion(source: Source, nodes: list[cst.CSTNode], inserted_name: str | None, helpers: Sequence[HelperRef]) -> Insertion:
     """``import torch`` (when missing) and the definition (when used), placed once: after the last
     top-level import before the first statement that needs them."""
     body = list(source.module.body)
@@ -147,36 +144,39 @@ def _module_insertion(
     return Insertion(
         torch=torch,
         device=device,
-        helpers=tuple((helper.name, _function(source, body, spot, helper, users, torch)) for helper, users in helpers),
+        helpers=tuple((helper.name, _function(source, body, spot, helper, torch)) for helper in helpers),
         torch_as=spot.torch_as,
         import_hazard=_import_hazard(source),
         definition_hazard=_definition_hazard(source, body, spot, inserted_name),
     )
 
 
-def _function(
-    source: Source, body: list[cst.BaseStatement], spot: _Spot, helper: HelperRef, users: Sequence[cst.CSTNode], torch: Edit | None
-) -> Edit:
-    """``helper``'s definition right before the first top-level statement that calls it (with the
-    comment lines on top of it), but not before ``spot``, where the imports end: so it goes in
-    the same place whether the device definition was inserted before it, with it or after it.
-    Two blank lines on either side, as ruff and black leave a top-level function."""
+def _function(source: Source, body: list[cst.BaseStatement], spot: _Spot, helper: HelperRef, torch: Edit | None) -> Edit:
+    """``helper``'s definition at ``spot``, after the import and the device definition inserted
+    there, or after that definition where an earlier fix inserted it: so the two end in one order
+    whichever fix comes first. Two blank lines on either side, as ruff and black leave a
+    top-level function."""
     assert helper.definition is not None
     text, lines, newline = source.lines.text, source.lines, source.module.default_newline
-    index = {id(stmt): i for i, stmt in enumerate(body)}
-    first = max(min(_top_level_index(source, node, index) for node in users), spot.after + 1)
     offset, prefix = spot.offset, spot.prefix
-    if first < len(body):
-        row = source.positions[body[first]].start.line
-        while row > 1 and lines.line(row - 1).lstrip().startswith("#"):
-            row -= 1
-        offset, prefix = max(lines.starts[row - 1], spot.offset), ""
+    following = body[spot.after + 1] if spot.after + 1 < len(body) else None
+    if following is not None and _is_device_definition(source, following, spot):
+        offset, prefix = _line_after(source, source.positions[following].end.line)
     after_import = torch is not None and torch.start_offset == offset
     before = 0 if after_import else _blank_rows(text[:offset].splitlines()[::-1])
     lead = "" if offset == 0 and not prefix else newline * max(0, 2 - before)
     trail = newline * max(0, 2 - _blank_rows(text[offset:].splitlines())) if text[offset:].strip() else ""
     code = in_file_style(source.module, helper.definition, spot.torch_as)
     return _ranked(lines.edit(offset, offset, f"{prefix}{lead}{code}{newline}{trail}"), 2)
+
+
+def _is_device_definition(source: Source, stmt: cst.BaseStatement, spot: _Spot) -> bool:
+    """``stmt`` is ``name = <the device expression>``, as a fix inserts it."""
+    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Assign):
+        return False
+    expression = device_expression(source.settings.device_expression)
+    written = source.module.code_for_node(stmt.body[0].value)
+    return written in (expression, renamed_torch(expression, spot.torch_as or "torch"))
 
 
 def _blank_rows(rows: list[str]) -> int:
