@@ -9,6 +9,7 @@ from devlint.analysis.devices import ACCELERATOR_EXPRESSION, is_cuda_string
 from devlint.analysis.semantic import string_value
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule
+from devlint.rulekit.guards import checked_block
 from devlint.rulekit.value_flow import is_dataloader_call
 from devlint.rulekit.accelerator import (
     ACCELERATOR,
@@ -63,7 +64,20 @@ class CudaAvailabilityCheck(Rule):
         "when it has no `else`/`elif` (often a chain over backends) and neither the rest of its "
         "test, its block, nor, after an early exit, the code that follows names CUDA: on another "
         "accelerator that code now runs, and CUDA-only code there would fail; otherwise it is "
-        "reported without a fix (fix that code with the other DEV rules first). A choice whose "
+        "reported without a fix (fix that code with the other DEV rules first). "
+        "Such a guard right after an identical `if torch.accelerator.is_available():` block (the "
+        "user's, or one rewritten in the same run) drops its header line and continues that "
+        "block; right before one, it takes that block's header away. One check where there were "
+        "two is exact, and the fix stays safe, only where the blocks are next to each other (no blank or "
+        "comment line between, no comment on the dropped header, none ending the first block), neither "
+        "has an `else`, both are in the file's indentation, the first does not end in "
+        "`return`/`raise`/`continue`/`break` (the joined code would be unreachable), and it cannot change the check's answer: "
+        "it imports nothing (an extension such as torch_npu registers a backend, which "
+        "`torch.accelerator` puts before CUDA), writes no module's state (`os.environ`, which "
+        "`PYTORCH_NVML_BASED_CUDA_CHECK=1` makes CUDA's count read on every call before CUDA "
+        "starts; `torch` itself), neither yields nor awaits, defines nothing, and calls only "
+        "torch's public functions (not those loading code) and plain builtins, not the program's "
+        "own code; otherwise both checks stay. A choice whose "
         "test asks more of CUDA (`torch.version.cuda`, its capability) has no fix either. A GPU index is kept: `\"cuda:1\"` becomes "
         "`f\"{torch.accelerator.current_accelerator().type}:1\"`, \"cuda:1\" on a CUDA machine; that fix "
         "is unsafe for an index above 0, which an accelerator with one device (Apple's MPS) lacks "
@@ -291,16 +305,14 @@ class CudaAvailabilityCheck(Rule):
         return fix
 
     def _guard(self, node: cst.Call, guard: cst.If) -> None:
+        fixable = guard.orelse is None and not guards_cuda_code(self.ctx, node)
+        # the whole test: the block may join an identical one next to it (devlint.rulekit.guards);
+        # decided now, while the walk's scope is the guard's
+        edits = checked_block(self.ctx, guard, _CHECK + "()", AVAILABLE) if fixable and guard.test is node else [Replace(node, AVAILABLE)]
         self.report(
             node,
             "`torch.cuda.is_available()` guards code for CUDA only; use `torch.accelerator.is_available()`",
-            fix=(
-                lambda site: FixPlan(
-                    f"Use `{AVAILABLE}`", [Replace(node, AVAILABLE)], needs_torch=True, requires=ACCELERATOR
-                )
-            )
-            if guard.orelse is None and not guards_cuda_code(self.ctx, node)
-            else None,
+            fix=(lambda site: FixPlan(f"Use `{AVAILABLE}`", edits, needs_torch=True, requires=ACCELERATOR)) if fixable else None,
         )
 
 def _mentions_cuda(code: str) -> bool:
