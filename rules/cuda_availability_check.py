@@ -23,6 +23,14 @@ from devlint.rulekit.accelerator import (
 
 HEAD = "import torch\n"
 _CHECK = "torch.cuda.is_available"
+# Guard blocks of the examples that join, or must not.
+_SYNC = "if torch.accelerator.is_available():\n    torch.accelerator.synchronize()\n"
+_FAST = "if torch.accelerator.is_available():\n    torch.backends.cudnn.benchmark = True\n"
+_FAST_CUDA = _FAST.replace("accelerator", "cuda", 1)
+_CUDA_HEAD = "if torch.cuda.is_available():\n"
+_HALF_BODY = "    model = model.half()\n"
+_HALF = "if torch.accelerator.is_available():\n" + _HALF_BODY
+_HALF_CUDA = _CUDA_HEAD + _HALF_BODY
 
 
 class CudaAvailabilityCheck(Rule):
@@ -176,6 +184,57 @@ class CudaAvailabilityCheck(Rule):
             HEAD + "gpu = 'cuda:1' if torch.cuda.is_available() else 'cpu'\n",
             HEAD + "gpu = f'{torch.accelerator.current_accelerator().type}:1' if torch.accelerator.is_available() else 'cpu'\n",
             unsafe=True,
+            torch_version=ACCELERATOR,
+        ),
+        # a guard right after an identical accelerator guard continues its block: the user's block,
+        # through any import of torch, or one rewritten in the same run; right before one too
+        Invalid(HEAD + _SYNC + _HALF_CUDA, HEAD + _SYNC + "    model = model.half()\n", torch_version=ACCELERATOR),
+        Invalid(
+            "import torch as t\nif t.accelerator.is_available():\n    print('on the GPU')\nif t.cuda.is_available():\n"
+            "    model = model.half()\n",
+            "import torch as t\nif t.accelerator.is_available():\n    print('on the GPU')\n    model = model.half()\n",
+            torch_version=ACCELERATOR,
+        ),
+        Invalid(
+            HEAD + _FAST_CUDA + _HALF_CUDA,
+            HEAD + _FAST + "    model = model.half()\n",
+            count=2,
+            torch_version=ACCELERATOR,
+        ),
+        Invalid(HEAD + _FAST_CUDA + _HALF, HEAD + _FAST + "    model = model.half()\n", torch_version=ACCELERATOR),
+        # no join where it is not exact, or would move or lose a comment or a line: an `else`, a
+        # first block that leaves, a line between, a comment on the header, at the start of the
+        # block or ending the first one, another indentation; a first block that may change the
+        # answer (writes the environment, imports, calls the program's own code)
+        *(
+            Invalid(
+                HEAD + before + between + head + _HALF_BODY,
+                HEAD + before + between + head.replace("cuda", "accelerator") + _HALF_BODY,
+                torch_version=ACCELERATOR,
+            )
+            for before, between, head in (
+                (_SYNC + "else:\n    pass\n", "", _CUDA_HEAD),
+                (_SYNC, "\n", _CUDA_HEAD),
+                (_SYNC, "# in half precision\n", _CUDA_HEAD),
+                (_SYNC, "", _CUDA_HEAD.replace(":", ":  # in half precision")),
+                (_SYNC, "", _CUDA_HEAD + "    # in half precision\n"),
+                (_SYNC + "    # then\n", "", _CUDA_HEAD),
+                ("def f():\n    pass\nif torch.accelerator.is_available():\n  torch.accelerator.synchronize()\n", "", _CUDA_HEAD),
+                ('import os\nif torch.accelerator.is_available():\n    os.environ["CUDA_VISIBLE_DEVICES"] = "0"\n', "", _CUDA_HEAD),
+                ("if torch.accelerator.is_available():\n    import torch_npu\n", "", _CUDA_HEAD),
+                ("if torch.accelerator.is_available():\n    setup()\n", "", _CUDA_HEAD),
+            )
+        ),
+        Invalid(
+            HEAD + "for model in models:\n    if torch.accelerator.is_available():\n        continue\n"
+            "    if torch.cuda.is_available():\n        model = model.half()\n",
+            HEAD + "for model in models:\n    if torch.accelerator.is_available():\n        continue\n"
+            "    if torch.accelerator.is_available():\n        model = model.half()\n",
+            torch_version=ACCELERATOR,
+        ),
+        Invalid(
+            HEAD + "if torch.cuda.is_available():\n    setup()\n" + _HALF,
+            HEAD + "if torch.accelerator.is_available():\n    setup()\n" + _HALF,
             torch_version=ACCELERATOR,
         ),
     )
