@@ -65,8 +65,10 @@ def checked_block(ctx: RuleContext, guard: cst.If, old: str, new: str) -> list[R
     (``keeps_availability``) or A leaves (then B would be unreachable code in the joined block,
     ``_ends_open``). The header line that goes must be exactly ``if <test>:`` with its block on
     the next lines (``_opens_plainly``), so that no comment or spacing is lost; both blocks are in
-    the file's indentation, so the joined one is too. A neighbour whose check may become
-    ``new`` in the same run is waited for (``Replace.holds``), then joined in the next round."""
+    the file's indentation, so the joined one is too. Between two such blocks ``guard`` loses
+    its header and the next block's goes too: three blocks become one. A neighbour whose check
+    may become ``new`` in the same run is waited for (``Replace.holds``), then joined in the
+    next round."""
     line_block = ctx.parent(guard)
     if not isinstance(line_block, (cst.IndentedBlock, cst.Module)) or not isinstance(guard.test, cst.Call):
         return [Replace(guard.test, new)]
@@ -79,13 +81,14 @@ def checked_block(ctx: RuleContext, guard: cst.If, old: str, new: str) -> list[R
         g.test for g, fits in ((before, opens), (after, ends)) if fits and isinstance(g, cst.If) and _may_become(ctx, g, new)
     )
     indent = ctx.module.default_indent
+    # the header line of ``guard`` goes, or its test changes; the one of the block after it may go too
     if opens and isinstance(before, cst.If) and _ends_open(ctx, before, new) and keeps_availability(ctx, before.body):
-        first = guard.body.body[0]  # type: ignore[union-attr]
-        return [Replace(guard, indent, until=first, whole_lines=True, holds=holds)]
+        own = Replace(guard, indent, until=guard.body.body[0], whole_lines=True, holds=holds)  # type: ignore[union-attr]
+    else:
+        own = Replace(guard.test, new, holds=holds)
     if ends and isinstance(after, cst.If) and _opens_plainly(ctx, after, new) and keeps_availability(ctx, guard.body):
-        first = after.body.body[0]  # type: ignore[union-attr]
-        return [Replace(guard.test, new), Replace(after, indent, until=first, whole_lines=True, holds=holds)]
-    return [Replace(guard.test, new, holds=holds)]
+        return [own, Replace(after, indent, until=after.body.body[0], whole_lines=True)]  # type: ignore[union-attr]
+    return [own]
 
 
 def _is_test(ctx: RuleContext, node: cst.BaseExpression, test: str) -> bool:
