@@ -367,11 +367,15 @@ class CudaAvailabilityCheck(Rule):
         fixable = guard.orelse is None and not guards_cuda_code(self.ctx, node)
         # the whole test: the block may join an identical one next to it (devlint.rulekit.guards);
         # decided now, while the walk's scope is the guard's
-        edits = checked_block(self.ctx, guard, _CHECK + "()", AVAILABLE) if fixable and guard.test is node else [Replace(node, AVAILABLE)]
+        whole = fixable and guard.test is node
+        edits = checked_block(self.ctx, guard, _CHECK + "()", AVAILABLE) if whole else [Replace(node, AVAILABLE)]
+        # an edit that runs on to a block's first statement takes that block's header line away
+        joins = any(e.until is not None for e in edits)
+        message = f"Use `{AVAILABLE}`" + (", in one block with the identical check next to it" if joins else "")
         self.report(
             node,
             "`torch.cuda.is_available()` guards code for CUDA only; use `torch.accelerator.is_available()`",
-            fix=(lambda site: FixPlan(f"Use `{AVAILABLE}`", edits, needs_torch=True, requires=ACCELERATOR)) if fixable else None,
+            fix=(lambda site: FixPlan(message, edits, needs_torch=True, requires=ACCELERATOR)) if fixable else None,
         )
 
 def _mentions_cuda(code: str) -> bool:

@@ -93,7 +93,9 @@ CHANGES = [
 
 @pytest.mark.parametrize("statement", KEEPS + CHANGES)
 def test_the_first_block_joins_only_where_it_keeps_the_answer(statement: str) -> None:
-    text = program("x = x * 2").replace(f"    {CUDA}\n        x = x * 2\n", f"    {GUARD}\n        {statement}\n    {CUDA}\n        x = x * 2\n")
+    text = program("x = x * 2").replace(
+        f"    {CUDA}\n        x = x * 2\n", f"    {GUARD}\n        {statement}\n    {CUDA}\n        x = x * 2\n"
+    )
     result = fix_text(text, "run.py", DEV604, AT_2_6)
     assert result.applied == 1
     assert result.text.count(GUARD) == (1 if statement in KEEPS else 2)
@@ -128,3 +130,11 @@ def test_edits_apply_in_the_order_of_the_text_they_replace() -> None:
     second = dataclasses.replace(lines.edit(12, 13, "z"), held=(0, 18))
     fixed, applied = apply_fixes(text, [Fix("safe", "two edits", (first, second))])
     assert (fixed, applied) == ("a = 1\ny = 2\nz = 3\n", 1)
+
+
+def test_the_quick_fix_says_when_it_joins_a_block() -> None:
+    text = program("x = x * 2", "print(x)").replace(f"    {CUDA}\n        x = x * 2\n", f"    {GUARD}\n        x = x * 2\n")
+    messages = [f.fix.message for f in lint_text(text, "run.py", DEV604, AT_2_6) if f.fix is not None]
+    assert messages == ["Use `torch.accelerator.is_available()`, in one block with the identical check next to it"]
+    alone = program("x = x * 2").replace("def step", "x = 0\n\n\ndef step")
+    assert [f.fix.message for f in lint_text(alone, "run.py", DEV604, AT_2_6) if f.fix] == ["Use `torch.accelerator.is_available()`"]
