@@ -174,9 +174,11 @@ def apply_fixes(text: str, fixes: list[Fix]) -> tuple[str, int]:
             seen.add((e.start_offset, e.end_offset, e.content))
             accepted.append(e)
         applied += 1
-    # Insertions at the same offset go by their rank (a module's imports, then its definitions,
-    # then its functions), then in the order in which fixes asked for them.
-    ordered = sorted(enumerate(accepted), key=lambda pair: (*pair[1].span, pair[1].rank, pair[0]))
+    # By the text each edit replaces first: the span it holds (``Edit.held``) may reach before an
+    # earlier edit of the same fix. Insertions at one offset go by the span they held, then by
+    # their rank (a module's imports, then its definitions, then its functions), then in the
+    # order in which fixes asked for them.
+    ordered = sorted(enumerate(accepted), key=lambda pair: (pair[1].start_offset, pair[1].end_offset, *pair[1].span, pair[1].rank, pair[0]))
     pieces: list[str] = []
     cursor = 0
     for _, edit in ordered:

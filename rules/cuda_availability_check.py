@@ -9,6 +9,7 @@ from devlint.analysis.devices import ACCELERATOR_EXPRESSION, is_cuda_string
 from devlint.analysis.semantic import string_value
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule
+from devlint.rulekit.guards import checked_block
 from devlint.rulekit.value_flow import is_dataloader_call
 from devlint.rulekit.accelerator import (
     ACCELERATOR,
@@ -22,6 +23,14 @@ from devlint.rulekit.accelerator import (
 
 HEAD = "import torch\n"
 _CHECK = "torch.cuda.is_available"
+# Guard blocks of the examples that join, or must not.
+_SYNC = "if torch.accelerator.is_available():\n    torch.accelerator.synchronize()\n"
+_FAST = "if torch.accelerator.is_available():\n    torch.backends.cudnn.benchmark = True\n"
+_FAST_CUDA = _FAST.replace("accelerator", "cuda", 1)
+_CUDA_HEAD = "if torch.cuda.is_available():\n"
+_HALF_BODY = "    model = model.half()\n"
+_HALF = "if torch.accelerator.is_available():\n" + _HALF_BODY
+_HALF_CUDA = _CUDA_HEAD + _HALF_BODY
 
 
 class CudaAvailabilityCheck(Rule):
@@ -63,7 +72,20 @@ class CudaAvailabilityCheck(Rule):
         "when it has no `else`/`elif` (often a chain over backends) and neither the rest of its "
         "test, its block, nor, after an early exit, the code that follows names CUDA: on another "
         "accelerator that code now runs, and CUDA-only code there would fail; otherwise it is "
-        "reported without a fix (fix that code with the other DEV rules first). A choice whose "
+        "reported without a fix (fix that code with the other DEV rules first). "
+        "Such a guard right after an identical `if torch.accelerator.is_available():` block (the "
+        "user's, or one rewritten in the same run) drops its header line and continues that "
+        "block; right before one, it takes that block's header away. One check where there were "
+        "two is exact, and the fix stays safe, only where the blocks are next to each other (no blank or "
+        "comment line between, no comment on the dropped header, none ending the first block), neither "
+        "has an `else`, both are in the file's indentation, the first does not end in "
+        "`return`/`raise`/`continue`/`break` (the joined code would be unreachable), and it cannot change the check's answer: "
+        "it imports nothing (an extension such as torch_npu registers a backend, which "
+        "`torch.accelerator` puts before CUDA), writes no module's state (`os.environ`, which "
+        "`PYTORCH_NVML_BASED_CUDA_CHECK=1` makes CUDA's count read on every call before CUDA "
+        "starts; `torch` itself), neither yields nor awaits, defines nothing, and calls only "
+        "torch's public functions (not those loading code) and plain builtins, not the program's "
+        "own code; otherwise both checks stay. A choice whose "
         "test asks more of CUDA (`torch.version.cuda`, its capability) has no fix either. A GPU index is kept: `\"cuda:1\"` becomes "
         "`f\"{torch.accelerator.current_accelerator().type}:1\"`, \"cuda:1\" on a CUDA machine; that fix "
         "is unsafe for an index above 0, which an accelerator with one device (Apple's MPS) lacks "
@@ -162,6 +184,57 @@ class CudaAvailabilityCheck(Rule):
             HEAD + "gpu = 'cuda:1' if torch.cuda.is_available() else 'cpu'\n",
             HEAD + "gpu = f'{torch.accelerator.current_accelerator().type}:1' if torch.accelerator.is_available() else 'cpu'\n",
             unsafe=True,
+            torch_version=ACCELERATOR,
+        ),
+        # a guard right after an identical accelerator guard continues its block: the user's block,
+        # through any import of torch, or one rewritten in the same run; right before one too
+        Invalid(HEAD + _SYNC + _HALF_CUDA, HEAD + _SYNC + "    model = model.half()\n", torch_version=ACCELERATOR),
+        Invalid(
+            "import torch as t\nif t.accelerator.is_available():\n    print('on the GPU')\nif t.cuda.is_available():\n"
+            "    model = model.half()\n",
+            "import torch as t\nif t.accelerator.is_available():\n    print('on the GPU')\n    model = model.half()\n",
+            torch_version=ACCELERATOR,
+        ),
+        Invalid(
+            HEAD + _FAST_CUDA + _HALF_CUDA,
+            HEAD + _FAST + "    model = model.half()\n",
+            count=2,
+            torch_version=ACCELERATOR,
+        ),
+        Invalid(HEAD + _FAST_CUDA + _HALF, HEAD + _FAST + "    model = model.half()\n", torch_version=ACCELERATOR),
+        # no join where it is not exact, or would move or lose a comment or a line: an `else`, a
+        # first block that leaves, a line between, a comment on the header, at the start of the
+        # block or ending the first one, another indentation; a first block that may change the
+        # answer (writes the environment, imports, calls the program's own code)
+        *(
+            Invalid(
+                HEAD + before + between + head + _HALF_BODY,
+                HEAD + before + between + head.replace("cuda", "accelerator") + _HALF_BODY,
+                torch_version=ACCELERATOR,
+            )
+            for before, between, head in (
+                (_SYNC + "else:\n    pass\n", "", _CUDA_HEAD),
+                (_SYNC, "\n", _CUDA_HEAD),
+                (_SYNC, "# in half precision\n", _CUDA_HEAD),
+                (_SYNC, "", _CUDA_HEAD.replace(":", ":  # in half precision")),
+                (_SYNC, "", _CUDA_HEAD + "    # in half precision\n"),
+                (_SYNC + "    # then\n", "", _CUDA_HEAD),
+                ("def f():\n    pass\nif torch.accelerator.is_available():\n  torch.accelerator.synchronize()\n", "", _CUDA_HEAD),
+                ('import os\nif torch.accelerator.is_available():\n    os.environ["CUDA_VISIBLE_DEVICES"] = "0"\n', "", _CUDA_HEAD),
+                ("if torch.accelerator.is_available():\n    import torch_npu\n", "", _CUDA_HEAD),
+                ("if torch.accelerator.is_available():\n    setup()\n", "", _CUDA_HEAD),
+            )
+        ),
+        Invalid(
+            HEAD + "for model in models:\n    if torch.accelerator.is_available():\n        continue\n"
+            "    if torch.cuda.is_available():\n        model = model.half()\n",
+            HEAD + "for model in models:\n    if torch.accelerator.is_available():\n        continue\n"
+            "    if torch.accelerator.is_available():\n        model = model.half()\n",
+            torch_version=ACCELERATOR,
+        ),
+        Invalid(
+            HEAD + "if torch.cuda.is_available():\n    setup()\n" + _HALF,
+            HEAD + "if torch.accelerator.is_available():\n    setup()\n" + _HALF,
             torch_version=ACCELERATOR,
         ),
     )
@@ -291,16 +364,18 @@ class CudaAvailabilityCheck(Rule):
         return fix
 
     def _guard(self, node: cst.Call, guard: cst.If) -> None:
+        fixable = guard.orelse is None and not guards_cuda_code(self.ctx, node)
+        # the whole test: the block may join an identical one next to it (devlint.rulekit.guards);
+        # decided now, while the walk's scope is the guard's
+        whole = fixable and guard.test is node
+        edits = checked_block(self.ctx, guard, _CHECK + "()", AVAILABLE) if whole else [Replace(node, AVAILABLE)]
+        # an edit that runs on to a block's first statement takes that block's header line away
+        joins = any(e.until is not None for e in edits)
+        message = f"Use `{AVAILABLE}`" + (", in one block with the identical check next to it" if joins else "")
         self.report(
             node,
             "`torch.cuda.is_available()` guards code for CUDA only; use `torch.accelerator.is_available()`",
-            fix=(
-                lambda site: FixPlan(
-                    f"Use `{AVAILABLE}`", [Replace(node, AVAILABLE)], needs_torch=True, requires=ACCELERATOR
-                )
-            )
-            if guard.orelse is None and not guards_cuda_code(self.ctx, node)
-            else None,
+            fix=(lambda site: FixPlan(message, edits, needs_torch=True, requires=ACCELERATOR)) if fixable else None,
         )
 
 def _mentions_cuda(code: str) -> bool:

@@ -14,6 +14,11 @@ quick fixes in the editor.
 Neighbours are statements of the same block with nothing between them: a blank line or a comment
 line ends a run, and so does a comment on a block's header line or after its last statement,
 which joining would have to move (a comment at the end of a statement's own line stays there).
+
+The same holds for a whole guard block whose check DEV604 rewrites (``checked_block``): right
+after an identical block it drops its header line and continues that block; right before one it
+takes that block's header line away. Two checks become one, which is exact only when the first
+block cannot change the answer of the second (devlint.rulekit.steady_checks).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import libcst as cst
 from devlint.fixes import Replace
 from devlint.rule import RuleContext
 from devlint.rulekit.device_checks import exits
+from devlint.rulekit.steady_checks import keeps_availability
 
 
 def guarded(ctx: RuleContext, statement: cst.Expr, test: str, new: str) -> Replace:
@@ -48,6 +54,41 @@ def guarded(ctx: RuleContext, statement: cst.Expr, test: str, new: str) -> Repla
         first = after.body.body[0]  # type: ignore[union-attr]
         return Replace(statement, (*head, indent + new + comment, indent), until=first, whole_lines=True, holds=holds)
     return Replace(statement, (*head, indent + new), whole_lines=True, holds=holds)
+
+
+def checked_block(ctx: RuleContext, guard: cst.If, old: str, new: str) -> list[Replace]:
+    """The edits that turn ``guard``, ``if <old>:``, into ``if <new>:`` (both calls without
+    arguments), joined with an identical guard block right next to it where that is exact.
+
+    ``if <new>: A`` then ``if <new>: B`` runs as ``if <new>: A; B``: where the check fails, both
+    skip; where it holds, A runs and then B, unless the second check answers differently after A
+    (``keeps_availability``) or A leaves (then B would be unreachable code in the joined block,
+    ``_ends_open``). The header line that goes must be exactly ``if <test>:`` with its block on
+    the next lines (``_opens_plainly``), so that no comment or spacing is lost; both blocks are in
+    the file's indentation, so the joined one is too. Between two such blocks ``guard`` loses
+    its header and the next block's goes too: three blocks become one. A neighbour whose check
+    may become ``new`` in the same run is waited for (``Replace.holds``), then joined in the
+    next round."""
+    line_block = ctx.parent(guard)
+    if not isinstance(line_block, (cst.IndentedBlock, cst.Module)) or not isinstance(guard.test, cst.Call):
+        return [Replace(guard.test, new)]
+    body = list(line_block.body)
+    at = body.index(guard)
+    before = body[at - 1] if at > 0 and not guard.leading_lines else None
+    after = body[at + 1] if at + 1 < len(body) and not body[at + 1].leading_lines else None
+    opens, ends = _opens_plainly(ctx, guard, old), _ends_open(ctx, guard, old)
+    holds = tuple(
+        g.test for g, fits in ((before, opens), (after, ends)) if fits and isinstance(g, cst.If) and _may_become(ctx, g, new)
+    )
+    indent = ctx.module.default_indent
+    # the header line of ``guard`` goes, or its test changes; the one of the block after it may go too
+    if opens and isinstance(before, cst.If) and _ends_open(ctx, before, new) and keeps_availability(ctx, before.body):
+        own = Replace(guard, indent, until=guard.body.body[0], whole_lines=True, holds=holds)  # type: ignore[union-attr]
+    else:
+        own = Replace(guard.test, new, holds=holds)
+    if ends and isinstance(after, cst.If) and _opens_plainly(ctx, after, new) and keeps_availability(ctx, guard.body):
+        return [own, Replace(after, indent, until=after.body.body[0], whole_lines=True)]  # type: ignore[union-attr]
+    return [own]
 
 
 def _is_test(ctx: RuleContext, node: cst.BaseExpression, test: str) -> bool:
