@@ -82,7 +82,7 @@ class CudaCall(Rule):
         ),
         Invalid(
             "import torch\n\ndef load(xs):\n    return torch.stack(xs).cuda().t()\n",
-            "import torch\n" + DEVICE + "\ndef load(xs):\n    return torch.stack(xs).to(device).t()\n",
+            "import torch\n" + DEVICE + "\n\ndef load(xs):\n    return torch.stack(xs).to(device).t()\n",
         ),
         Invalid(
             "import torch\nmodel.cuda()\n",
@@ -116,7 +116,7 @@ class CudaCall(Rule):
             "import torch\n\nclass Hybrid(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
             "        self.head = torch.nn.Linear(4, 1).cuda()\n\n    def forward(self, ids):\n"
             "        pooled = self.emb(ids).mean(1) / ids.shape[1]\n        return self.head(pooled.cuda())\n",
-            HEADER + DEVICE + "\nclass Hybrid(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            HEADER + DEVICE + "\n\nclass Hybrid(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
             "        self.head = torch.nn.Linear(4, 1).to(device)\n\n    def forward(self, ids):\n"
             "        pooled = self.emb(ids).mean(1) / ids.shape[1]\n        return self.head(pooled.to(device))\n",
             count=2,
@@ -136,13 +136,13 @@ class CudaCall(Rule):
         Invalid(
             "import torch\n\ndef f(x):\n    if x is not None:\n        return x.cuda(\n"
             "            non_blocking=True,\n        )\n",
-            "import torch\n" + DEVICE + "\ndef f(x):\n    if x is not None:\n        return x.to(\n"
+            "import torch\n" + DEVICE + "\n\ndef f(x):\n    if x is not None:\n        return x.to(\n"
             "            device,\n            non_blocking=True,\n        )\n",
         ),
         # a custom class's own cuda() still moves real tensors inside: those calls are flagged
         Invalid(
             "import torch\n\nclass Batch:\n    def cuda(self):\n        return Batch(self.x.cuda())\n",
-            "import torch\n" + DEVICE + "\nclass Batch:\n    def cuda(self):\n        return Batch(self.x.to(device))\n",
+            "import torch\n" + DEVICE + "\n\nclass Batch:\n    def cuda(self):\n        return Batch(self.x.to(device))\n",
         ),
         # a device pinned to one GPU is not reused: `.cuda()` means the current GPU
         Invalid(
@@ -166,7 +166,7 @@ class CudaCall(Rule):
         Invalid(
             "import torch\nimport json as data\n\ndef step(data):\n    return data.cuda()\n\n"
             "for data in loader:\n    data = data.cuda()\n",
-            "import torch\nimport json as data\n" + DEVICE + "\ndef step(data):\n    return data.to(device)\n\n"
+            "import torch\nimport json as data\n" + DEVICE + "\n\ndef step(data):\n    return data.to(device)\n\n"
             "for data in loader:\n    data = data.to(device)\n",
             count=2,
         ),
@@ -183,7 +183,7 @@ class CudaCall(Rule):
         Invalid(
             "import torch\n\ndef to_home(x, obj):\n    if isinstance(obj, torch.Tensor):\n        home = obj.device\n"
             "    return x.cuda()\n",
-            HEADER + DEVICE + "\ndef to_home(x, obj):\n    if isinstance(obj, torch.Tensor):\n        home = obj.device\n"
+            HEADER + DEVICE + "\n\ndef to_home(x, obj):\n    if isinstance(obj, torch.Tensor):\n        home = obj.device\n"
             "    return x.to(device)\n",
         ),
         # a Module subclass with its own cuda(): `.to` would skip it, so the fix is unsafe
@@ -191,7 +191,7 @@ class CudaCall(Rule):
             "import torch\n\nclass Anchored(torch.nn.Module):\n    def cuda(self, device=None):\n"
             "        self.anchors = self.anchors.cuda(device)\n        return super().cuda(device)\n\n"
             "model = Anchored().cuda()\n",
-            HEADER + DEVICE.replace("device =", "torch_device =") + "\nclass Anchored(torch.nn.Module):\n    def cuda(self, device=None):\n"
+            HEADER + DEVICE.replace("device =", "torch_device =") + "\n\nclass Anchored(torch.nn.Module):\n    def cuda(self, device=None):\n"
             "        self.anchors = self.anchors.cuda(device)\n        return super().cuda(device)\n\n"
             "model = Anchored().to(torch_device)\n",
             unsafe=True,
@@ -201,7 +201,7 @@ class CudaCall(Rule):
             "import torch\n\nclass Tracked(torch.nn.Module):\n    def to(self, *args, **kwargs):\n"
             "        self.moves += 1\n        return super().to(*args, **kwargs)\n\n"
             "model = Tracked().cuda()\n",
-            HEADER + DEVICE + "\nclass Tracked(torch.nn.Module):\n    def to(self, *args, **kwargs):\n"
+            HEADER + DEVICE + "\n\nclass Tracked(torch.nn.Module):\n    def to(self, *args, **kwargs):\n"
             "        self.moves += 1\n        return super().to(*args, **kwargs)\n\n"
             "model = Tracked().to(device)\n",
             unsafe=True,

@@ -84,7 +84,7 @@ class DeprecatedCudaAmp(Rule):
         Invalid(
             "from torch.cuda.amp import autocast, GradScaler as Scaler\n\n@autocast()\ndef forward(x):\n"
             "    return x\n\nscaler = Scaler(enabled=False)\n",
-            "from torch.cuda.amp import autocast, GradScaler as Scaler\nimport torch\n" + DEVICE + "\n"
+            "from torch.cuda.amp import autocast, GradScaler as Scaler\nimport torch\n" + DEVICE + "\n\n"
             f"@torch.amp.autocast(device.type, {OFF})\ndef forward(x):\n    return x\n\n"
             "scaler = torch.amp.GradScaler(device.type, enabled=False)\n",
             count=2,

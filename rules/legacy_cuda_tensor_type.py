@@ -96,7 +96,7 @@ class LegacyCudaTensorType(Rule):
         # ... unless its binding says which
         Invalid(
             "import torch\n\ndef make(n: int, rows):\n    return torch.cuda.FloatTensor(n), torch.cuda.FloatTensor(rows.shape)\n",
-            "import torch\n" + DEVICE + "\ndef make(n: int, rows):\n"
+            "import torch\n" + DEVICE + "\n\ndef make(n: int, rows):\n"
             "    return torch.empty(n, dtype=torch.float32, device=device), "
             "torch.empty(rows.shape, dtype=torch.float32, device=device)\n",
             count=2,
@@ -134,7 +134,7 @@ class LegacyCudaTensorType(Rule):
             "        return self.type(torch.cuda.HalfTensor)\n\n"
             "dtype = torch.cuda.FloatTensor\nmodel = nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3))\n"
             "model.type(dtype)\nnet = Net().type(dtype)\nx = x.type(dtype)\n",
-            "import torch\nimport torch.nn as nn\n" + DEVICE + "\nclass Net(nn.Module):\n    def half_on_gpu(self):\n"
+            "import torch\nimport torch.nn as nn\n" + DEVICE + "\n\nclass Net(nn.Module):\n    def half_on_gpu(self):\n"
             "        return self.type(torch.float16).to(device)\n\n"
             "dtype = torch.cuda.FloatTensor\nmodel = nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3))\n"
             "model.type(torch.float32).to(device)\nnet = Net().type(torch.float32).to(device)\n"

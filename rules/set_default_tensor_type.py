@@ -81,7 +81,7 @@ class SetDefaultTensorType(Rule):
         Invalid(
             "import torch as t\nfrom torch.cuda import HalfTensor\n\ndef setup():\n"
             "    t.set_default_tensor_type(HalfTensor)\n",
-            "import torch as t\nfrom torch.cuda import HalfTensor\n" + DEVICE.replace("torch.", "t.") + "\ndef setup():\n"
+            "import torch as t\nfrom torch.cuda import HalfTensor\n" + DEVICE.replace("torch.", "t.") + "\n\ndef setup():\n"
             "    t.set_default_dtype(t.float16)\n    t.set_default_device(device)\n",
         ),
         Invalid(
@@ -93,7 +93,7 @@ class SetDefaultTensorType(Rule):
         Invalid(
             "import torch\n\ndef gpu():\n    torch.set_default_tensor_type('torch.cuda.FloatTensor')\n\n"
             "def cpu():\n    torch.set_default_tensor_type('torch.FloatTensor')\n",
-            "import torch\n" + DEVICE + "\ndef gpu():\n    torch.set_default_dtype(torch.float32)\n"
+            "import torch\n" + DEVICE + "\n\ndef gpu():\n    torch.set_default_dtype(torch.float32)\n"
             "    torch.set_default_device(device)\n\ndef cpu():\n    torch.set_default_dtype(torch.float32)\n"
             "    torch.set_default_device('cpu')\n",
             count=2,

@@ -128,3 +128,17 @@ def test_the_separated_definition_is_stable_under_a_second_fix_and_crlf() -> Non
     once = _fixed("import torch\r\nx = torch.ones(2).cuda()\r\ny = torch.ones(2).cuda()\r\n")
     assert once == "import torch\r\n\r\n" + DEFINITION.replace("\n", "\r\n") + "x = torch.ones(2).to(device)\r\ny = torch.ones(2).to(device)\r\n"
     assert _fixed(once) == once
+
+
+def test_a_function_right_after_the_definition_gets_two_blank_lines_before_it() -> None:
+    # as ruff and black leave a top-level def (E302), counting the blank lines already there
+    for code, blanks in (("import torch\ndef f():\n    use(1)\n", 0), ("import torch\n\ndef f():\n    use(1)\n", 1)):
+        insertion = _place(code)[0].module
+        fixed = _applied(code, insertion.torch, insertion.device)
+        assert 'else "cpu")\n\n\ndef f():' in fixed, (blanks, fixed)
+
+
+def test_a_statement_right_after_the_definition_gets_no_blank_line_added() -> None:
+    code = "import torch\nmodel = use(1)\n"
+    insertion = _place(code)[0].module
+    assert _applied(code, insertion.torch, insertion.device).endswith('else "cpu")\nmodel = use(1)\n')

@@ -131,24 +131,36 @@ def _module_insertion(source: Source, nodes: list[cst.CSTNode], inserted_name: s
     spot = _after_anchor(source, body, anchors[-1]) if anchors else _at_top(source, body, first_use)
     newline = source.module.default_newline
     torch = None if spot.torch_bound else source.lines.edit(spot.offset, spot.offset, f"{spot.prefix}import torch{newline}")
+    functions = tuple((helper.name, _function(source, body, spot, helper, torch)) for helper in helpers)
     device = None
     if inserted_name is not None:
-        expression = device_expression(source.settings.device_expression)
-        if spot.torch_as is not None:
-            expression = renamed_torch(expression, spot.torch_as)
-        prefix = spot.prefix if torch is None else ""
-        if _ends_import_block(source, body, spot):
-            # as isort and ruff leave code after the imports: a blank line between them
-            prefix += newline
-        device = _ranked(source.lines.edit(spot.offset, spot.offset, f"{prefix}{inserted_name} = {expression}{newline}"), 1)
+        device = _definition(source, body, spot, inserted_name, torch, {edit.start_offset for _, edit in functions})
     return Insertion(
         torch=torch,
         device=device,
-        helpers=tuple((helper.name, _function(source, body, spot, helper, torch)) for helper in helpers),
+        helpers=functions,
         torch_as=spot.torch_as,
         import_hazard=_import_hazard(source),
         definition_hazard=_definition_hazard(source, body, spot, inserted_name),
     )
+
+
+def _definition(source: Source, body: list[cst.BaseStatement], spot: _Spot, name: str, torch: Edit | None, functions: set[int]) -> Edit:
+    """``name = <device expression>`` at ``spot``: a blank line after the imports, as isort and
+    ruff leave code after them, and two before a function or class right after it, as ruff and
+    black leave one (unless a helper function inserted there comes between)."""
+    newline = source.module.default_newline
+    expression = device_expression(source.settings.device_expression)
+    if spot.torch_as is not None:
+        expression = renamed_torch(expression, spot.torch_as)
+    prefix = spot.prefix if torch is None else ""
+    if _ends_import_block(source, body, spot):
+        prefix += newline
+    trail = ""
+    following = body[spot.after + 1] if spot.after + 1 < len(body) else None
+    if isinstance(following, (cst.FunctionDef, cst.ClassDef)) and source.settings.cell_break is None and spot.offset not in functions:
+        trail = newline * max(0, 2 - _blank_rows(source.lines.text[spot.offset :].splitlines()))
+    return _ranked(source.lines.edit(spot.offset, spot.offset, f"{prefix}{name} = {expression}{newline}{trail}"), 1)
 
 
 def _function(source: Source, body: list[cst.BaseStatement], spot: _Spot, helper: HelperRef, torch: Edit | None) -> Edit:
