@@ -6,6 +6,7 @@ only while dist_config.py is unchanged."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,10 @@ from devlint.registry import rule_by_code
 from devlint.run.cache import Cache
 from devlint.run.job import Job
 from devlint.run.pool import execute
-from devlint.run.project_imports import imported_constants
+from devlint.run.config import FileSettings
+from devlint.run.project_imports import imported_constants, scan_imports
+from devlint.server.importers import reads
+from devlint.server.model import Source
 from devlint.settings import FixSettings
 
 CONFIG = 'BACKEND = "nccl"\nDEFAULT = BACKEND\n'
@@ -274,3 +278,16 @@ def test_a_copy_not_given_as_a_backend_reads_no_other_module(tmp_path: Path) -> 
     assert imported_constants(text, str(train), str(tmp_path))[1] is None
     given = text + "dist.init_process_group(backend=chosen)\n"
     assert imported_constants(given, str(train), str(tmp_path))[0].get("BACKEND") is not None
+
+
+@pytest.mark.parametrize("train", [COPIES, LOCAL_IMPORTS])
+def test_the_language_server_reads_the_same_constants_and_watches_the_module(tmp_path: Path, train: str) -> None:
+    # The server scans each top-level statement apart (a copy and the call are in two of them)
+    # and re-checks a document when a module it read changes (devlint.server.importers).
+    path = _project(tmp_path, train=train)
+    tree = ast.parse(train)
+    whole = imported_constants(train, str(path), str(tmp_path))
+    by_statement = imported_constants(train, str(path), str(tmp_path), tree, [scan_imports(s) for s in tree.body])
+    assert by_statement == whole and whole[0].get("BACKEND") is not None
+    source = Source(str(path), (train,), False, FileSettings(("DEV603",), FixSettings()), str(tmp_path))
+    assert str(path.parent / "dist_config.py") in reads(source)
