@@ -340,7 +340,8 @@ class Scan:
 
 def scan_imports(node: ast.AST) -> Scan:
     """Runs for every file a rule may report in (and in the language server for each top-level
-    statement an edit changed)."""
+    statement an edit changed). Function and class bodies are read too: an import there binds
+    the name in that body, which the engine tells apart."""
     imports: list[ast.Import | ast.ImportFrom] = []
     tests: list[ast.expr] = []
     backends: list[ast.expr] = []
