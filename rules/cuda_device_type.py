@@ -6,7 +6,7 @@ import libcst as cst
 
 from devlint.analysis.devices import reach_of
 from devlint.analysis.reaching import Unknown, declared_global
-from devlint.analysis.semantic import literal_is
+from devlint.analysis.semantic import Scope, dotted_name, literal_is
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule, Site, Word
 from devlint.rulekit.accelerator import (
@@ -104,10 +104,12 @@ class CudaDeviceType(Rule):
         "(`Backend.default_device_backend_map`); a name bound to `\"nccl\"` on every path to the call "
         "(a module constant, a local assigned before it) is guarded the same way at the call; a name "
         "imported from another module of the project that binds it to `\"nccl\"` once (`from .dist_config "
-        "import BACKEND`; devlint reads that module, never imports it) becomes `BACKEND if "
+        "import BACKEND`, at module level or inside the function that makes the call; devlint reads that "
+        "module, never imports it) becomes `BACKEND if "
         "torch.cuda.is_available() else \"gloo\"` (`torch.accelerator.is_available()` with DEV604 selected), "
         "safe: wherever the test holds the name is what it was, the project's setting stays in force "
-        "and the other module is left as it is; and "
+        "and the other module is left as it is; a local copy of such a name (`backend = BACKEND`), where "
+        "every binding of the copy that reaches the call is the copy or `\"nccl\"`, is guarded the same way; and "
         "the default of the program's own `--backend` option is reported without a fix (the user's "
         "choice: a run without CUDA passes `--backend gloo`). Another accelerator gets gloo / the CPU, where the "
         "original failed; its own backend comes from `torch.distributed.get_default_backend_for_device` "
@@ -278,6 +280,20 @@ class CudaDeviceType(Rule):
             count=2,
             imported=(("BACKEND", '"nccl"'), ("conf.BACKEND", '"nccl"')),
         ),
+        # a copy of the imported name, or a function's own import of it (the module's other
+        # binding of the name is another variable)
+        Invalid(
+            'import torch.distributed as dist\nfrom .dist_config import BACKEND\nWORKERS = "gloo"\n\n\n'
+            "def setup(rank):\n    backend = BACKEND\n    dist.init_process_group(backend, rank=rank, world_size=2)\n\n\n"
+            "def workers():\n    from .dist_config import BACKEND as WORKERS\n    return dist.new_group([0, 1], backend=WORKERS)\n",
+            'import torch.distributed as dist\nfrom .dist_config import BACKEND\nimport torch\nWORKERS = "gloo"\n\n\n'
+            "def setup(rank):\n    backend = BACKEND\n"
+            '    dist.init_process_group(backend if torch.cuda.is_available() else "gloo", rank=rank, world_size=2)\n\n\n'
+            "def workers():\n    from .dist_config import BACKEND as WORKERS\n"
+            '    return dist.new_group([0, 1], backend=WORKERS if torch.cuda.is_available() else "gloo")\n',
+            count=2,
+            imported=(("BACKEND", '"nccl"'), ("WORKERS", '"nccl"')),
+        ),
         # the program's own option: the user's choice, reported without a fix
         Invalid(
             "import argparse\nimport torch.distributed as dist\nparser = argparse.ArgumentParser()\n"
@@ -345,49 +361,86 @@ class CudaDeviceType(Rule):
     def _backend(self, node: cst.Call, position: int) -> None:
         """`init_process_group(backend="nccl")`, `new_group(ranks, backend="nccl")`; the backend
         may come through a name bound to `"nccl"` on every path that reaches the call (a module
-        constant, a local assigned before it), or be the default of the program's own option."""
+        constant, a local assigned before it), through a name imported from another module of the
+        project that binds it to `"nccl"`, or a copy of one, or be the default of the program's
+        own option."""
         value = _argument(node, "backend", position)
         if value is None or self._chosen(node):
             return
-        if literal_is(value, CUDA_BACKEND):
-            held = f'the `"{CUDA_BACKEND}"` backend'
-        elif isinstance(value, cst.Name) and self._holds_cuda_backend(value, node):
-            held = f'`{value.value}` holds `"{CUDA_BACKEND}"`: that backend'
-        elif self._imports_cuda_backend(value, node):
+        scope = self.ctx.site(node).scope
+        held = self._held(value, scope, node, _HOPS) if isinstance(value, cst.Name) else None
+        if literal_is(value, CUDA_BACKEND) or held == "":
+            what = f'`{value.value}` holds `"{CUDA_BACKEND}"`: that backend' if held == "" else f'the `"{CUDA_BACKEND}"` backend'  # type: ignore[attr-defined]
             self.report(
                 value,
-                f'`{self.ctx.code(value)}`, imported from another module of the project, holds `"{CUDA_BACKEND}"`: '
+                f'{what} runs on CUDA only; use "{CPU_BACKEND}" where CUDA is missing',
+                fix=lambda site: self._guarded(value, CPU_BACKEND),
+            )
+        elif held is not None or self._imports_cuda_backend(value, scope, node):
+            code = self.ctx.code(value)
+            source = f"`{code}` holds `{held}`, which is" if held else f"`{code}` is"
+            self.report(
+                value,
+                f'{source} imported from another module of the project and holds `"{CUDA_BACKEND}"`: '
                 f'that backend runs on CUDA only; use "{CPU_BACKEND}" where CUDA is missing',
                 fix=lambda site: self._kept_name(value),
             )
-            return
         else:
             self._backend_option(value)
-            return
-        self.report(
-            value,
-            f'{held} runs on CUDA only; use "{CPU_BACKEND}" where CUDA is missing',
-            fix=lambda site: self._guarded(value, CPU_BACKEND),
-        )
 
-    def _imports_cuda_backend(self, value: cst.BaseExpression, call: cst.Call) -> bool:
+    def _held(self, name: cst.Name, scope: Scope, site: cst.CSTNode, hops: int) -> str | None:
+        """What makes ``name`` hold `"nccl"` for certain at ``site`` (in ``scope``): ``""`` where
+        every binding that can reach it is that literal; the text of the imported name it copies
+        (`backend = BACKEND`, devlint.analysis.reaching) where every binding is the literal or a
+        copy, made where it holds for certain, of a name imported from another module of the
+        project that binds it to `"nccl"` (or of another such local, up to ``hops`` copies away);
+        else None."""
+        found = reach_of(name.value, scope, site, self.ctx.flows)
+        reach = found[1] if found is not None else None
+        if reach is None or not reach.bindings or reach.maybe_unbound or reach.unknown or reach.params:
+            return None
+        if declared_global(name.value, self.ctx.module, self.ctx.text):
+            return None
+        copied = ""
+        for value in reach.values:
+            if literal_is(value, CUDA_BACKEND):
+                continue
+            # A copy is an assignment of the scope that binds the name: its value is read there
+            # (not a `:=` in a comprehension, whose own names would read otherwise).
+            if hops <= 0 or not isinstance(self.ctx.parent(value), (cst.Assign, cst.AnnAssign)):
+                return None
+            where = found[0]  # type: ignore[index]
+            inner = self._held(value, where, value, hops - 1) if isinstance(value, cst.Name) else None
+            if inner is None and self._imports_cuda_backend(value, where, value):
+                inner = self.ctx.code(value)
+            if inner is None:
+                return None
+            copied = copied or inner
+        return copied
+
+    def _imports_cuda_backend(self, value: cst.BaseExpression, scope: Scope, site: cst.CSTNode) -> bool:
         """`BACKEND` after `from .dist_config import BACKEND`, or `dist_config.BACKEND` after
         `import pkg.dist_config as dist_config`, where that module binds `BACKEND = "nccl"` once
-        (the run reads it, devlint.run.project_imports): the file's one binding of the name is
-        that import, and it is what reaches the call on every path."""
+        (the run reads it, devlint.run.project_imports): what reaches ``site`` (in ``scope``) on
+        every path is an import of the name. That import is the file's one binding of the name, or
+        the function's own (`def setup(): from .dist_config import BACKEND`), which a module-level
+        binding of the name does not touch."""
         root = value
         while isinstance(root, cst.Attribute):
             root = root.value
-        if not isinstance(root, cst.Name) or len(self.ctx.model.module_scope.bindings.get(root.value, [])) != 1:
+        if not isinstance(root, cst.Name) or declared_global(root.value, self.ctx.module, self.ctx.text):
             return False
-        found = reach_of(root.value, self.ctx.site(call).scope, call, self.ctx.flows)
-        if found is None or found[0] is not self.ctx.model.module_scope or found[1] is None:
+        found = reach_of(root.value, scope, site, self.ctx.flows)
+        if found is None or found[1] is None:
             return False
-        reach = found[1]
+        where, reach = found
+        if where is self.ctx.model.module_scope and len(where.bindings.get(root.value, [])) != 1:
+            return False
         imported = all(isinstance(b, Unknown) and isinstance(b.node, (cst.Import, cst.ImportFrom)) for b in reach.bindings)
-        if not reach.bindings or not imported or declared_global(root.value, self.ctx.module, self.ctx.text):
+        reference = dotted_name(value)
+        if not reach.bindings or not imported or reference is None:
             return False
-        definition = self.ctx.definition(value)
+        definition = self.ctx.imported_definition(reference)
         for _ in range(_HOPS):
             if definition is None:
                 return False
@@ -411,16 +464,6 @@ class CudaDeviceType(Rule):
             needs_torch=True,
             requires=ACCELERATOR if accelerator else (0, 0),
         )
-
-    def _holds_cuda_backend(self, name: cst.Name, call: cst.Call) -> bool:
-        """Every binding of ``name`` that can reach ``call`` is the literal `"nccl"`: the name
-        stands for the literal there (devlint.analysis.reaching)."""
-        found = reach_of(name.value, self.ctx.site(call).scope, call, self.ctx.flows)
-        reach = found[1] if found is not None else None
-        if reach is None or not reach.bindings or reach.maybe_unbound or reach.unknown or reach.params:
-            return False
-        cuda_everywhere = all(literal_is(value, CUDA_BACKEND) for value in reach.values)
-        return cuda_everywhere and not declared_global(name.value, self.ctx.module, self.ctx.text)
 
     def _backend_option(self, value: cst.BaseExpression) -> None:
         """`args.backend` of an argparse `--backend` option whose default is `"nccl"`: the user's

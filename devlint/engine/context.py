@@ -162,6 +162,15 @@ class FileContext:
         # The file's own binding of the name, other than the import, wins.
         if any(binding.kind != "import" for binding in self.model.module_scope.bindings.get(reference.split(".")[0], [])):
             return None
+        return self.imported_definition(reference)
+
+    def imported_definition(self, reference: str) -> tuple[ValueReader, cst.BaseExpression] | None:
+        """The constant another module of the project binds ``reference`` (``BACKEND``,
+        ``config.BACKEND``) to, as the file's imports of its first name give it, for a caller that
+        knows an import of that name is what the name holds where it reads it (a function's own
+        import included, which a module-level binding of the name elsewhere does not touch). The
+        run keeps a name only where every import of it in the file gives it the same meaning
+        (devlint.run.project_imports)."""
         if reference not in self._foreign:
             constant = self.imported.get(reference)
             self._foreign[reference] = foreign(constant) if constant is not None else None

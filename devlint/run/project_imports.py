@@ -13,9 +13,13 @@ the run started), the first of these that holds its first package. Only imported
 analyses read are looked up: those a test of the file reads (``if``, ``while``, a conditional
 expression), since only a test decides which branch is for an older torch, and those given as
 the backend of a process group (``init_process_group(BACKEND)``, DEV603: ``BACKEND = "nccl"``
-in ``dist_config.py``). Only module-level names
-bound once, by an assignment of the module itself or by a ``from ... import`` that is followed
-in turn, count; at most ``MAX_HOPS`` modules are followed from the file, and never one twice.
+in ``dist_config.py``), or copied into a name given as one (``backend = BACKEND``). Imports
+inside functions are read as well as the module's own: the result is keyed by the name alone,
+so a name imported in several places is kept only where every import gives it the same meaning
+(which import reaches a given read is the engine's to decide). Of the other module, only
+module-level names bound once, by an assignment of the module itself or by a ``from ... import``
+that is followed in turn, count; at most ``MAX_HOPS`` modules are followed from the file, and
+never one twice.
 
 The language server checks an unsaved buffer, but the other modules are read from disk: an edit
 of ``compat.py`` counts once it is saved.
@@ -41,6 +45,8 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 # Where a process group's backend is given, by the callee's last name: its position (or `backend=`).
 _BACKEND_AT = {qualified.rsplit(".", 1)[-1]: position for qualified, position in PROCESS_GROUP_BACKEND.items()}
 Read = tuple[str, "str | None"]
+# What an import gives a name: a constant, a module (read through `module.NAME`), or nothing known.
+_Meaning = Constant | Path | None
 
 
 @dataclass(frozen=True)
@@ -124,42 +130,51 @@ class _Project:
 
     def references(self, scanned: Scan) -> Iterator[tuple[str, Constant]]:
         """Only names a test reads (``if``, ``while``, a conditional expression) can decide a
-        branch: only those are looked up, which spares reading modules for every import."""
-        imports, tested = scanned.imports, scanned.tested
+        branch, and only names given as a backend (or copied into one) can name it: only those are
+        looked up, which spares reading modules for every import. A name imported in more than one
+        place (a function's own import, another function's) counts only where every import of it
+        gives it the same meaning: the engine looks it up by the name alone."""
+        tested = scanned.wanted
         roots = {name.split(".")[0] for name in tested}
-        modules: dict[str, Path] = {}
-        for node in imports:
-            if isinstance(node, ast.ImportFrom):
-                yield from self._from_import(node, roots, modules)
-                continue
-            for alias in node.names:
-                local = alias.asname or alias.name
-                if local.split(".")[0] in roots and any(name.startswith(local + ".") for name in tested):
-                    target = self._find(self.path, alias.name, 0)
-                    if target is not None:
-                        modules[local] = target
+        meanings: dict[str, set[_Meaning]] = {}
+        for node in scanned.imports:
+            found = self._from_import(node, roots) if isinstance(node, ast.ImportFrom) else self._import(node, roots, tested)
+            for local, meaning in found:
+                meanings.setdefault(local, set()).add(meaning)
+        agreed = {local: next(iter(found)) for local, found in meanings.items() if len(found) == 1}
+        for local, meaning in agreed.items():
+            if isinstance(meaning, Constant):
+                yield local, meaning
         for name in sorted(tested):
             owner, _, attribute = name.rpartition(".")
-            target = modules.get(owner)
-            constant = self._constant(target, attribute, MAX_HOPS - 1, frozenset()) if target is not None else None
+            target = agreed.get(owner)
+            constant = self._constant(target, attribute, MAX_HOPS - 1, frozenset()) if isinstance(target, Path) else None
             if constant is not None:
                 yield name, constant
 
-    def _from_import(self, node: ast.ImportFrom, roots: set[str], modules: dict[str, Path]) -> Iterator[tuple[str, Constant]]:
+    def _import(self, node: ast.Import, roots: set[str], tested: frozenset[str]) -> Iterator[tuple[str, _Meaning]]:
+        """``import mypkg.compat as compat``: ``compat`` is that module, read through ``compat.NAME``."""
+        for alias in node.names:
+            local = alias.asname or alias.name
+            if local.split(".")[0] not in roots:
+                continue
+            if any(name.startswith(local + ".") for name in tested):
+                yield local, self._find(self.path, alias.name, 0)
+            elif local in tested:
+                # `import x as BACKEND`: a module, never a constant (nothing to read)
+                yield local, None
+
+    def _from_import(self, node: ast.ImportFrom, roots: set[str]) -> Iterator[tuple[str, _Meaning]]:
         wanted = [alias for alias in node.names if alias.name != "*" and (alias.asname or alias.name) in roots]
         target = self._find(self.path, node.module or "", node.level) if wanted else None
-        if target is None:
-            return
         for alias in wanted:
             local = alias.asname or alias.name
-            constant = self._constant(target, alias.name, MAX_HOPS - 1, frozenset())
-            if constant is not None:
-                yield local, constant
-            elif target.name == "__init__.py":
+            constant = self._constant(target, alias.name, MAX_HOPS - 1, frozenset()) if target is not None else None
+            if constant is None and target is not None and target.name == "__init__.py":
                 # `from mypkg import compat`: a submodule, read through `compat.NAME`
-                submodule = self._module_file(target.parent, [alias.name])
-                if submodule is not None:
-                    modules[local] = submodule
+                yield local, self._module_file(target.parent, [alias.name])
+            else:
+                yield local, constant
 
     # -- constants of other modules -----------------------------------------------------------------
 
@@ -294,19 +309,43 @@ def _bound_names(statement: ast.stmt) -> Iterator[str]:
 
 @dataclass(frozen=True)
 class Scan:
-    """What ``scan_imports`` reads of a statement: its import statements, and every name and dotted
+    """What ``scan_imports`` reads of a statement: its import statements, every name and dotted
     name (``compat.IS_NEW``) read in the test of an ``if``, a ``while`` or a conditional
-    expression in it, or given as the backend of a process group."""
+    expression in it, or given as the backend of a process group, which of those were given as
+    a backend, and its copies of one name into another (``backend = BACKEND``: target, source)."""
 
     imports: list[ast.Import | ast.ImportFrom]
     tested: frozenset[str]
+    backends: frozenset[str] = frozenset()
+    copies: frozenset[tuple[str, str]] = frozenset()
+
+    @property
+    def wanted(self) -> frozenset[str]:
+        """The names to look up: those tested, and what a name given as a backend may copy, at
+        any remove (``backend = BACKEND`` then ``init_process_group(backend)``); which copy holds
+        at the call is the rule's to decide."""
+        if not self.backends or not self.copies:
+            return self.tested
+        sources: dict[str, list[str]] = {}
+        for target, source in self.copies:
+            sources.setdefault(target, []).append(source)
+        found, pending = set(self.backends), list(self.backends)
+        while pending:
+            for source in sources.get(pending.pop(), ()):
+                if source not in found:
+                    found.add(source)
+                    pending.append(source)
+        return self.tested | found
 
 
 def scan_imports(node: ast.AST) -> Scan:
     """Runs for every file a rule may report in (and in the language server for each top-level
-    statement an edit changed)."""
+    statement an edit changed). Function and class bodies are read too: an import there binds
+    the name in that body, which the engine tells apart."""
     imports: list[ast.Import | ast.ImportFrom] = []
     tests: list[ast.expr] = []
+    backends: list[ast.expr] = []
+    copies: set[tuple[str, str]] = set()
     for each in descendants([node]):
         kind = type(each)
         if kind is ast.If or kind is ast.IfExp or kind is ast.While:
@@ -316,20 +355,45 @@ def scan_imports(node: ast.AST) -> Scan:
         elif kind is ast.Call:
             backend = _backend(each)  # type: ignore[arg-type]
             if backend is not None:
-                tests.append(backend)
-    tested = frozenset(
+                backends.append(backend)
+        elif kind is ast.Assign or kind is ast.AnnAssign:
+            copy = _copy(each)  # type: ignore[arg-type]
+            if copy is not None:
+                copies.add(copy)
+    tested = _names(tests)
+    given = _names(backends)
+    return Scan(imports, tested | given, given, frozenset(copies))
+
+
+def _names(expressions: list[ast.expr]) -> frozenset[str]:
+    return frozenset(
         name
-        for test in tests
-        for part in ast.walk(test)
+        for expression in expressions
+        for part in ast.walk(expression)
         if isinstance(part, (ast.Name, ast.Attribute)) and (name := _dotted(part)) is not None
     )
-    return Scan(imports, tested)
+
+
+def _copy(node: ast.Assign | ast.AnnAssign) -> tuple[str, str] | None:
+    """``backend = BACKEND``, ``backend: str = conf.BACKEND``: one name bound to another's value."""
+    targets = node.targets if type(node) is ast.Assign else [node.target]  # type: ignore[union-attr]
+    value = node.value
+    if len(targets) != 1 or type(targets[0]) is not ast.Name or value is None:
+        return None
+    kind = type(value)
+    source = _dotted(value) if kind is ast.Name or kind is ast.Attribute else None
+    return (targets[0].id, source) if source is not None else None  # type: ignore[attr-defined]
 
 
 def _merged(parts: Sequence[Scan]) -> Scan:
     """The scan of a module whose top-level statements scan as ``parts``: what ``scan_imports`` gives
     for the module (its stack takes the last statement first)."""
-    return Scan([node for part in reversed(parts) for node in part.imports], frozenset().union(*(p.tested for p in parts)))
+    return Scan(
+        [node for part in reversed(parts) for node in part.imports],
+        frozenset().union(*(p.tested for p in parts)),
+        frozenset().union(*(p.backends for p in parts)),
+        frozenset().union(*(p.copies for p in parts)),
+    )
 
 
 def _dotted(node: ast.expr) -> str | None:
