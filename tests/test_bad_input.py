@@ -178,8 +178,9 @@ def test_line_endings_are_kept(tmp_path: Path, capsys: pytest.CaptureFixture[str
     code, out, err = run(capsys, "fix", str(path))
     assert code == 0, err
     data = path.read_bytes().decode()
-    # Every original line keeps its own ending; the inserted definition takes its neighbour's.
-    expected = ["import torch" + endings[0], endings[0], DEVICE.strip("\n") + endings[0], "def f(x):" + endings[1],
+    # Every original line keeps its own ending; the inserted definition, and the two blank lines
+    # before the function after it, take their neighbour's.
+    expected = ["import torch" + endings[0], endings[0], DEVICE.strip("\n") + endings[0], endings[0], endings[0], "def f(x):" + endings[1],
                 "    return x.to(device)" + endings[2], endings[3], "y = f(torch.ones(2))" + endings[4]]
     assert data == "".join(expected)
 
