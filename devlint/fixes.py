@@ -7,6 +7,7 @@ line endings, tabs, encoding. Edits that overlap are applied over several rounds
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -33,6 +34,10 @@ class Replace:
     # The replaced text runs on to the start of this later node: a guard that joins the guard
     # block right after its statement takes that block's header line in (devlint.rulekit.guards).
     until: cst.CSTNode | None = None
+    # The replaced text runs on to the end of the line where it ends, the line break aside: a
+    # statement's trailing comment goes with it (no node's span holds the comment of a block's
+    # last line).
+    to_line_end: bool = False
     # Fixes conflict over the node's whole lines and the line breaks on either side: of two
     # statements next to each other that get a guard, one is guarded in a round of `devlint fix`
     # and the other joins its block in the next, rather than both writing an identical block.
@@ -164,15 +169,17 @@ def apply_fixes(text: str, fixes: list[Fix]) -> tuple[str, int]:
     definition they all need) are applied once.
     """
     accepted: list[Edit] = []
+    taken = _Spans()
     seen: set[tuple[int, int, str]] = set()
     applied = 0
     for fix in fixes:
         new_edits = [e for e in fix.edits if (e.start_offset, e.end_offset, e.content) not in seen]
-        if any(_overlaps(e, other) for e in new_edits for other in accepted):
+        if any(taken.overlaps(e) for e in new_edits):
             continue
         for e in new_edits:
             seen.add((e.start_offset, e.end_offset, e.content))
             accepted.append(e)
+            taken.add(e)
         applied += 1
     # By the text each edit replaces first: the span it holds (``Edit.held``) may reach before an
     # earlier edit of the same fix. Insertions at one offset go by the span they held, then by
@@ -187,6 +194,31 @@ def apply_fixes(text: str, fixes: list[Fix]) -> tuple[str, int]:
         cursor = edit.end_offset
     pieces.append(text[cursor:])
     return "".join(pieces), applied
+
+
+class _Spans:
+    """The spans of the edits accepted so far, sorted by start: an edit is checked against the
+    few that start near it, not against every accepted edit (a file's fixes cost their number,
+    not its square)."""
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._edits: list[Edit] = []
+        self._longest = 0
+
+    def add(self, edit: Edit) -> None:
+        start, end = edit.span
+        at = bisect.bisect_right(self._starts, start)
+        self._starts.insert(at, start)
+        self._edits.insert(at, edit)
+        self._longest = max(self._longest, end - start)
+
+    def overlaps(self, edit: Edit) -> bool:
+        start, end = edit.span
+        # Only a span starting at most ``_longest`` before this one can reach into it.
+        low = bisect.bisect_left(self._starts, start - self._longest)
+        high = bisect.bisect_right(self._starts, end)
+        return any(_overlaps(edit, other) for other in self._edits[low:high])
 
 
 def _overlaps(a: Edit, b: Edit) -> bool:

@@ -11,9 +11,9 @@ linted. The engine's ``FileContext`` implements it; nothing here imports the eng
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Literal, Protocol
+from typing import ClassVar, Literal, Protocol, TypeVar
 
 import libcst as cst
 
@@ -23,6 +23,8 @@ from devlint.analysis.tracker import ScopeTracker
 from devlint.fixes import DeviceRef, FixPlan, HelperRef
 from devlint.gate.catalog import Word  # noqa: F401 - rules import Word from here
 from devlint.settings import FixSettings
+
+T = TypeVar("T")
 
 FixAvailability = Literal["safe", "unsafe", "sometimes", "none"]
 
@@ -90,6 +92,12 @@ class RuleContext(FileReader, Protocol):
 
     def render(self, original: cst.CSTNode, new: cst.CSTNode) -> str:
         """The source of ``new`` as it reads where ``original`` stands, block indentation included."""
+        ...
+
+    def indexed(self, key: Hashable, build: Callable[[], T]) -> T:
+        """What ``build`` computes about the file, once per ``key``: a fact a rule asks about the
+        module at every finding (the checks of a block, the uses of a name) is indexed once,
+        never found again by walking the tree per finding."""
         ...
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.analysis.devices import reach_of
-from devlint.analysis.reaching import Unknown, declared_global
+from devlint.analysis.reaching import Unknown
 from devlint.analysis.semantic import Scope, dotted_name, literal_is
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule, Site, Word
@@ -399,7 +399,7 @@ class CudaDeviceType(Rule):
         reach = found[1] if found is not None else None
         if reach is None or not reach.bindings or reach.maybe_unbound or reach.unknown or reach.params:
             return None
-        if declared_global(name.value, self.ctx.module, self.ctx.text):
+        if self.ctx.flows.declared_global(name.value):
             return None
         copied = ""
         for value in reach.values:
@@ -428,7 +428,7 @@ class CudaDeviceType(Rule):
         root = value
         while isinstance(root, cst.Attribute):
             root = root.value
-        if not isinstance(root, cst.Name) or declared_global(root.value, self.ctx.module, self.ctx.text):
+        if not isinstance(root, cst.Name) or self.ctx.flows.declared_global(root.value):
             return False
         found = reach_of(root.value, scope, site, self.ctx.flows)
         if found is None or found[1] is None:

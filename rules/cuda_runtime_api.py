@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 
@@ -607,8 +607,7 @@ class CudaRuntimeApi(WholeChoiceRule):
                 "seeds every device: remove it",
                 fix=lambda site: FixPlan(
                     "Remove it: `torch.manual_seed` beside it seeds every device with the same seed",
-                    # the module without the line; the edit is cut down to the line itself
-                    [Replace(self.ctx.module, _without_line(self.ctx, statement).code)],
+                    _line_removal(self.ctx, statement),
                 ),
             )
             return
@@ -751,25 +750,43 @@ _HANDLERS: dict[str, Callable[[CudaRuntimeApi, cst.Call], None]] = {
 }
 
 
-def _without_line(ctx: RuleContext, statement: cst.Expr) -> cst.Module:
-    """The module without the line of ``statement``; the comments above that line stay, above the
-    next line or at the end of the block."""
+def _line_removal(ctx: RuleContext, statement: cst.Expr) -> list[Replace]:
+    """Removes the line of ``statement``; the comments above that line stay, above the next line or
+    at the end of the block. Only the text of that line and a neighbour is rewritten: the fix costs
+    those lines, never the file."""
     line = ctx.parent(statement)
     block = ctx.parent(line)
     assert isinstance(line, cst.SimpleStatementLine) and isinstance(block, (cst.IndentedBlock, cst.Module))
     body = list(block.body)
     here = body.index(line)
-    del body[here]
-    changes: dict[str, object] = {}
-    if line.leading_lines:
-        if here < len(body):
-            body[here] = body[here].with_changes(leading_lines=[*line.leading_lines, *body[here].leading_lines])
-        else:
-            changes["footer"] = [*line.leading_lines, *block.footer]
-    new_block = block.with_changes(body=body, **changes)
-    if isinstance(new_block, cst.Module):
-        return new_block
-    return ctx.module.deep_replace(block, new_block)
+    indent = _indent_of(ctx, line)
+    if here == 0:
+        # The first line (a neighbour seeds beside it, so one comes after): the text runs on to the
+        # next statement, whose own comments and indentation are written back; the line's own
+        # indentation, before the replaced text, serves the first of them (a comment of the next
+        # statement written at column 0 moves to the block's indentation).
+        after = body[1]
+        written = _comment_lines(ctx, after.leading_lines, indent) + indent
+        return [Replace(line, written[len(indent) :] if written.startswith(indent) else written, until=after)]
+    # From the line before to the end of the line (its trailing comment too): the line before is
+    # written back, then the line's comments.
+    before = body[here - 1]
+    kept = ctx.render(before, before.with_changes(leading_lines=()))
+    kept_line = kept.rstrip("\r\n")
+    comments = _comment_lines(ctx, line.leading_lines, indent).rstrip("\r\n")
+    return [
+        Replace(before, kept_line + (kept[len(kept_line) :] + comments if comments else ""), until=line),
+        Replace(line, "", to_line_end=True),
+    ]
+
+
+def _indent_of(ctx: RuleContext, line: cst.CSTNode) -> str:
+    blocks = [node for node in ctx.ancestors(line) if isinstance(node, cst.IndentedBlock)]
+    return "".join(ctx.module.default_indent if b.indent is None else b.indent for b in reversed(blocks))
+
+
+def _comment_lines(ctx: RuleContext, lines: Sequence[cst.EmptyLine], indent: str) -> str:
+    return "".join((indent if empty.indent else "") + ctx.module.code_for_node(empty) for empty in lines)
 
 
 def _lone_call(line: cst.BaseStatement) -> cst.Call | None:

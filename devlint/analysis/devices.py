@@ -28,7 +28,7 @@ import libcst as cst
 from devlint.analysis.reaching import Flows, ParamBinding, Reach, Unknown
 from devlint.analysis.reader import FileReader
 from devlint.analysis.semantic import Binding, Scope, SemanticModel, dotted_name, string_value
-from devlint.analysis.tree import children, descendants
+from devlint.analysis.tree import children
 from devlint.torchfacts.names import DEVICE_MODULE, DEVICE_NAMES, MOVES, SPAWNS
 
 DEFAULT_EXPRESSION = 'torch.device("cuda" if torch.cuda.is_available() else "cpu")'
@@ -672,10 +672,7 @@ def _param_is_int(reader: FileReader, param: cst.Param, site: object, depth: int
     if param not in positional:
         return False
     position = positional.index(param)
-    uses = [
-        node for node in descendants(reader.model.module_scope.node)
-        if isinstance(node, cst.Name) and node.value == function.name.value and node is not function.name
-    ]
+    uses = [node for node in reader.model.name_nodes(function.name.value) if node is not function.name]
     return bool(uses) and all(_gives_int(reader, use, param, position, site, depth, assuming) for use in uses)
 
 

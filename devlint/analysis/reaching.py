@@ -89,18 +89,20 @@ def reaching_at_end(name: str, scope: cst.CSTNode, walrus: bool = True) -> Reach
     return Reach(state if state is not None else frozenset())
 
 
-def declared_global(name: str, module: cst.Module, text: str) -> bool:
-    """``global name`` or ``nonlocal name`` somewhere in the file (``text``): a function may then
-    rebind ``name`` in another scope, whose analysis skips function bodies and does not see it."""
+def declared_names(module: cst.Module, text: str) -> frozenset[str]:
+    """Every name a ``global`` or ``nonlocal`` statement of the file (``text``) declares: a function
+    may then rebind it in another scope, whose analysis skips function bodies and does not see it.
+    One walk of the module; callers ask through ``Flows.declared_global``."""
     if "global" not in text and "nonlocal" not in text:
-        return False
+        return frozenset()
+    found: set[str] = set()
     stack: list[cst.CSTNode] = [module]
     while stack:
         node = stack.pop()
-        if isinstance(node, (cst.Global, cst.Nonlocal)) and any(item.name.value == name for item in node.names):
-            return True
+        if isinstance(node, (cst.Global, cst.Nonlocal)):
+            found.update(item.name.value for item in node.names)
         stack.extend(node.children)
-    return False
+    return frozenset(found)
 
 
 class Flows:
@@ -108,12 +110,26 @@ class Flows:
     and candidate name): the state before each top-level statement of a scope, and what a scope
     leaves at its end, are computed once per name."""
 
-    def __init__(self, parent_of: Callable[[cst.CSTNode], cst.CSTNode | None], walrus: bool = True) -> None:
+    def __init__(
+        self,
+        parent_of: Callable[[cst.CSTNode], cst.CSTNode | None],
+        walrus: bool = True,
+        declared: Callable[[], frozenset[str]] = frozenset,
+    ) -> None:
         self.parent_of = parent_of
         # Whether the file has `:=` at all: if not, expressions need no search for one.
         self.walrus = walrus
         self._ends: dict[tuple[str, int], Reach] = {}
         self._prefixes: dict[tuple[str, int], dict[int, State]] = {}
+        self._declare = declared
+        self._declared: frozenset[str] | None = None
+
+    def declared_global(self, name: str) -> bool:
+        """``global name`` or ``nonlocal name`` somewhere in the file (see ``declared_names``),
+        from the file's one index of them."""
+        if self._declared is None:
+            self._declared = self._declare()
+        return name in self._declared
 
     def at(self, name: str, scope: cst.CSTNode, site: cst.CSTNode) -> Reach | None:
         path: list[cst.CSTNode] = [site]

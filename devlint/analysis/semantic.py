@@ -13,6 +13,8 @@ from typing import Iterable
 
 import libcst as cst
 
+from devlint.analysis.tree import descendants
+
 # Textual order of nodes in the walk; bindings and uses compare these to know what came first.
 Order = int
 
@@ -155,8 +157,20 @@ class SemanticModel:
         self.torch_imported_at: Order | None = None
         # argparse options the file declares: dest -> the `default=` expression (None: no default)
         self._options: _OptionCollector | None = None
+        self._names: dict[str, list[cst.Name]] | None = None
 
     # -- name resolution -------------------------------------------------------------------
+
+    def name_nodes(self, name: str) -> list[cst.Name]:
+        """Every ``Name`` node of the file spelled ``name``, in the tree's walk order (attribute
+        names such as the ``f`` of ``x.f`` included): indexed by one walk of the module, however
+        many callers ask."""
+        if self._names is None:
+            self._names = {}
+            for node in descendants(self.module_scope.node):
+                if isinstance(node, cst.Name):
+                    self._names.setdefault(node.value, []).append(node)
+        return self._names.get(name, [])
 
     def qualname(self, node: cst.CSTNode) -> str | None:
         """The one qualified name an expression refers to through imports, else None."""

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Container, Hashable, Iterable
+from typing import Any, TypeVar
 
 import libcst as cst
 
 from devlint.analysis.constants import ValueReader, foreign
 from devlint.analysis.cuda_regions import CudaRegions
 from devlint.analysis.devices import DeviceFinder, free_name
-from devlint.analysis.reaching import Flows
+from devlint.analysis.reaching import Flows, declared_names
 from devlint.analysis.semantic import SemanticModel, dotted_name
 from devlint.analysis.tracker import ScopeTracker
 from devlint.analysis.tree import ancestors
@@ -28,6 +29,8 @@ from devlint.rule import FixFactory, Report, Rule, Site
 from devlint.settings import FixSettings
 from devlint.torchfacts.api_versions import Requirement, introduced, newest
 from devlint.torchfacts.version import shown
+
+T = TypeVar("T")
 
 
 class FileContext:
@@ -55,7 +58,7 @@ class FileContext:
         self.model = SemanticModel(module)
         self.tracker = ScopeTracker(self.model)
         self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
-        self.flows = Flows(self.parents.get, walrus=":=" in text)
+        self.flows = Flows(self.parents.get, walrus=":=" in text, declared=lambda: declared_names(module, text))
         self._devices = DeviceFinder(self.model, self.flows, settings.device_name)
         self._regions = CudaRegions(self)
         self.reports: list[Report] = []
@@ -64,6 +67,7 @@ class FileContext:
         # The helper functions fixes call, by the name their rule prefers (see helper()).
         self._helpers: dict[str, HelperRef] = {}
         self._codes: dict[int, tuple[cst.CSTNode, str]] = {}
+        self._indexes: dict[Hashable, Any] = {}
         # Set by a caller that keeps this check for the next check of the file (devlint.engine.reuse).
         self.keep_check = False
         self.rule_codes: tuple[str, ...] = ()
@@ -106,7 +110,7 @@ class FileContext:
 
     def helper(self, preferred: str, define: Callable[[str], str]) -> HelperRef | None:
         """A module-level function for fixes to call (see devlint.rule.RuleContext.helper)."""
-        if torch_only_in_functions(self.module) is not None:
+        if self.indexed("torch only in functions", lambda: torch_only_in_functions(self.module)) is not None:
             return None
         if preferred not in self._helpers:
             own = self._own_helper(define)
@@ -127,6 +131,11 @@ class FileContext:
             if written.rstrip() == in_file_style(self.module, define(stmt.name.value), alias).rstrip():
                 return HelperRef(stmt.name.value)
         return None
+
+    def indexed(self, key: Hashable, build: Callable[[], T]) -> T:
+        if key not in self._indexes:
+            self._indexes[key] = build()
+        return self._indexes[key]
 
     def code(self, node: cst.CSTNode) -> str:
         # Kept by node (held with its code, so its id names no other node): a fix's new code is
@@ -408,7 +417,7 @@ class FileContext:
         last = span.end
         if replace.until is not None:
             last = positions[replace.until].start
-        end = lines.offset(last.line, last.column)
+        end = lines.offset(last.line, len(lines.line(last.line)) if replace.to_line_end else last.column)
         new = replace.new
         if isinstance(new, cst.CSTNode):
             content = self.render(replace.node, new)

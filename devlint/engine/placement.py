@@ -90,17 +90,22 @@ def place(
     """``needs``: per fix, the node it was reported at when it needs torch, the inserted
     definition or a helper, else None. ``inserted_name``: the definition's name, once some fix
     asked for it; ``helpers``: those fixes call that the file lacks."""
-    local = tuple(None if node is None else local_torch_import(source, node) for node in needs)
+    top_level = binds_torch_at_top_level(source.module)
+    local = tuple(None if node is None or top_level else local_torch_import(source, node) for node in needs)
     needing = [node for node, spot in zip(needs, local) if node is not None and spot is None]
     module = _module_insertion(source, needing, inserted_name, helpers) if needing else Insertion()
     return Placement(local, module)
 
 
+def binds_torch_at_top_level(module: cst.Module) -> bool:
+    """A top-level statement of ``module`` imports torch or binds the name ``torch``."""
+    return any("torch" in torch_names(stmt) or imports_torch(stmt) for stmt in module.body)
+
+
 def local_torch_import(source: Source, node: cst.CSTNode) -> cst.SimpleStatementLine | None:
-    """The ``import torch`` line of the function that holds ``node``, when the module binds no
-    torch at its top level and that function imports it in its own body before ``node``."""
-    if any("torch" in torch_names(stmt) or imports_torch(stmt) for stmt in source.module.body):
-        return None
+    """The ``import torch`` line of the function that holds ``node``, for a module that binds no
+    torch at its top level (``binds_torch_at_top_level``, asked once by the caller), when that
+    function imports it in its own body before ``node``."""
     child: cst.CSTNode = node
     for ancestor in ancestors(source.parents, node):
         if isinstance(ancestor, cst.IndentedBlock) and isinstance(source.parents.get(ancestor), cst.FunctionDef):

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 import libcst as cst
 
 from devlint.analysis.devices import cuda_device_module, is_cuda_string, reach_of
-from devlint.analysis.reaching import declared_global
 from devlint.analysis.semantic import dotted_name, string_value
 from devlint.fixes import DeviceRef, Replace
 from devlint.rule import RuleContext, Site
@@ -80,7 +79,7 @@ def holds_cuda_module(ctx: RuleContext, name: cst.Name, site: cst.CSTNode) -> bo
     reach = found[1] if found is not None else None
     if reach is None or not reach.bindings or reach.maybe_unbound or reach.unknown or reach.params:
         return False
-    return all(_cuda_module(ctx, value) for value in reach.values) and not declared_global(name.value, ctx.module, ctx.text)
+    return all(_cuda_module(ctx, value) for value in reach.values) and not ctx.flows.declared_global(name.value)
 
 
 def _cuda_module(ctx: RuleContext, value: cst.BaseExpression) -> bool:

@@ -111,16 +111,23 @@ def under_device_check(ctx: RuleContext, node: cst.CSTNode) -> bool:
 
 
 def _checked_earlier(ctx: RuleContext, block: cst.IndentedBlock | cst.Module, statement: cst.CSTNode) -> bool:
-    for earlier in block.body:
-        if earlier is statement:
-            return False
+    first, places = ctx.indexed(("first device check", id(block)), lambda: _first_check(ctx, block))
+    return first < places.get(id(statement), -1)
+
+
+def _first_check(ctx: RuleContext, block: cst.IndentedBlock | cst.Module) -> tuple[int, dict[int, int]]:
+    """Where in ``block`` the first statement stands after which a GPU is certain (``assert
+    <check>``, ``if <no GPU>: return``), and where each statement stands: one pass over the
+    block, however many of its statements ask."""
+    places = {id(statement): i for i, statement in enumerate(block.body)}
+    for i, earlier in enumerate(block.body):
         if isinstance(earlier, cst.If) and device_present_if(ctx, earlier.test) is False and exits(earlier.body):
-            return True
+            return i, places
         if isinstance(earlier, cst.SimpleStatementLine):
             for small in earlier.body:
                 if isinstance(small, cst.Assert) and device_present_if(ctx, small.test) is True:
-                    return True
-    return False
+                    return i, places
+    return len(block.body), places
 
 
 def hardcoded_gpu_index(ctx: RuleContext, node: cst.Call) -> bool:
