@@ -34,10 +34,10 @@ class Replace:
     # The replaced text runs on to the start of this later node: a guard that joins the guard
     # block right after its statement takes that block's header line in (devlint.rulekit.guards).
     until: cst.CSTNode | None = None
-    # The replaced text runs on to the end of the line where it ends, the line break aside: a
+    # The replaced text runs on through this later node's last line, its line break included: a
     # statement's trailing comment goes with it (no node's span holds the comment of a block's
     # last line).
-    to_line_end: bool = False
+    through: cst.CSTNode | None = None
     # Fixes conflict over the node's whole lines and the line breaks on either side: of two
     # statements next to each other that get a guard, one is guarded in a round of `devlint fix`
     # and the other joins its block in the next, rather than both writing an identical block.
@@ -102,6 +102,10 @@ class LineIndex:
         start = self.starts[row - 1]
         end = self.starts[row] if row < len(self.starts) else len(self.text)
         return self.text[start:end].rstrip("\r\n")
+
+    def next_line(self, row: int) -> int:
+        """The offset where the 1-based row after ``row`` starts (the text's end after the last)."""
+        return self.starts[row] if row < len(self.starts) else len(self.text)
 
     def indent(self, row: int) -> str:
         line = self.line(row)

@@ -760,24 +760,25 @@ def _line_removal(ctx: RuleContext, statement: cst.Expr) -> list[Replace]:
     body = list(block.body)
     here = body.index(line)
     indent = _indent_of(ctx, line)
-    if here == 0:
-        # The first line (a neighbour seeds beside it, so one comes after): the text runs on to the
-        # next statement, whose own comments and indentation are written back; the line's own
-        # indentation, before the replaced text, serves the first of them (a comment of the next
-        # statement written at column 0 moves to the block's indentation).
-        after = body[1]
-        written = _comment_lines(ctx, after.leading_lines, indent) + indent
-        return [Replace(line, written[len(indent) :] if written.startswith(indent) else written, until=after)]
-    # From the line before to the end of the line (its trailing comment too): the line before is
-    # written back, then the line's comments.
-    before = body[here - 1]
-    kept = ctx.render(before, before.with_changes(leading_lines=()))
-    kept_line = kept.rstrip("\r\n")
-    comments = _comment_lines(ctx, line.leading_lines, indent).rstrip("\r\n")
-    return [
-        Replace(before, kept_line + (kept[len(kept_line) :] + comments if comments else ""), until=line),
-        Replace(line, "", to_line_end=True),
-    ]
+    written = _comment_lines(ctx, body[here + 1].leading_lines, indent) + indent if here + 1 < len(body) else ""
+    if written.startswith(indent) and here + 1 < len(body):
+        # The text runs on to the next statement, whose own comments and indentation are written
+        # back; the line's own indentation, before the replaced text, serves the first of them.
+        return [Replace(line, written[len(indent) :], until=body[here + 1])]
+    if here > 0:
+        # The last line of its block, or one followed by a blank line or a comment at column 0
+        # (the line's indentation would be left on it): from the line before through the end of
+        # the line (its trailing comment too), the line before written back, then its comments.
+        before = body[here - 1]
+        kept = ctx.render(before, before.with_changes(leading_lines=()))
+        return [Replace(before, kept + _comment_lines(ctx, line.leading_lines, indent), through=line)]
+    # The first line of its block, before a blank line or a comment at column 0: nothing before
+    # it in the block to start from, so a blank line goes with it and such a comment takes the
+    # block's indentation.
+    lines = body[1].leading_lines
+    blank = bool(lines) and lines[0].comment is None
+    rest = _comment_lines(ctx, lines[1:] if blank else lines, indent) + indent
+    return [Replace(line, rest[len(indent) :] if rest.startswith(indent) else rest, until=body[1])]
 
 
 def _indent_of(ctx: RuleContext, line: cst.CSTNode) -> str:

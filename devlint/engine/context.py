@@ -313,7 +313,7 @@ class FileContext:
         # found): none of the findings taken over from the last check (``taken``).
         wanted = [node for i, report in enumerate(self.reports) if i not in taken for node in (report.start, report.node)]
         replaces = [r for plan, _ in planned if plan is not None for r in plan.replacements]
-        wanted += [n for r in replaces for n in (r.node, r.until, *r.holds) if n is not None]
+        wanted += [n for r in replaces for n in (r.node, r.until, r.through, *r.holds) if n is not None]
         return node_positions(
             self.module, lines, [*wanted, *self.module.body], strict=self.stitched, prints=self.prints, top=self._top_level
         )
@@ -417,7 +417,10 @@ class FileContext:
         last = span.end
         if replace.until is not None:
             last = positions[replace.until].start
-        end = lines.offset(last.line, len(lines.line(last.line)) if replace.to_line_end else last.column)
+        end = lines.offset(last.line, last.column)
+        if replace.through is not None:
+            last = positions[replace.through].end
+            end = lines.next_line(last.line)
         new = replace.new
         if isinstance(new, cst.CSTNode):
             content = self.render(replace.node, new)
