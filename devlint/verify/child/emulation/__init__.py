@@ -30,6 +30,7 @@ not emulated.
 
 from __future__ import annotations
 
+import inspect
 import threading
 from typing import Any
 
@@ -164,12 +165,15 @@ class Emulation:
         which outputs were on the device; the backward node (``BackwardCFunction``, which also
         carries module backward hooks) gives those gradients the device back."""
         function = torch.autograd.function
-        original_apply = function.Function.apply.__func__
+        # ``Function.apply`` is a classmethod up to torch 2.13 and a C classmethod descriptor from
+        # 2.14 (``_C._FunctionBase.__dict__["apply"]``), which has no ``__func__``: both bind to
+        # the subclass through ``__get__``, as attribute lookup does.
+        original_apply = inspect.getattr_static(function.Function, "apply")
         original_backward = function.BackwardCFunction.apply
         dispatcher = self.dispatcher
 
         def apply(cls: type, *args: Any, **kwargs: Any) -> Any:
-            result = original_apply(cls, *args, **kwargs)
+            result = original_apply.__get__(None, cls)(*args, **kwargs)
             outputs = result if isinstance(result, tuple) else (result,)
             on_device = tuple(dispatcher.is_emulated(output) for output in outputs)
             if any(on_device):
