@@ -26,6 +26,11 @@ a CPU build plays a CUDA build (build.py). What emulation does not model at all 
 queries, more than one GPU, autocast of an op with no CPU kernel in that dtype) raises
 ``EmulationUnsupportedError`` (``not emulated: ...``); the harness reports a run that meets it as
 not emulated.
+
+Supported torch releases: SUPPORTED (releases.py, 2.4 to 2.14); ``Emulation()`` refuses any other
+with UnsupportedTorchError. Which private torch names each release has: names_table.py, written by
+tools/emulation_names_table.py; a name some supported release lacks is patched with
+``optional=True`` (tests/test_emulation_names.py holds the code to the table).
 """
 
 from __future__ import annotations
@@ -40,9 +45,10 @@ from . import build, cuda_api, legacy, rng, storage
 from .machine import EmulationUnsupportedError, Machine
 from .memory import Memory
 from .patches import Patches
+from .releases import SUPPORTED, UnsupportedTorchError, refusal
 from .tensor import Dispatcher, EmulationMode
 
-__all__ = ["Emulation", "EmulationUnsupportedError", "install"]
+__all__ = ["SUPPORTED", "Emulation", "EmulationUnsupportedError", "UnsupportedTorchError", "install"]
 
 COMPILE_NOTE = "torch.compile not applied"
 
@@ -54,7 +60,11 @@ class Emulation:
         """``visible``: whether the device is there regardless of ``CUDA_VISIBLE_DEVICES`` (False:
         no CUDA at all, torch's own behaviour on this machine). ``random_stream``: ``device``, the
         emulated GPU draws from a generator of its own as a GPU does; ``host``, from the CPU's
-        (see rng.py)."""
+        (see rng.py). A torch outside SUPPORTED raises UnsupportedTorchError: the private parts
+        of torch that emulation replaces were checked in those releases only (names_table.py)."""
+        refused = refusal(torch.__version__)
+        if refused is not None:
+            raise UnsupportedTorchError(refused)
         self.machine = Machine(visible)
         self._patches = Patches()
         self._default = legacy.LegacyDefault()
