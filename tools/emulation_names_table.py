@@ -81,17 +81,21 @@ def _constants(tree: ast.Module) -> dict[str, ast.expr]:
 
 
 class _Collector:
-    """One module's names. Aliases (``c = torch._C``, ``from torch.nn.parallel import comm``) and
-    loop variables are resolved by name across the module: emulation's code keeps them unique
-    enough for that, and a patch whose owner or name cannot be resolved is an error, so a new shape
-    of code cannot slip past the table."""
+    """One module's names. Aliases (``c = torch._C``, ``from torch.nn.parallel import comm``) are
+    resolved by name across the module, unless the name is bound to anything else anywhere in it;
+    loop variables by the loops around the call. A patch whose owner or name cannot be resolved is
+    an error, so a new shape of code cannot slip past the table."""
 
     def __init__(self, tree: ast.Module, path: Path, shared: dict[str, ast.expr]) -> None:
         self.tree, self.path = tree, path
         self.constants = {**shared, **_constants(tree)}
         self.aliases: dict[str, str] = {}
+        # A name bound to two things (or to something else than a torch object) is no alias.
+        self.ambiguous: set[str] = set()
         for node in ast.walk(tree):
             self._learn(node)
+        for name in self.ambiguous:
+            self.aliases.pop(name, None)
 
     def _learn(self, node: ast.AST) -> None:
         if isinstance(node, ast.Import):
@@ -102,9 +106,11 @@ class _Collector:
             for alias in node.names:
                 self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            dotted = self.dotted(node.value)
-            if dotted is not None:
-                self.aliases[node.targets[0].id] = dotted
+            name, dotted = node.targets[0].id, self.dotted(node.value)
+            if dotted is None or self.aliases.get(name, dotted) != dotted:
+                self.ambiguous.add(name)
+            else:
+                self.aliases[name] = dotted
 
     def _loop(self, target: ast.expr, source: ast.expr) -> dict[str, list[str]]:
         """``for name in ("a", "b")`` and ``for key, name in CONSTANT.items()``: the strings."""
