@@ -10,6 +10,7 @@ skips it where it is missing) or read with a fallback.
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 import textwrap
@@ -150,3 +151,33 @@ def test_the_table_covers_the_releases_it_must() -> None:
 )
 def test_refusal(version: str, expected: str | None) -> None:
     assert refusal(version) == expected
+
+
+@pytest.fixture
+def old_torch(tmp_path: Path) -> dict[str, str]:
+    """An environment whose ``import torch`` finds a torch 2.2 (its version.py and nothing more)."""
+    package = tmp_path / "old" / "torch"
+    package.mkdir(parents=True)
+    (package / "version.py").write_text("__version__ = '2.2.0+cpu'\n")
+    (package / "__init__.py").write_text("from .version import __version__\n")
+    (tmp_path / "test_one.py").write_text("import torch\n\n\ndef test_one():\n    pass\n")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(package.parent), str(ROOT)])}
+
+
+REFUSED = "torch 2.2.0 is older than emulation supports (2.4)"
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["-m", "devlint", "emulate", "--", sys.executable, "-c", "import torch; print('ran')"], f"devlint emulate: {REFUSED}"),
+        (["-m", "pytest", "-p", "no:cacheprovider", "--emulate-cuda", "test_one.py"], f"pytest --emulate-cuda: {REFUSED}"),
+        (["-m", "devlint", "verify", "test_one.py"], f"devlint verify: error: {REFUSED}"),
+    ],
+    ids=["emulate", "pytest-option", "verify"],
+)
+def test_an_unsupported_torch_gets_one_line_and_exit_status_2(
+    old_torch: dict[str, str], tmp_path: Path, args: list[str], line: str
+) -> None:
+    run = subprocess.run([sys.executable, *args], cwd=tmp_path, env=old_torch, capture_output=True, text=True, timeout=120)
+    assert (run.returncode, run.stdout, run.stderr) == (2, "", line + "\n")
