@@ -55,6 +55,8 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from devlint.verify.environment import supported_torch
+
     parser = argparse.ArgumentParser(
         prog="devlint", description="Find and fix PyTorch code that only runs on one kind of device."
     )
@@ -100,7 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run COMMAND with emulated CUDA installed in every Python process it starts (the "
         "command, its Python subprocesses, DataLoader and pytest-xdist workers): torch sees one CUDA "
         "device whose tensors compute on the CPU. The command's output and exit status are its own. "
-        "Example: devlint emulate -- pytest tests/",
+        f"Emulation supports torch {supported_torch()}: a process that imports another torch stops with "
+        "one line and exit status 2. Example: devlint emulate -- pytest tests/",
     )
     emulate.add_argument("--force", action="store_true", help="emulate even where torch sees a real GPU")
     emulate.add_argument("command_args", nargs=argparse.REMAINDER, metavar="COMMAND [ARGS ...]")

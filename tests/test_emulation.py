@@ -32,6 +32,12 @@ from devlint.verify.child.emulation import Emulation, EmulationUnsupportedError
 
 HAS_GPU = torch.cuda.is_available()
 ORIGINAL_CUDA_VERSION = torch.version.cuda
+# A CUDA build on a machine without NVIDIA's driver: with the device hidden, emulation leaves CUDA to
+# torch's own code (machine.py, CUDA_BUILD), whose first CUDA call then fails with "Found no NVIDIA
+# driver on your system" (torch/cuda/__init__.py, _lazy_init via the driver check), not the "No
+# CUDA GPUs are available" that a GPU machine's driver gives.
+DRIVERLESS_CUDA_BUILD = ORIGINAL_CUDA_VERSION is not None and not os.path.exists("/proc/driver/nvidia/version")
+NEEDS_A_DRIVER = ("cuda() with device 0 hidden", "CUDA_VISIBLE_DEVICES='': a CUDA build with no GPU")
 BACKENDS = [
     "emulated",
     pytest.param("gpu", marks=pytest.mark.skipif(not HAS_GPU, reason="needs a GPU that torch can see")),
@@ -999,6 +1005,8 @@ def test_cuda_behaviour(name: str, backend: str, environment) -> None:
             pytest.skip("CUDA reads CUDA_VISIBLE_DEVICES once per process: see test_visible_devices_on_a_gpu")
         _check(_outcome(case), expected)
         return
+    if name in NEEDS_A_DRIVER and DRIVERLESS_CUDA_BUILD:
+        pytest.skip("a CUDA build of torch without NVIDIA's driver says 'Found no NVIDIA driver' for a hidden GPU")
     with Emulation():
         outcome = _outcome(case)
     _check(outcome, expected)

@@ -1,4 +1,5 @@
-"""The clean environment of the child processes, and where torch lives (found without importing it)."""
+"""The clean environment of the child processes, where torch lives (found without importing it),
+and which torch releases emulation supports."""
 
 from __future__ import annotations
 
@@ -37,6 +38,18 @@ FIXED = {
     "MKL_NUM_THREADS": "1",
 }
 HIDE_GPUS = {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "", "ROCR_VISIBLE_DEVICES": ""}
+# Emulation's supported releases: its releases.py, read by path (the emulation package imports torch).
+RELEASES = Path(__file__).resolve().parent / "child" / "emulation" / "releases.py"
+
+
+def supported_torch() -> str:
+    """The torch releases emulation supports, as ``2.4 to 2.14``."""
+    spec = importlib.util.spec_from_file_location("_devlint_emulation_releases", RELEASES)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    oldest, newest = module.SUPPORTED
+    return f"{oldest[0]}.{oldest[1]} to {newest[0]}.{newest[1]}"
 
 
 def torch_root() -> Path | None:

@@ -158,6 +158,8 @@ class Session:
             lines = record.stderr_tail().splitlines()
             why = record.problem or (lines[-1] if lines else f"exit status {record.rc}")
             raise ProbeError(f"cannot run torch in a child process: {why}")
+        if record.status.get("emulation_refused"):
+            raise ProbeError(record.status["emulation_refused"])
         return Probe(record.status["torch"], record.status["cuda"], record.status["gpu"])
 
     def run_programs(self, programs: list[Program], runs: list[Run], jobs: int) -> list[dict[str, RunRecord]]:

@@ -142,12 +142,28 @@ def _redirect(stdout: str, stderr: str) -> None:
 def probe() -> dict[str, Any]:
     import torch
 
+    # Every plan emulates some runs: verify stops at once where emulation cannot, before asking
+    # more of a torch it does not know.
+    refused = _emulation_refusal(torch.__version__)
+    if refused is not None:
+        return {"torch": torch.__version__, "cuda": False, "gpu": None, "emulation_refused": refused}
     cuda = bool(torch.cuda.is_available() and torch.cuda.device_count() > 0)
     return {
         "torch": torch.__version__,
         "cuda": cuda,
         "gpu": torch.cuda.get_device_name(0) if cuda else None,
     }
+
+
+def _emulation_refusal(version: str) -> str | None:
+    """Why emulation refuses this torch (releases.py, read alone: the emulation package's own
+    modules may not import on an unsupported torch), or None."""
+    path = os.path.join(HERE, "emulation", "releases.py")
+    spec = importlib.util.spec_from_file_location("_devlint_verify_emulation_releases", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.refusal(version)
 
 
 def compare_pairs(job: dict[str, Any]) -> dict[str, Any]:

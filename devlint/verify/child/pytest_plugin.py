@@ -29,6 +29,7 @@ def pytest_load_initial_conftests(early_config: Any, parser: Any, args: list[str
     """Before any conftest.py is imported: one may import torch and ask for CUDA at once."""
     if not early_config.known_args_namespace.emulate_cuda:
         return
+    _refuse_unsupported_torch()
     # Processes the tests start (pytest-xdist workers, subprocesses, spawned DataLoader workers)
     # find our sitecustomize first on PYTHONPATH and install emulation themselves.
     os.environ[_FLAG] = "1"
@@ -36,6 +37,23 @@ def pytest_load_initial_conftests(early_config: Any, parser: Any, args: list[str
     if _BOOTSTRAP not in given.split(os.pathsep):
         os.environ["PYTHONPATH"] = _BOOTSTRAP + (os.pathsep + given if given else "")
     _hook().arm()
+
+
+def _refuse_unsupported_torch() -> None:
+    """A torch that emulation does not support: one line and exit status 2, before any test runs
+    (the hook would stop the process at the first ``import torch``, a conftest's or a test's,
+    which pytest would report as a collection error with a traceback). torch is not imported to
+    ask: its version.py says."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or spec.origin is None:
+        return
+    releases = _hook().releases()
+    version = sys.modules["torch"].__version__ if "torch" in sys.modules else releases.installed_version(os.path.dirname(spec.origin))
+    refused = None if version is None else releases.refusal(version)
+    if refused is not None:
+        sys.stderr.write(f"pytest --emulate-cuda: {refused}\n")
+        sys.stderr.flush()
+        raise SystemExit(_hook().EXIT_UNSUPPORTED)
 
 
 def _hook() -> Any:

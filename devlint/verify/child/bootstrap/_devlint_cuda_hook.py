@@ -3,7 +3,8 @@
 ``arm()`` installs emulation at once when torch is already imported, else puts a finder first on
 ``sys.meta_path`` that lets torch import as usual and installs emulation right after. The
 emulation package (``../emulation``) is loaded by path, under the private name that verify's
-harness uses, and installed at most once per process.
+harness uses, and installed at most once per process. A torch that emulation does not support
+ends the process with one line on stderr and exit status 2, before any of emulation is loaded.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 _EMULATION = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "emulation")
 _NAME = "_devlint_verify_emulation"
+EXIT_UNSUPPORTED = 2
 # Set on the loaded emulation package once installed, so a second arm() (the pytest option under
 # `devlint emulate`) installs nothing more.
 _INSTALLED = "_devlint_installed"
@@ -32,10 +34,28 @@ def arm() -> None:
 
 def install() -> Any:
     """Install emulation in this process (once); the installation."""
+    refused = releases().refusal(sys.modules["torch"].__version__)
+    if refused is not None:
+        sys.stderr.write(f"devlint emulate: {refused}\n")
+        sys.stderr.flush()
+        raise SystemExit(EXIT_UNSUPPORTED)
     emulation = _load()
     if getattr(emulation, _INSTALLED, None) is None:
         setattr(emulation, _INSTALLED, emulation.install())
     return getattr(emulation, _INSTALLED)
+
+
+def releases() -> types.ModuleType:
+    """emulation/releases.py alone (it imports nothing): the supported torch releases, readable
+    before the emulation package, whose modules may not even import on another torch."""
+    name = "_devlint_emulation_releases"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, os.path.join(_EMULATION, "releases.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[name] = module
+    return sys.modules[name]
 
 
 def _load() -> types.ModuleType:

@@ -26,10 +26,16 @@ a CPU build plays a CUDA build (build.py). What emulation does not model at all 
 queries, more than one GPU, autocast of an op with no CPU kernel in that dtype) raises
 ``EmulationUnsupportedError`` (``not emulated: ...``); the harness reports a run that meets it as
 not emulated.
+
+Supported torch releases: SUPPORTED (releases.py, 2.4 to 2.14); ``Emulation()`` refuses any other
+with UnsupportedTorchError. Which private torch names each release has: names_table.py, written by
+tools/emulation_names_table.py; a name some supported release lacks is patched with
+``optional=True`` (tests/test_emulation_names.py holds the code to the table).
 """
 
 from __future__ import annotations
 
+import inspect
 import threading
 from typing import Any
 
@@ -39,9 +45,10 @@ from . import build, cuda_api, legacy, rng, storage
 from .machine import EmulationUnsupportedError, Machine
 from .memory import Memory
 from .patches import Patches
+from .releases import SUPPORTED, UnsupportedTorchError, refusal
 from .tensor import Dispatcher, EmulationMode
 
-__all__ = ["Emulation", "EmulationUnsupportedError", "install"]
+__all__ = ["SUPPORTED", "Emulation", "EmulationUnsupportedError", "UnsupportedTorchError", "install"]
 
 COMPILE_NOTE = "torch.compile not applied"
 
@@ -53,7 +60,11 @@ class Emulation:
         """``visible``: whether the device is there regardless of ``CUDA_VISIBLE_DEVICES`` (False:
         no CUDA at all, torch's own behaviour on this machine). ``random_stream``: ``device``, the
         emulated GPU draws from a generator of its own as a GPU does; ``host``, from the CPU's
-        (see rng.py)."""
+        (see rng.py). A torch outside SUPPORTED raises UnsupportedTorchError: the private parts
+        of torch that emulation replaces were checked in those releases only (names_table.py)."""
+        refused = refusal(torch.__version__)
+        if refused is not None:
+            raise UnsupportedTorchError(refused)
         self.machine = Machine(visible)
         self._patches = Patches()
         self._default = legacy.LegacyDefault()
@@ -164,12 +175,15 @@ class Emulation:
         which outputs were on the device; the backward node (``BackwardCFunction``, which also
         carries module backward hooks) gives those gradients the device back."""
         function = torch.autograd.function
-        original_apply = function.Function.apply.__func__
+        # ``Function.apply`` is a classmethod up to torch 2.13 and a C classmethod descriptor from
+        # 2.14 (``_C._FunctionBase.__dict__["apply"]``), which has no ``__func__``: both bind to
+        # the subclass through ``__get__``, as attribute lookup does.
+        original_apply = inspect.getattr_static(function.Function, "apply")
         original_backward = function.BackwardCFunction.apply
         dispatcher = self.dispatcher
 
         def apply(cls: type, *args: Any, **kwargs: Any) -> Any:
-            result = original_apply(cls, *args, **kwargs)
+            result = original_apply.__get__(None, cls)(*args, **kwargs)
             outputs = result if isinstance(result, tuple) else (result,)
             on_device = tuple(dispatcher.is_emulated(output) for output in outputs)
             if any(on_device):

@@ -4,12 +4,13 @@ Code gated on the build takes the GPU path on a GPU machine: ``torch.version.cud
 string, ``torch.backends.cuda.is_built()`` and ``torch.backends.cudnn.is_available()`` are true and
 ``torch.backends.cudnn.version()`` is a number, whether or not ``CUDA_VISIBLE_DEVICES`` hides the
 GPU (they describe the build, not the machine). cuDNN itself is never used: the CPU kernels compute,
-so ``torch.backends.cudnn.is_acceptable`` says no, which only skips a cuDNN weight layout.
+so ``torch.backends.cudnn.is_acceptable`` says no, which only skips a cuDNN weight layout (on a
+CUDA build too).
 
 An int given as a device (``torch.device(0)``, ``x.to(0)``) is an index of the current
 accelerator: on a CUDA build, CUDA.
 
-On a real CUDA build, or without CUDA at all (``Machine(visible=False)``), nothing changes.
+On a real CUDA build nothing else changes; without CUDA at all (``Machine(visible=False)``), nothing.
 """
 
 from __future__ import annotations
@@ -27,13 +28,17 @@ CUDNN_VERSION = 91002
 
 
 def install(patches: Patches, machine: Machine) -> None:
-    if CUDA_BUILD or machine.absent:
+    if machine.absent:
+        return
+    # A CUDA build's own answer would be yes for an emulated tensor, and an RNN would then run
+    # cuDNN's weight layout, which has no CPU kernel.
+    patches.set(torch.backends.cudnn, "is_acceptable", lambda tensor: False)
+    if CUDA_BUILD:
         return
     patches.set(torch.version, "cuda", CUDA_VERSION)
     patches.set(torch.backends.cuda, "is_built", lambda: True)
     patches.set(torch.backends.cudnn, "is_available", lambda: True)
     patches.set(torch.backends.cudnn, "version", lambda: CUDNN_VERSION)
-    patches.set(torch.backends.cudnn, "is_acceptable", lambda tensor: False)
     patches.set(torch, "device", _device_class(torch.device))
 
 

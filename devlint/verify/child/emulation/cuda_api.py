@@ -156,7 +156,7 @@ class Event:
         return (end_event._when - self._when) * 1000.0
 
 
-# ``replace(owner, name, emulated, hidden=None)``: see _replacer.
+# ``replace(owner, name, emulated, hidden=None, optional=False)``: see _replacer.
 _Replace = Callable[..., None]
 
 
@@ -176,12 +176,17 @@ def install(patches: Patches, machine: Machine, dispatcher: Dispatcher) -> None:
 
 
 def _replacer(patches: Patches, machine: Machine) -> _Replace:
-    def replace(owner: Any, name: str, emulated: Callable[..., Any], hidden: Callable[..., Any] | None = None) -> None:
+    def replace(
+        owner: Any, name: str, emulated: Callable[..., Any], hidden: Callable[..., Any] | None = None, optional: bool = False
+    ) -> None:
         """``owner.name`` becomes ``emulated`` while the device is visible (calling it looks for
         the device, as CUDA does, reading CUDA_VISIBLE_DEVICES the first time); ``hidden`` (else
         ``emulated``, whose ``machine.use`` raises CUDA's "No CUDA GPUs are available") where
         CUDA_VISIBLE_DEVICES hides it; torch's own where there is no CUDA at all. A class stays a
-        class (``isinstance`` works): its ``__new__`` hands over to torch's."""
+        class (``isinstance`` works): its ``__new__`` hands over to torch's. ``optional``: see
+        ``Patches.set``."""
+        if optional and not hasattr(owner, name):
+            return
         original = getattr(owner, name, None)
         if isinstance(emulated, type):
             patches.set(owner, name, _delegating_class(emulated, original, machine))
@@ -379,38 +384,42 @@ def _install_memory(replace: _Replace, machine: Machine, memory: Memory) -> None
     replace(torch.cuda, "reset_accumulated_memory_stats", reset(memory.reset_accumulated))
     # a cap on the caching allocator: the emulated device has no limit to enforce
     replace(torch.cuda, "set_per_process_memory_fraction", lambda fraction, device=None: machine.use(_index(device)))
+    # torch.accelerator's memory functions (2.9+; names_table.py has each name's first release).
     c = torch._C
-    replace(c, "_accelerator_emptyCache", empty_cache, hidden=lambda: None)
-    replace(c, "_accelerator_getDeviceStats", lambda index=None: memory.nested() if machine.initialized else {})
-    replace(c, "_accelerator_resetAccumulatedStats", lambda index=None: memory.reset_accumulated())
-    replace(c, "_accelerator_resetPeakStats", lambda index=None: memory.reset_peak())
-    replace(c, "_accelerator_getMemoryInfo", free_and_total)
+    replace(c, "_accelerator_emptyCache", empty_cache, hidden=lambda: None, optional=True)
+    replace(c, "_accelerator_getDeviceStats", lambda index=None: memory.nested() if machine.initialized else {}, optional=True)
+    replace(c, "_accelerator_resetAccumulatedStats", lambda index=None: memory.reset_accumulated(), optional=True)
+    replace(c, "_accelerator_resetPeakStats", lambda index=None: memory.reset_peak(), optional=True)
+    replace(c, "_accelerator_getMemoryInfo", free_and_total, optional=True)
 
 
 def _install_accelerator(
     replace: _Replace, machine: Machine, current_stream: Callable[..., Any], set_stream: Callable[..., Any]
 ) -> None:
-    """``torch.accelerator`` and ``torch.get_device_module()`` reach the device through these."""
+    """``torch.accelerator`` and ``torch.get_device_module()`` reach the device through these.
+    torch.accelerator came in 2.6 and grew since: each name is optional (names_table.py), and a
+    torch that lacks one has no function that calls it."""
     c = torch._C
 
     def use(index: Any = None, *args: Any) -> int:
         machine.use(_index(index, none_for_negative=True))
         return 0
 
-    replace(c, "_accelerator_getAccelerator", lambda: torch.device("cuda"))
+    replace(c, "_accelerator_getAccelerator", lambda: torch.device("cuda"), optional=True)
     replace(c, "_get_accelerator", lambda check=False: torch.device("cuda"))
     for name in ("_accelerator_getDeviceIndex", "_accelerator_setDeviceIndex", "_accelerator_exchangeDevice"):
-        replace(c, name, use)
-    replace(c, "_accelerator_maybeExchangeDevice", use)
-    replace(c, "_accelerator_synchronizeDevice", use)
-    replace(c, "_accelerator_getStream", current_stream)
-    replace(c, "_accelerator_setStream", set_stream)
-    replace(c, "_accelerator_isAllocatorInitialized", lambda: machine.initialized)
-    replace(c, "_accelerator_emptyHostCache", lambda: None)
+        replace(c, name, use, optional=True)
+    replace(c, "_accelerator_maybeExchangeDevice", use, optional=True)
+    replace(c, "_accelerator_synchronizeDevice", use, optional=True)
+    replace(c, "_accelerator_getStream", current_stream, optional=True)
+    replace(c, "_accelerator_setStream", set_stream, optional=True)
+    replace(c, "_accelerator_isAllocatorInitialized", lambda: machine.initialized, optional=True)
+    replace(c, "_accelerator_emptyHostCache", lambda: None, optional=True)
     replace(
         c,
         "_accelerator_getDeviceCapability",
         lambda index=None: {"supported_dtypes": [torch.float32, torch.float64, torch.float16, torch.bfloat16]},
+        optional=True,
     )
 
 
