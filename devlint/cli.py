@@ -52,6 +52,14 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--write-baseline", metavar="FILE", help="record the current findings in FILE")
     parser.add_argument("--add-noqa", action="store_true", help="add `# noqa: CODE` to every line with a finding")
     parser.add_argument("--stdin-filename", metavar="NAME", help="the file name to report when PATH is -")
+    parser.add_argument(
+        "--diff-base", metavar="REF", default=None,
+        help="only findings on lines changed since the merge base of HEAD and REF (uncommitted and new files too)",
+    )
+    parser.add_argument(
+        "--show-settings", action="store_true",
+        help="show the settings in force for the first file (torch-version and where it came from); check nothing",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -218,5 +226,7 @@ def _main(argv: Sequence[str] | None) -> int:
         write_baseline=args.write_baseline,
         add_noqa=args.add_noqa,
         stdin_filename=args.stdin_filename,
+        diff_base=args.diff_base,
+        show_settings=args.show_settings,
     )
     return run_check(options)

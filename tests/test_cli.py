@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from devlint.cli import main
+from report_lines import finding_lines
 
 CUDA = "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n"
 CLEAN = "import torch\nx = torch.ones(2)\n"
@@ -56,8 +57,8 @@ def test_concise_format_is_one_line_per_finding(tmp_path, capsys) -> None:
     main(["check", "--output-format", "concise", str(tmp_path)])
     lines = capsys.readouterr().out.splitlines()
     assert lines == [
-        f"{tmp_path / 'a.py'}:2:30: DEV101 `.cuda()` hardcodes the CUDA device; use `.to(device)`",
-        f"{tmp_path / 'a.py'}:3:18: DEV101 `.cuda()` hardcodes the CUDA device; use `.to(device)`",
+        f"{tmp_path / 'a.py'}:2:30: DEV101 [*] `.cuda()` hardcodes the CUDA device; use `.to(device)`",
+        f"{tmp_path / 'a.py'}:3:18: DEV101 [*] `.cuda()` hardcodes the CUDA device; use `.to(device)`",
         "Found 2 findings (2 fixable, 0 with --unsafe-fixes).",
     ]
 
@@ -111,8 +112,57 @@ def test_quiet_prints_findings_only(tmp_path, capsys) -> None:
 
 def test_statistics_counts_per_rule(tmp_path, capsys) -> None:
     _tree(tmp_path, **{"a.py": CUDA + "y = torch.ones(1).cuda()\n"})
-    main(["check", "--statistics", "--output-format", "concise", str(tmp_path)])
-    assert re.search(r"^\s+2\tDEV101\t\[\*\] cuda-call$", capsys.readouterr().out, re.M)
+    assert main(["check", "--statistics", "--output-format", "concise", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert re.search(r"^\s+2\tDEV101\t\[\*\] cuda-call$", out, re.M)
+    # as ruff's: the table alone, no finding lines and no summary
+    assert "a.py" not in out and "Found" not in out, out
+
+
+def test_statistics_as_json(tmp_path, capsys) -> None:
+    _tree(tmp_path, **{"a.py": CUDA + "y = torch.ones(1).cuda()\n"})
+    main(["check", "--statistics", "--output-format", "json", str(tmp_path)])
+    table = json.loads(capsys.readouterr().out)
+    assert table == [{"code": "DEV101", "name": "cuda-call", "count": 2, "fixable": True}]
+
+
+def test_concise_marks_only_the_fixes_that_apply(tmp_path, capsys) -> None:
+    # DEV102's fix of `.cuda(args.gpu)` is unsafe: marked only with --unsafe-fixes
+    _tree(tmp_path, **{"a.py": "import torch\nx = x.cuda(args.gpu)\ny = torch.ones(1).cuda()\n"})
+    main(["check", "--output-format", "concise", str(tmp_path)])
+    lines = finding_lines(capsys.readouterr().out)
+    assert [" [*] " in line for line in lines] == [False, True], lines
+    main(["check", "--output-format", "concise", "--unsafe-fixes", str(tmp_path)])
+    assert all(" [*] " in line for line in finding_lines(capsys.readouterr().out))
+
+
+def test_a_folder_without_python_files_warns(tmp_path, capsys) -> None:
+    (tmp_path / "notes.txt").write_text("no code\n")
+    assert main(["check", str(tmp_path)]) == 0
+    assert capsys.readouterr().err == "warning: No Python files found under the given path(s)\n"
+
+
+@pytest.mark.parametrize("version", ["3.0", "2.40", "1.14"])
+def test_a_torch_version_that_is_no_release_is_refused(tmp_path, capsys, version: str) -> None:
+    _tree(tmp_path, **{"a.py": CUDA, "pyproject.toml": f'[tool.devlint]\ntorch-version = "{version}"\n'})
+    assert main(["check", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "pyproject.toml" in err and f"torch {version} is no torch release" in err and "2.0 to 2.15" in err, err
+    assert "Traceback" not in err
+
+
+def test_show_settings_says_where_the_torch_version_comes_from(tmp_path, capsys, monkeypatch) -> None:
+    _tree(tmp_path, **{"a.py": CUDA, "requirements.txt": "numpy\ntorch>=1.7\n"})
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "--show-settings", "a.py"]) == 0
+    out = capsys.readouterr().out
+    assert 'torch-version = "1.7"  # from the lowest torch that requirements.txt admits' in out, out
+    assert main(["check", "--show-settings", "--torch-version", "2.6", "a.py"]) == 0
+    assert 'torch-version = "2.6"  # from --torch-version' in capsys.readouterr().out
+    (tmp_path / "pyproject.toml").write_text('[tool.devlint]\ntorch-version = "2.9"\n')
+    main(["check", "--show-settings", "."])
+    out = capsys.readouterr().out
+    assert 'torch-version = "2.9"  # from `torch-version` in pyproject.toml' in out and '"DEV101"' in out, out
 
 
 def test_diff_writes_nothing_and_exits_1_only_with_changes(tmp_path, capsys) -> None:
@@ -163,7 +213,7 @@ def test_quiet_and_machine_formats_print_no_summary(tmp_path, capsys) -> None:
     _tree(tmp_path, **{"a.py": CUDA})
     main(["check", "--quiet", str(tmp_path)])
     assert capsys.readouterr().out.splitlines() == [
-        f"{tmp_path / 'a.py'}:2:30: DEV101 `.cuda()` hardcodes the CUDA device; use `.to(device)`"
+        f"{tmp_path / 'a.py'}:2:30: DEV101 [*] `.cuda()` hardcodes the CUDA device; use `.to(device)`"
     ]
     for fmt in ("json", "github", "sarif", "junit", "gitlab"):
         main(["check", "--output-format", fmt, str(tmp_path)])

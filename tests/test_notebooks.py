@@ -212,7 +212,7 @@ def test_magics_are_masked_and_survive_the_fix(tmp_path: Path, capsys: pytest.Ca
     path = write(tmp_path / "nb.ipynb", notebook(code_cell(MAGICS, 1)))
     code, out, err = run(capsys, "check", str(path), "--output-format", "concise")
     assert (code, err) == (1, "")
-    assert finding_lines(out) == [f"{path}:cell 1:14:6: DEV101 `.cuda()` hardcodes the CUDA device; use `.to(device)`"]
+    assert finding_lines(out) == [f"{path}:cell 1:14:6: DEV101 [*] `.cuda()` hardcodes the CUDA device; use `.to(device)`"]
     assert run(capsys, "fix", str(path))[0] == 0
     expected = MAGICS.replace("import torch\n", "import torch\n" + DEVICE + "\n").replace("y.cuda()", "y.to(device)")
     assert sources(path) == [expected]

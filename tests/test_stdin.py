@@ -35,7 +35,7 @@ def test_check_reports_under_the_stdin_filename() -> None:
     status, out, err = run(CUDA, stdin_filename="src/train.py")
     assert status == 1 and err == ""
     assert out.decode() == (
-        "src/train.py:2:18: DEV101 `.cuda()` hardcodes the CUDA device; use `.to(device)`\n"
+        "src/train.py:2:18: DEV101 [*] `.cuda()` hardcodes the CUDA device; use `.to(device)`\n"
         "Found 1 finding (1 fixable, 0 with --unsafe-fixes).\n"
     )
     status, out, _ = run(CUDA)

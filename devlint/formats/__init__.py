@@ -26,12 +26,25 @@ class RunReport:
     show_fixes: bool = True
     # The names of the files checked, for formats that list clean files too (junit).
     files: list[str] = field(default_factory=list)
+    # --unsafe-fixes: an unsafe fix is applied too, so its finding counts as fixable.
+    unsafe_fixes: bool = False
 
 
 def where(finding: Finding) -> str:
     """``path:row:col``, or ``path:cell N:row:col`` inside a notebook."""
     cell = f"cell {finding.cell}:" if finding.cell is not None else ""
     return f"{finding.filename}:{cell}{finding.location.row}:{finding.location.column}"
+
+
+def fixable(finding: Finding, unsafe_fixes: bool) -> bool:
+    """``devlint fix`` (with ``--unsafe-fixes`` where given) applies the finding's fix."""
+    return finding.fix is not None and (finding.fix.applicability == "safe" or unsafe_fixes)
+
+
+def concise_line(finding: Finding, unsafe_fixes: bool) -> str:
+    """``path:row:col: CODE [*] message``: ruff's concise line, ``[*]`` where a fix applies."""
+    mark = "[*] " if fixable(finding, unsafe_fixes) else ""
+    return f"{where(finding)}: {finding.code} {mark}{finding.message}"
 
 
 def summary(report: RunReport) -> str:

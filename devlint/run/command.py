@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -10,18 +11,20 @@ from pathlib import Path
 from typing import BinaryIO, TextIO
 
 from devlint.findings import FileError, Finding
-from devlint.formats import RunReport, where, writers
+from devlint.formats import RunReport, concise_line, fixable, where, writers
 from devlint.formats.baseline import Baseline, BaselineError
 from devlint.formats.baseline import load as load_baseline
 from devlint.formats.baseline import write as write_baseline
 from devlint.registry import UnknownCodeError, select_infos
 from devlint.run.cache import Cache
 from devlint.run.config import ConfigError, FileSettings, Overrides, Resolver
+from devlint.run.diff_base import DiffBase, DiffBaseError, read_diff_base
 from devlint.run.discovery import discover
 from devlint.run.file_job import process_source
 from devlint.run.job import FileResult, Job
 from devlint.run.pool import Executor, execute  # noqa: F401 - tests patch devlint.run.command.execute
 from devlint.run.progress import run_with_progress
+from devlint.run.settings_view import show_settings
 from devlint.run.source import SourceError
 from devlint.run.suppressions import add_noqa_to_file
 from devlint.run.writer import WriteError
@@ -53,6 +56,9 @@ class Options:
     write_baseline: str | None = None
     add_noqa: bool = False
     stdin_filename: str | None = None
+    # --diff-base REF: report (and fix) only what the change against REF touched
+    diff_base: str | None = None
+    show_settings: bool = False
 
 
 def default_format(out: TextIO) -> str:
@@ -71,8 +77,11 @@ def run_check(
     try:
         output = _checked_output(options, out, err, report)
         resolver = Resolver(_overrides(options), Path(options.config) if options.config else None)
+        if options.show_settings:
+            return show_settings(resolver, options.paths, out)
         known = load_baseline(Path(options.baseline)) if options.baseline else None
-        job_for = _jobs(resolver, options)
+        changes = read_diff_base(options.diff_base) if options.diff_base is not None else None
+        job_for = _jobs(resolver, options, changes)
         if from_stdin:
             processed = _process_stdin(options, job_for, stdin, output)
         else:
@@ -80,7 +89,10 @@ def run_check(
     except (_Refused, ConfigError, BaselineError) as error:
         err.write(f"devlint: error: {error}\n")
         return EXIT_ERROR
-    return _conclude(processed, known, options, output)
+    except DiffBaseError as error:
+        err.write(f"devlint: error: --diff-base: {error}\n")
+        return EXIT_ERROR
+    return _conclude(processed, known, options, output, changes)
 
 
 class _Refused(Exception):
@@ -133,17 +145,22 @@ def _process_stdin(options: Options, job_for: Callable[[Path], Job], stdin: Bina
 
 def _process_files(options: Options, resolver: Resolver, job_for: Callable[[Path], Job], err: TextIO) -> _Processed:
     found = discover(options.paths, exclude=(), skip=resolver.excluded)
+    if not found.files and not found.errors:
+        err.write("warning: No Python files found under the given path(s)\n")
     work = [(path, job_for(path)) for path in found.files]
     with Executor(options.jobs, None if options.no_cache else Cache()) as run:
         results = run_with_progress(run, work, err)
     return _Processed(results, [str(path) for path in found.files], list(found.errors))
 
 
-def _conclude(processed: _Processed, known: Baseline | None, options: Options, output: _Output) -> int:
+def _conclude(processed: _Processed, known: Baseline | None, options: Options, output: _Output, changes: DiffBase | None = None) -> int:
     """Report the errors, then do what the options ask with the findings: print the diff, record a
-    baseline, add noqa comments, or report the findings the baseline does not know."""
+    baseline, add noqa comments, or report the findings the baseline does not know (and, with
+    ``--diff-base``, the change touched)."""
     errors: list[FileError] = processed.errors + [r.error for r in processed.results if r.error is not None]
     findings: list[Finding] = sorted((f for r in processed.results for f in r.findings), key=Finding.sort_key)
+    if changes is not None:
+        findings = changes.report(findings, _text_now)
     for error in errors:
         output.err.write(f"devlint: error: {error}\n")
     if options.diff:
@@ -160,12 +177,15 @@ def _conclude(processed: _Processed, known: Baseline | None, options: Options, o
         fixes_applied=sum(r.fixes_applied for r in processed.results),
         files_checked=len(processed.files),
         files=processed.files,
+        unsafe_fixes=options.unsafe_fixes,
     )
     if options.quiet and output.fmt == "full":
         report.show_fixes = False
-    _write(writers()[output.fmt], output.fmt, report, options, output.report)
     if options.statistics:
-        _statistics(findings, output.report)
+        # ruff's --statistics: the table in place of the findings
+        _statistics(findings, output.report, options.unsafe_fixes, output.fmt)
+    else:
+        _write(writers()[output.fmt], output.fmt, report, options, output.report)
     return _exit_status(findings, errors, options)
 
 
@@ -174,15 +194,21 @@ def _write(write, fmt: str, report: RunReport, options: Options, out: TextIO) ->
         # --quiet: the findings only, no summary line or "All checks passed!"; the machine
         # formats (json, sarif, ...) never print one
         for finding in report.findings:
-            out.write(f"{where(finding)}: {finding.code} {finding.message}\n")
+            out.write(concise_line(finding, options.unsafe_fixes) + "\n")
         return
     write(report, out)
 
 
-def _statistics(findings: list[Finding], out: TextIO) -> None:
-    counts = Counter((f.code, f.name, f.fix is not None and f.fix.applicability == "safe") for f in findings)
-    for (code, name, fixable), count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
-        out.write(f"{count:>5}\t{code}\t{'[*] ' if fixable else '    '}{name}\n")
+def _statistics(findings: list[Finding], out: TextIO, unsafe_fixes: bool, fmt: str) -> None:
+    """A count of findings per rule, most first: a table, or a JSON list with ``json``."""
+    counts = Counter((f.code, f.name, fixable(f, unsafe_fixes)) for f in findings)
+    rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    if fmt == "json":
+        table = [{"code": code, "name": name, "count": count, "fixable": fix} for (code, name, fix), count in rows]
+        out.write(json.dumps(table, indent=2) + "\n")
+        return
+    for (code, name, fix), count in rows:
+        out.write(f"{count:>5}\t{code}\t{'[*] ' if fix else '    '}{name}\n")
 
 
 def _report_diff(results: list[FileResult], errors: list[FileError], out: TextIO, err: TextIO, options: Options) -> int:
@@ -206,6 +232,8 @@ def _usage_error(options: Options) -> str | None:
         return "--add-noqa cannot be combined with --fix or --diff"
     if options.add_noqa and options.paths == ["-"]:
         return "--add-noqa cannot write to stdin"
+    if options.diff_base is not None and options.paths == ["-"]:
+        return "--diff-base compares files with a git revision, not stdin"
     return None
 
 
@@ -220,7 +248,14 @@ def _overrides(options: Options) -> Overrides:
     )
 
 
-def _jobs(resolver: Resolver, options: Options) -> Callable[[Path], Job]:
+def _text_now(filename: str) -> str | None:
+    try:
+        return Path(filename).read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _jobs(resolver: Resolver, options: Options, changes: DiffBase | None = None) -> Callable[[Path], Job]:
     """The Job of each file; files whose settings resolve alike share one."""
     made: dict[tuple[FileSettings, Path], Job] = {}
 
@@ -235,6 +270,7 @@ def _jobs(resolver: Resolver, options: Options) -> Callable[[Path], Job]:
                 diff=options.diff,
                 unsafe=options.unsafe_fixes,
                 root=str(root),
+                diff_base=changes if options.fix or options.diff else None,
             )
         return made[settings, root]
 

@@ -326,6 +326,26 @@ class Resolver:
             self._requirements[visited] = found
         return found or DEFAULT_TORCH_VERSION
 
+    def torch_version_origin(self, path: Path) -> str:
+        """Where the `torch-version` in force for ``path`` comes from, in words."""
+        config = self.config_for(path)
+        if self.overrides.torch_version is not None:
+            return "--torch-version"
+        if config.torch_version is not None and config.path is not None:
+            return f"`torch-version` in {shown(config.path)}"
+        current: Path | None = Path(os.path.abspath(path)).parent
+        while current is not None:
+            candidate = current / "pyproject.toml"
+            if candidate.is_file() and from_pyproject(candidate) is not None:
+                return f"the lowest torch that [project] dependencies admit, in {shown(candidate)}"
+            listed = next((current / name for name in REQUIREMENT_FILES if from_requirements(current / name) is not None), None)
+            if listed is not None:
+                return f"the lowest torch that {shown(listed)} admits"
+            if candidate.is_file():
+                break
+            current = current.parent if current.parent != current else None
+        return "devlint's default (no torch-version setting, and no torch requirement with a lower bound)"
+
     def _selected(self, config: Config, torch_version: TorchVersion) -> tuple[str, ...]:
         """The file's selection, then the command line's on top: a `select` starts afresh,
         `extend-select` adds, `ignore` removes (as with ruff). Without a `select` anywhere, the

@@ -47,7 +47,7 @@ def _process_source(data: bytes, filename: str, job: Job) -> tuple[FileResult, b
         if not (job.fix or job.diff):
             found, dependencies = lint(decoded.text, filename, job, job.settings)
             return FileResult(filename, apply_noqa(decoded.text, found), dependencies=dependencies), None
-        result, dependencies = fix(decoded.text, filename, job, job.settings, keep=apply_noqa)
+        result, dependencies = fix(decoded.text, filename, job, job.settings, keep=job.keep(filename, apply_noqa))
         if result is None:
             return FileResult(filename), None
         new = None if result.text == decoded.text else decoded.encode(result.text)

@@ -16,6 +16,7 @@ from devlint.findings import FileError, Finding
 from devlint.gate.catalog import RuleInfo
 from devlint.gate.screen import screen
 from devlint.registry import info_by_code, load
+from devlint.run.diff_base import DiffBase
 from devlint.run.project_imports import Dependencies, imported_constants
 from devlint.settings import FixSettings
 
@@ -36,6 +37,15 @@ class Job:
     # The project root (the configuration file's folder, else where the run started): absolute
     # imports of the project's own modules are found there too (devlint.run.project_imports).
     root: str = ""
+    # --diff-base: only the findings on lines the change touched are fixed (devlint.run.diff_base).
+    diff_base: DiffBase | None = None
+
+    def keep(self, filename: str, noqa: Callable[[str, list[Finding]], list[Finding]]) -> Callable[[str, list[Finding]], list[Finding]]:
+        """What a fix of ``filename`` may fix: what ``noqa`` leaves, on the lines the change touched."""
+        changes = self.diff_base
+        if changes is None:
+            return noqa
+        return lambda text, found: changes.keep(filename, text, noqa(text, found))
 
 
 @dataclass

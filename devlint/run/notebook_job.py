@@ -32,7 +32,7 @@ def process_notebook(data: bytes, filename: str, job: Job) -> tuple[FileResult, 
             found, dependencies = lint(program.text, filename, job, settings)
             findings = apply_noqa(program.text, found)
             return FileResult(filename, place(findings, program, program.text), dependencies=dependencies), None
-        result, dependencies = fix(program.text, filename, job, settings, keep=apply_noqa)
+        result, dependencies = fix(program.text, filename, job, settings, keep=job.keep(filename, apply_noqa))
         if result is None:
             return FileResult(filename), None
         remaining = place(result.remaining, program, result.text)

@@ -24,12 +24,25 @@ class TorchVersionError(ValueError):
     pass
 
 
+# Every torch release by (major, minor): the last minor release of each major series. 2.15 is the
+# newest the package index lists; a later one is added here when it ships.
+RELEASES: dict[int, int] = {1: 13, 2: 15}
+
+
+def known_range() -> str:
+    return " and ".join(f"{major}.0 to {major}.{last}" for major, last in sorted(RELEASES.items()))
+
+
 def parse_version(text: str) -> TorchVersion:
-    """``"2.4"`` or ``"2.4.1"`` -> (2, 4); anything else raises TorchVersionError."""
+    """``"2.4"`` or ``"2.4.1"`` -> (2, 4); anything else, or a version no torch release has
+    (``3.0``, ``2.40``), raises TorchVersionError."""
     match = _VERSION.fullmatch(text.strip())
     if match is None:
         raise TorchVersionError(f"not a torch version (expected MAJOR.MINOR, e.g. 2.4): {text!r}")
-    return int(match.group(1)), int(match.group(2))
+    version = int(match.group(1)), int(match.group(2))
+    if version[1] > RELEASES.get(version[0], -1):
+        raise TorchVersionError(f"torch {shown(version)} is no torch release (known: {known_range()}): {text!r}")
+    return version
 
 
 def shown(version: TorchVersion) -> str:
