@@ -73,6 +73,21 @@ def test_editing_the_flagged_line_makes_it_new_and_fixing_one_leaves_the_rest_kn
     assert status == 1 and [line.split(":")[1] for line in lines] == ["5"]
 
 
+def test_stale_entries_are_reported(project: Path, capsys) -> None:
+    main(["check", "--write-baseline", "baseline.json", "src"])
+    capsys.readouterr()
+    train = project / "src" / "train.py"
+    # one finding fixed and one line edited: two entries match nothing now, one finding is new
+    train.write_text(TRAIN.replace("model = torch.nn.Linear(2, 2).cuda()", "model = torch.nn.Linear(2, 2)").replace(
+        "y = torch.ones(2).cuda()", "y = torch.zeros(2).cuda()"))
+    assert main(["check", "--baseline", "baseline.json", "src"]) == 1
+    err = capsys.readouterr().err
+    assert "warning: 2 baseline entries of baseline.json match no finding" in err, err
+    train.write_text(TRAIN)
+    assert main(["check", "--baseline", "baseline.json", "src"]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
 def test_paths_are_relative_to_the_baseline_so_any_folder_works(project: Path, capsys, monkeypatch) -> None:
     main(["check", "--write-baseline", "baseline.json", "src"])
     monkeypatch.chdir(project / "src")

@@ -67,6 +67,10 @@ class Baseline:
         prints = fingerprints(findings, relative_to(self.path.parent))
         return [finding for finding, fp in zip(findings, prints) if fp not in self.known]
 
+    def stale(self, findings: list[Finding]) -> int:
+        """How many recorded entries match none of ``findings``: fixed, or their line edited."""
+        return len(self.known - set(fingerprints(findings, relative_to(self.path.parent))))
+
 
 def load(path: Path) -> Baseline:
     try:

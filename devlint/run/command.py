@@ -159,6 +159,11 @@ def _conclude(processed: _Processed, known: Baseline | None, options: Options, o
     ``--diff-base``, the change touched)."""
     errors: list[FileError] = processed.errors + [r.error for r in processed.results if r.error is not None]
     findings: list[Finding] = sorted((f for r in processed.results for f in r.findings), key=Finding.sort_key)
+    if known is not None and not options.fix and (stale := known.stale(findings)):
+        output.err.write(
+            f"warning: {stale} baseline entr{'ies' if stale != 1 else 'y'} of {options.baseline} match no finding "
+            "(fixed, or the line edited); --write-baseline records the findings as they are\n"
+        )
     if changes is not None:
         findings = changes.report(findings, _text_now)
     for error in errors:
