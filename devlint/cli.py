@@ -62,26 +62,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from devlint.verify.environment import supported_torch
-
-    parser = argparse.ArgumentParser(
-        prog="devlint", description="Find and fix PyTorch code that only runs on one kind of device."
-    )
-    parser.add_argument("--version", action="version", version=f"devlint {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    check = commands.add_parser("check", help="report findings (--fix to apply safe fixes)")
-    _add_common(check)
-    check.add_argument("--fix", action="store_true", help="apply safe fixes in place")
-    fix = commands.add_parser("fix", help="apply safe fixes in place, report what remains")
-    _add_common(fix)
-    rules = commands.add_parser("rules", help="list the rules")
-    rules.add_argument(
-        "--torch-version", type=_torch_version, default=None, metavar="X.Y",
-        help="show which rules are on by default for code that must run on this torch",
-    )
-    rule = commands.add_parser("rule", help="show one rule's documentation")
-    rule.add_argument("code", metavar="CODE")
+def _add_verify(commands: argparse._SubParsersAction) -> None:
     verify = commands.add_parser("verify", help="run original and fixed code on every device and compare")
     verify.add_argument("paths", nargs="*", metavar="PATH", help="programs or folders (default: fixtures/programs/)")
     verify.add_argument("--output-format", choices=("full", "json"), default=None)
@@ -104,6 +85,29 @@ def build_parser() -> argparse.ArgumentParser:
         "--jobs", "-j", type=int, default=None, metavar="N",
         help="runs at a time (default: all cores; with --tests all three)",
     )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from devlint.verify.environment import supported_torch
+
+    parser = argparse.ArgumentParser(
+        prog="devlint", description="Find and fix PyTorch code that only runs on one kind of device."
+    )
+    parser.add_argument("--version", action="version", version=f"devlint {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    check = commands.add_parser("check", help="report findings (--fix to apply safe fixes)")
+    _add_common(check)
+    check.add_argument("--fix", action="store_true", help="apply safe fixes in place")
+    fix = commands.add_parser("fix", help="apply safe fixes in place, report what remains")
+    _add_common(fix)
+    rules = commands.add_parser("rules", help="list the rules")
+    rules.add_argument(
+        "--torch-version", type=_torch_version, default=None, metavar="X.Y",
+        help="show which rules are on by default for code that must run on this torch",
+    )
+    rule = commands.add_parser("rule", help="show one rule's documentation")
+    rule.add_argument("code", metavar="CODE")
+    _add_verify(commands)
     emulate = commands.add_parser(
         "emulate",
         help="run a command with emulated CUDA in every Python process it starts",

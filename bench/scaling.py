@@ -1,0 +1,77 @@
+"""How checking grows with the file, in one run: time and Python calls for a generated file of N
+and 4N blocks (every rule's INVALID examples, as tests/test_linear_cost.py builds them), and the
+worst file of torch's own sources against its own LibCST parse.
+
+    .venv/bin/python bench/scaling.py [--blocks 2] [--worst PATH]
+
+Prints a Markdown table; no test (the machine is shared: see the load average printed). The
+deterministic check of the same property is tests/test_linear_cost.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from test_linear_cost import _block, _calls  # noqa: E402 - the tests' generator, one definition
+
+from devlint.engine.lint import lint_text  # noqa: E402
+from devlint.registry import all_rules  # noqa: E402
+
+
+def _check_seconds(path: Path) -> float:
+    """CPU seconds of `devlint check --no-cache --jobs 1 PATH` (the child's user + system time)."""
+    before = os.times()
+    subprocess.run([sys.executable, "-m", "devlint", "check", "--no-cache", "--jobs", "1", str(path)], capture_output=True, check=False)
+    after = os.times()
+    return (after.children_user - before.children_user) + (after.children_system - before.children_system)
+
+
+def _parse_seconds(path: Path) -> float:
+    code = "import libcst, sys, time; t = time.process_time(); libcst.parse_module(open(sys.argv[1], 'rb').read()); print(time.process_time() - t)"
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
+    return float(done.stdout)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--blocks", type=int, default=2, help="N: blocks in the smaller file")
+    parser.add_argument("--worst", type=Path, default=None, help="default: torch's distributed_test.py")
+    args = parser.parse_args(argv)
+    import torch
+
+    worst = args.worst or Path(torch.__file__).parent / "testing/_internal/distributed/distributed_test.py"
+    print(f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores\n")
+    print("| measure | N | 4N | ratio (target) |\n|---|---|---|---|")
+    rules = all_rules()
+    for shape in ("module", "function"):
+        block = _block(rules, shape)
+        with tempfile.TemporaryDirectory() as folder:
+            seconds = []
+            calls = []
+            for n in (args.blocks, 4 * args.blocks):
+                text = "\n".join([block] * n)
+                path = Path(folder) / f"generated_{n}.py"
+                path.write_text(text)
+                seconds.append(_check_seconds(path))
+                calls.append(_calls(lambda: lint_text(text, str(path), rules)))
+            print(f"| {shape}-level blocks: check CPU s | {seconds[0]:.2f} | {seconds[1]:.2f} | {seconds[1] / seconds[0]:.2f}x (<= 5x) |")
+            print(f"| {shape}-level blocks: Python calls | {calls[0]:,} | {calls[1]:,} | {calls[1] / calls[0]:.2f}x (<= 4.5x) |")
+    started = time.perf_counter()
+    check, parse = _check_seconds(worst), _parse_seconds(worst)
+    print(f"\n| worst file | check CPU s | its LibCST parse s | ratio (target <= 3x) |\n|---|---|---|---|")
+    print(f"| {worst.name} ({worst.stat().st_size // 1024} KB) | {check:.2f} | {parse:.2f} | {check / parse:.2f}x |")
+    print(f"\n({time.perf_counter() - started:.0f} s for the worst file)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
