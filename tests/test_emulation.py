@@ -948,7 +948,7 @@ CASES: dict[str, Case] = {
         _exact_types,
         (False, False),
         on_gpu=(True, True),
-        reason="not modelled: an emulated tensor is an instance of a subclass (README, what emulation does not model)",
+        reason="not modelled: an emulated tensor is an instance of a subclass (docs/emulation.md, what emulation does not model)",
     ),
     "custom Function backward, module backward hooks, DataParallel backward": Case(
         _gradients_in_custom_backward_and_hooks, ("cuda:0", [["cuda:0", "cuda:0"]], "cuda:0")

@@ -319,7 +319,7 @@ def run_shell(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_readme_github_actions_workflow_runs_as_written(project: Path) -> None:
-    workflow = yaml.safe_load(readme_block("# .github/workflows/devlint.yml"))
+    workflow = yaml.safe_load(readme_block("# .github/workflows/devlint-manual.yml"))
     assert workflow["permissions"]["security-events"] == "write"
     steps = next(iter(workflow["jobs"].values()))["steps"]
     uploads = [s for s in steps if str(s.get("uses", "")).startswith("github/codeql-action/upload-sarif@")]

@@ -27,12 +27,17 @@ GIT_ENV = {"GIT_AUTHOR_NAME": "devlint", "GIT_AUTHOR_EMAIL": "devlint@example.co
            "GIT_COMMITTER_NAME": "devlint", "GIT_COMMITTER_EMAIL": "devlint@example.com"}
 
 
-def readme_config() -> dict:
+def readme_configs() -> list[dict]:
+    """The README's .pre-commit-config.yaml snippets, in order: the remote repository, then `repo: local`."""
     readme = (ROOT / "README.md").read_text()
-    for block in re.findall(r"```yaml\n(.*?)```", readme, re.DOTALL):
-        if block.startswith("# .pre-commit-config.yaml"):
-            return yaml.safe_load(block)
-    raise AssertionError("README.md has no .pre-commit-config.yaml snippet")
+    found = [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", readme, re.DOTALL)
+             if block.startswith("# .pre-commit-config.yaml")]
+    assert found, "README.md has no .pre-commit-config.yaml snippet"
+    return found
+
+
+def readme_config() -> dict:
+    return readme_configs()[0]
 
 
 def test_hooks_are_declared_as_pre_commit_expects() -> None:
@@ -55,6 +60,31 @@ def test_readme_snippet_uses_the_declared_hooks_fix_first() -> None:
     ids = [hook["id"] for hook in repos[0]["hooks"]]
     assert ids == ["devlint-fix", "devlint"]
     assert set(ids) <= {hook["id"] for hook in HOOKS}
+
+
+def test_readme_rev_is_a_placeholder_for_a_commit_not_a_tag_that_does_not_exist() -> None:
+    # This repository has no release tags: a `rev: v0.1.0` would fail for whoever copies it.
+    rev = str(readme_config()["repos"][0]["rev"])
+    assert rev == "<commit SHA>"
+    assert "git ls-remote" in (ROOT / "README.md").read_text()
+
+
+def test_readme_local_hook_runs_the_installed_devlint_as_the_declared_hook_does() -> None:
+    local = [config for config in readme_configs() if config["repos"][0]["repo"] == "local"]
+    assert len(local) == 1
+    (hook,) = local[0]["repos"][0]["hooks"]
+    declared = {declared["id"]: declared for declared in HOOKS}[hook["id"]]
+    # Only the language differs: `system` uses the devlint installed in the environment.
+    assert hook["language"] == "system"
+    for key in ("entry", "types_or", "require_serial"):
+        assert hook[key] == declared[key], key
+
+
+def test_readme_try_repo_command_names_a_declared_hook() -> None:
+    readme = (ROOT / "README.md").read_text()
+    (line,) = [line for line in readme.splitlines() if line.startswith("pre-commit try-repo ")]
+    argv = shlex.split(line)
+    assert argv[3] in {hook["id"] for hook in HOOKS} and argv[4] == "--files"
 
 
 def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

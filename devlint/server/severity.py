@@ -1,4 +1,4 @@
-"""How loudly an editor shows each rule's findings (documented in the README).
+"""How loudly an editor shows each rule's findings (documented in docs/editors.md).
 
 - Warning: code that fails, or computes on the wrong device, on a machine without CUDA or with
   another device layout (DEV1xx, DEV2xx, DEV303 the race, DEV304, DEV401, DEV402), and
