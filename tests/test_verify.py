@@ -716,3 +716,19 @@ def test_one_process_per_run_where_there_is_no_fork(tmp_path: Path) -> None:
     assert (tmp_path / "out").read_text().strip() == str(program.parent)
     saved = torch.load(tmp_path / "r.pt")
     assert type(saved) is torch.Tensor and torch.equal(saved, torch.ones(2))
+
+
+def test_a_fixed_program_that_calls_an_api_newer_than_this_torch_is_skipped_not_failed() -> None:
+    fixed = b"import torch\nif torch.accelerator.is_available():\n    torch.accelerator.synchronize()\n"
+    program = targets.Program(Path("p.py"), "p.py", "p", "script", b"import torch\n", fixed, 1, (), {1: 1})
+    failing = RunRecord(
+        "cpu", {"outcome": "error", "error": {"type": "AttributeError", "message": "module 'torch' has no attribute 'accelerator'"}},
+        "", "", 1, False, Path("/cpu.pt"),
+    )
+    runs = _runs(cpu=failing)
+    old = _cells_of(runs, probe=Probe("2.4.1+cu121", cuda=False, gpu=None), program=program)["cpu"]
+    assert (old.status, old.reason) == (
+        "skipped", "the fixed program calls torch.accelerator.synchronize (torch 2.6); this is torch 2.4.1+cu121"
+    )
+    # On a torch that has the API the same failure is the fixes' own.
+    assert _cells_of(runs, probe=Probe("2.6.0", cuda=False, gpu=None), program=program)["cpu"].status == "FAIL"

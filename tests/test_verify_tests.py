@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -340,3 +341,145 @@ def test_the_fixed_trees_run_with_cuda_tells_the_suites_own_gates_from_changes(t
         [],
     )
     assert rows[0].verdicts["cpu"].verdict == CHANGED and rows[0].changed
+
+
+# -- runs that prove nothing, and a GPU as the reference (in process, with stubs) ------------------
+
+WHERE_PROJECT = {
+    "conftest.py": """
+        import os
+        from pathlib import Path
+
+        # The reference runs the copy named "original": a crash of that run alone.
+        if os.environ.get("CRASH_THE_ORIGINAL") and Path(__file__).resolve().parent.name == "original":
+            os.abort()
+    """,
+    "tests/test_where.py": """
+        import sys
+
+        import torch
+
+        def test_torch_is_not_emulated():
+            assert not any(name.startswith("_devlint_verify_emulation") for name in sys.modules)
+            assert torch.ones(2).sum().item() == 2.0
+    """,
+    "tests/test_plain.py": """
+        def test_without_torch():
+            assert sum([1, 2]) == 3
+    """,
+}
+
+
+def _project(folder: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(textwrap.dedent(text), encoding="utf-8")
+    return folder
+
+
+def _verify_in_process(project: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, dict, str]:
+    """verify --tests with the JSON report, in this process (so that stubs reach it), and the text
+    report of the same verdict."""
+    from devlint.verify.suite_command import run_verify_tests
+
+    for name in [name for name in os.environ if name.startswith(("PYTEST_", "DEVLINT_"))]:
+        monkeypatch.delenv(name)
+    monkeypatch.chdir(project)
+    answers = []
+    for output_format in ("json", "full"):
+        args = argparse.Namespace(
+            tests=TESTS, timeout=600.0, jobs=None, paths=[], output_format=output_format, unsafe_fixes=False,
+            torch_version=None,
+        )
+        out, err = io.StringIO(), io.StringIO()
+        answers.append((run_verify_tests(args, out, err), out.getvalue(), err.getvalue()))
+    (code, report, err), (text_code, text, _) = answers
+    assert code == text_code, text
+    return code, json.loads(report or "null"), text + err
+
+
+def test_with_a_gpu_the_original_on_the_gpu_is_the_reference_and_its_crash_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from devlint.verify import suite_command
+    from devlint.verify.gpu_probe import Machine
+
+    project = _project(tmp_path / "where", WHERE_PROJECT)
+    monkeypatch.setattr(suite_command, "probe", lambda: Machine("2.x", "NVIDIA Stub GPU"))
+    code, report, text = _verify_in_process(project, monkeypatch)
+    assert code == 0, text
+    runs = report["runs"]
+    assert {name: (run["fixed"], run["emulated"], run["gpus_hidden"]) for name, run in runs.items()} == {
+        "reference": (False, False, False),
+        "cuda": (True, False, False),
+        "cpu": (True, False, True),
+    }
+    tests = {test["nodeid"]: test for test in report["tests"]}
+    # The test fails wherever emulation is installed: it passed in the reference, so none was.
+    assert tests["tests/test_where.py::test_torch_is_not_emulated"]["reference"]["outcome"] == "passed"
+    assert "NVIDIA Stub GPU: the original on the GPU is the reference" in text.splitlines()[0]
+
+    monkeypatch.setenv("CRASH_THE_ORIGINAL", "1")
+    code, report, text = _verify_in_process(project, monkeypatch)
+    assert code == 2, text
+    assert report["tests"] == [] and report["summary"]["changed"] == 0
+    assert any(error.startswith("the reference run was killed by signal") for error in report["errors"]), report["errors"]
+    assert "CHANGED" not in text and text.rstrip().endswith("could not verify the fixes: 1 error(s) above")
+
+
+CRASHING_BOOTSTRAP = """
+    import os
+    import sys
+
+    # A fake of emulated CUDA that crashes where the real one would install itself: on torch's import.
+    if os.environ.get("DEVLINT_EMULATE_CUDA") == "1":
+        class _Crash:
+            def find_spec(self, name, path=None, target=None):
+                if name == "torch":
+                    raise RuntimeError("emulation crashed (a fake of the test)")
+                return None
+
+        sys.meta_path.insert(0, _Crash())
+"""
+
+
+def test_an_emulation_crash_at_import_exits_2_and_judges_no_test(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from devlint.verify import suite_runs
+
+    fake = tmp_path / "bootstrap"
+    fake.mkdir()
+    (fake / "sitecustomize.py").write_text(textwrap.dedent(CRASHING_BOOTSTRAP), encoding="utf-8")
+    shutil.copy(suite_runs.BOOTSTRAP / f"{suite_runs.PLUGIN}.py", fake)
+    monkeypatch.setattr(suite_runs, "BOOTSTRAP", fake)
+    project = _project(tmp_path / "where", {k: v for k, v in WHERE_PROJECT.items() if k != "conftest.py"})
+    code, report, text = _verify_in_process(project, monkeypatch)
+    # The module that imports torch ran only on the CPU (a collection error stops pytest before
+    # any test, so the emulated runs ran none): nothing is judged.
+    assert code == 2, text
+    assert report["tests"] == [] and "CHANGED" not in text
+    crashes = [error for error in report["errors"] if "emulation crashed (a fake of the test)" in error]
+    assert sorted(crashes) == [
+        f"the {run} run could not collect {what}: RuntimeError: emulation crashed (a fake of the test)"
+        for run in ("cuda", "reference")
+        for what in ("any test (exit status 2): tests/test_where.py", "tests/test_where.py, which ran in the cpu run")
+    ], report["errors"]
+
+
+def test_a_run_that_collected_nothing_or_ran_no_test_proves_nothing(tmp_path: Path) -> None:
+    from devlint.verify.suite_verdict import unproven
+
+    passed, skipped = Outcome("passed", "", "call"), Outcome("skipped", "needs a CUDA GPU", "setup")
+    broken = Outcome("error", "RuntimeError: boom", "collect")
+    reference = _result(REFERENCE, tmp_path, test=passed)
+    assert unproven(reference, [_result(CUDA, tmp_path, test=passed), _result(CPU, tmp_path, test=skipped)]) == []
+    only_skips = _result(REFERENCE, tmp_path, test=skipped)
+    assert unproven(only_skips, []) == [
+        "the reference run ran no test (1 recorded, none ran): there is nothing to compare with"
+    ]
+    collected_nothing = RunResult(CUDA, tmp_path, 2, False, 1.0, {"t.py": broken})
+    assert unproven(reference, [collected_nothing]) == [
+        "the cuda run could not collect any test (exit status 2): t.py: RuntimeError: boom",
+        "the cuda run could not collect t.py, which ran in the reference run: RuntimeError: boom",
+    ]
+    killed = RunResult(CPU, tmp_path, -11, False, 1.0, {"t.py::test": passed}, stderr_tail="Segmentation fault")
+    assert unproven(reference, [killed]) == ["the cpu run was killed by signal 11: Segmentation fault"]

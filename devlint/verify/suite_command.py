@@ -1,10 +1,11 @@
 """`devlint verify --tests "COMMAND"`: prove the fixes with the project's own tests.
 
 The project (the current directory) is copied twice into a temporary folder; `devlint fix` fixes
-one copy; the test command then runs three times at once (suite_runs.plan): the original under
-emulated CUDA (the reference), the fixed copy under emulation (or on the GPU), the fixed copy with
-CUDA hidden. Outcomes are compared test by test (suite_verdict). The user's files are only read,
-and this process never imports torch.
+one copy; the test command then runs three times at once (suite_runs.plan): the original (the
+reference) and the fixed copy, both on the GPU where torch sees one and under emulated CUDA where
+it does not, and the fixed copy with CUDA hidden. Outcomes are compared test by test
+(suite_verdict); runs that prove nothing (suite_verdict.unproven) exit 2 uncompared. The user's
+files are only read, and this process never imports torch.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from devlint.verify.gpu_probe import probe
 from devlint.verify.project_copy import copy_project, fixed_files
 from devlint.verify.suite_report import SuiteReport, write_full, write_json
 from devlint.verify.suite_runs import RunResult, Runs, count_recorded, plan, run_all, run_environment
-from devlint.verify.suite_verdict import judge
+from devlint.verify.suite_verdict import judge, unproven
 
 EXIT_OK, EXIT_CHANGED, EXIT_ERROR = 0, 1, 2
 DEFAULT_TIMEOUT = 3600.0
@@ -117,8 +118,9 @@ def _verify(
         except BaseException:
             runner.stop()
             raise
-        errors = _run_errors(results, timeout)
-        rows = judge(results[0], results[1:], fixes)
+        errors = [*_run_errors(results, timeout), *unproven(results[0], results[1:])]
+        # Runs that prove nothing are not compared: no test may read as changed or unchanged.
+        rows = [] if errors else judge(results[0], results[1:], fixes)
         changed = any(row.changed for row in rows)
         exit_code = EXIT_ERROR if errors else EXIT_CHANGED if changed else EXIT_OK
         torch = machine.result().torch or "?"
@@ -148,13 +150,6 @@ def _run_errors(results: list[RunResult], timeout: float) -> list[str]:
             errors.append(f"the {name} run could not start: {result.problem}")
         elif result.timed_out:
             errors.append(f"the {name} run took longer than --timeout ({timeout:g}s) and was stopped")
-        elif not result.outcomes and name == "reference":
-            tail = result.stderr_tail.splitlines()[-3:]
-            detail = f": {' | '.join(tail)}" if tail else ""
-            errors.append(
-                f"the {name} run recorded no test (exit status {result.exit_status}){detail}; "
-                "verify --tests reads pytest's outcomes: is the command a pytest run?"
-            )
     return errors
 
 

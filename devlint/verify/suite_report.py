@@ -11,7 +11,7 @@ from rich.text import Text
 
 from devlint.verify.project_copy import FixedFile
 from devlint.verify.suite_runs import Outcome, RunResult
-from devlint.verify.suite_verdict import CHANGED, NEEDS, NOW_PASSES, RAN, TestRow
+from devlint.verify.suite_verdict import CHANGED, NEEDS, NOW_PASSES, TestRow, ran
 
 @dataclass(frozen=True)
 class SuiteReport:
@@ -27,10 +27,10 @@ class SuiteReport:
     exit_code: int
 
     def summary(self) -> dict[str, int]:
-        ran = [row for row in self.rows if row.reference is not None and row.reference.outcome in RAN]
+        proven = [row for row in self.rows if ran(row.reference)]
         return {
             "tests": len(self.rows),
-            "tests_run": len(ran),
+            "tests_run": len(proven),
             "emulation_only": sum(row.emulation_only for row in self.rows),
             "changed": sum(row.changed for row in self.rows),
             "fails_on_original": sum(row.fails_on_original for row in self.rows),
@@ -88,7 +88,7 @@ def _describe(outcome: Outcome | None) -> str:
 
 def write_full(report: SuiteReport, out: TextIO) -> None:
     console = Console(file=out, width=None if out.isatty() else 10_000, highlight=False, soft_wrap=False)
-    machine = report.gpu or "no GPU: CUDA emulated"
+    machine = f"{report.gpu}: the original on the GPU is the reference" if report.gpu else "no GPU: CUDA emulated"
     console.print(Text(f"devlint verify --tests: {report.command} (torch {report.torch}, {machine})", style="bold"))
     edited = sum(len(f.edited) for f in report.fixes)
     files = ", ".join(f.path for f in report.fixes) or "none"
@@ -120,6 +120,10 @@ def write_full(report: SuiteReport, out: TextIO) -> None:
         console.print(Text(f"warning: {warning}", style="yellow"))
     for error in report.errors:
         console.print(Text(f"error: {error}", style="bold red"))
+    if report.errors:
+        # Nothing was judged: no count may read as a pass.
+        console.print(Text(f"could not verify the fixes: {len(report.errors)} error(s) above", style="bold red"))
+        return
     counts = report.summary()
     line = (
         f"{counts['tests_run']} test(s) run; {counts['emulation_only']} ran only under emulation "

@@ -40,10 +40,11 @@ class SuiteRun:
 
 
 def plan(gpu: bool) -> list[SuiteRun]:
-    """The reference is the original under emulation, on any machine; the fixed tree runs on the
-    GPU where there is one, under emulation where there is none, and on the CPU."""
+    """Where torch sees a GPU the original runs on it and is the reference, and the fixed tree runs
+    on it too: a GPU is what emulation only stands in for, so nothing there is emulated. Without
+    one both run under emulation. The fixed tree runs on the CPU too, every GPU hidden."""
     return [
-        SuiteRun("reference", fixed=False, emulated=True),
+        SuiteRun("reference", fixed=False, emulated=not gpu),
         SuiteRun("cuda", fixed=True, emulated=not gpu),
         SuiteRun("cpu", fixed=True, emulated=False, hidden=True),
     ]

@@ -1,7 +1,9 @@
 """Test by test: did the fixes change the outcome, and why (`devlint verify --tests`).
 
-Each run of the fixed tree (``cuda``, ``cpu``) is compared with the reference (the original under
-emulation). A test's verdict in a run is one of:
+Each run of the fixed tree (``cuda``, ``cpu``) is compared with the reference (the original on the
+GPU, else under emulation). The runs prove something only where tests ran (``unproven`` says why
+they do not: a run that died, collected nothing or ran no test, a module that imports in one run
+and not in another). A test's verdict in a run is one of:
 
 - ``same``: the same outcome (failures: the same message, device names and the copies' paths set
   aside);
@@ -68,6 +70,66 @@ class TestRow:
     @property
     def emulation_only(self) -> bool:
         return any(v.verdict == GATED for v in self.verdicts.values())
+
+
+def ran(outcome: Outcome | None) -> bool:
+    """The test itself ran: only then does its outcome prove anything (an error while collecting
+    its module or in its setup ran none of it)."""
+    return outcome is not None and outcome.outcome in RAN and outcome.when in ("call", "teardown")
+
+
+def unproven(reference: RunResult, fixed_runs: list[RunResult]) -> list[str]:
+    """Why the runs cannot verify the fixes (empty when they can). A run whose command did not
+    start or timed out is the caller's to report, and is left out here."""
+    runs = [result for result in (reference, *fixed_runs) if result.problem is None and not result.timed_out]
+    problems = [f"the {result.run.name} run {why}" for result in runs if (why := _died(result)) is not None]
+    if reference in runs and not problems and not any(ran(o) for o in reference.outcomes.values()):
+        problems.append(
+            f"the reference run ran no test ({len(reference.outcomes)} recorded, none ran): there is nothing to compare with"
+        )
+    # A module that imports in one run and not in another: under emulation or on the GPU that is
+    # emulation or the run breaking, not a test's outcome (a module that fails to import only on
+    # the CPU is the suite's own GPU gate or code that still needs CUDA: judged test by test).
+    for result in (run for run in runs if not run.run.hidden):
+        for nodeid, outcome in result.outcomes.items():
+            if outcome.when != "collect":
+                continue
+            module = nodeid.split("::", 1)[0]
+            other = next((run for run in runs if run is not result and _module_ran(run, module)), None)
+            if other is not None:
+                problems.append(
+                    f"the {result.run.name} run could not collect {nodeid}, which ran in the {other.run.name} run: "
+                    f"{outcome.message}"
+                )
+    return problems
+
+
+def _died(result: RunResult) -> str | None:
+    """Why a run proves nothing at all, None when it may."""
+    status = result.exit_status
+    if status is not None and status < 0:
+        return f"was killed by signal {-status}{_stderr(result)}"
+    # pytest's exit statuses 3 and 4: an internal error, a usage error.
+    if status in (3, 4):
+        return f"ended with pytest's {'internal' if status == 3 else 'usage'} error (exit status {status}){_stderr(result)}"
+    if not result.outcomes:
+        return (
+            f"recorded no test (exit status {status}){_stderr(result)}; "
+            "verify --tests reads pytest's outcomes: is the command a pytest run?"
+        )
+    if all(outcome.when == "collect" for outcome in result.outcomes.values()):
+        nodeid, first = next(iter(result.outcomes.items()))
+        return f"could not collect any test (exit status {status}): {nodeid}: {first.message}"
+    return None
+
+
+def _stderr(result: RunResult) -> str:
+    tail = result.stderr_tail.splitlines()[-3:]
+    return f": {' | '.join(tail)}" if tail else ""
+
+
+def _module_ran(run: RunResult, module: str) -> bool:
+    return any(ran(o) and nodeid.split("::", 1)[0] == module for nodeid, o in run.outcomes.items())
 
 
 def judge(reference: RunResult, fixed_runs: list[RunResult], fixes: list[FixedFile]) -> list[TestRow]:

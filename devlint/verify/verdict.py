@@ -20,8 +20,11 @@ run that emulation cannot carry out (``n/a (not emulated: ...)``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from devlint.torchfacts.api_versions import names_in, newest
 
 from devlint.verify.session import Pair, Probe, RunRecord
 from devlint.verify.targets import Program
@@ -177,6 +180,7 @@ class Judge:
         self.answers = answers
         self.roles = Roles(probe.cuda)
         self.tolerance = tolerance
+        self.torch = probe.torch
 
     def row(self) -> Row:
         row = Row(self.program)
@@ -207,6 +211,9 @@ class Judge:
             cell = self.failed(run)
             if run.outcome == "not_emulated":
                 return Cell(NA, cell.reason, cell.detail, emulated=emulated)
+            too_new = self.too_new()
+            if too_new is not None:
+                return Cell(SKIPPED, too_new, cell.detail, emulated=emulated)
             if run.outcome in ("needs_cuda", "unhid_gpu") and self.program.remaining:
                 hint = (
                     f"unfixed findings: {', '.join(self.program.remaining)} (`devlint check` says which fix each "
@@ -260,6 +267,16 @@ class Judge:
         return Cell(DIFFERS, found.reason, found.detail, "original", True)
 
     # -- helpers -------------------------------------------------------------------------------
+
+    def too_new(self) -> str | None:
+        """Why the fixed program cannot run on this torch: it calls an API of a newer release (its
+        own, or one its fixes wrote where the program's `torch-version` allowed it), None when it
+        does not. Its failure then says nothing about the fixes."""
+        running = re.match(r"(\d+)\.(\d+)", self.torch)
+        needed = newest(names_in(self.program.fixed.decode("utf-8", "replace")))
+        if running is None or needed is None or needed.since <= (int(running[1]), int(running[2])):
+            return None
+        return f"the fixed program calls {needed.name} (torch {needed.since[0]}.{needed.since[1]}); this is torch {self.torch}"
 
     def emulated(self, mode: str) -> bool:
         """The run was given an emulated GPU (the CPU run has emulation too, with no GPU to show)."""

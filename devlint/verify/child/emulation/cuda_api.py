@@ -20,6 +20,7 @@ without CUDA at all it is torch's own. When it is visible:
 
 from __future__ import annotations
 
+import abc
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -291,6 +292,7 @@ def _install_streams(replace: _Replace, machine: Machine) -> tuple[Callable[...,
         def __exit__(self, *exc_info: object) -> None:
             current["stream"] = self.previous
 
+    _register_stream_bases()
     replace(torch.cuda, "Stream", Stream)
     replace(torch.cuda, "Event", Event)
     replace(torch.cuda, "current_stream", current_stream)
@@ -299,6 +301,21 @@ def _install_streams(replace: _Replace, machine: Machine) -> tuple[Callable[...,
     replace(torch.cuda, "stream", StreamContext)
     replace(torch.cuda, "StreamContext", StreamContext)
     return current_stream, set_stream
+
+
+def _register_stream_bases() -> None:
+    """torch 2.4's dynamo asserts, when torch/_dynamo/device_interface.py is first imported (an
+    optimizer's first step imports it), that torch.cuda.Stream and Event subclass the abstract
+    bases of torch/_streambase.py, as torch's own classes do; emulation's are registered as their
+    virtual subclasses there. Later releases made those bases plain classes deriving from
+    torch.Stream and torch.Event and check nothing: nothing to register. A registration cannot be
+    undone, and needs no undoing: it names emulation's classes, which torch never holds once
+    emulation is uninstalled."""
+    from torch._streambase import _EventBase, _StreamBase
+
+    for base, emulated in ((_StreamBase, Stream), (_EventBase, Event)):
+        if isinstance(base, abc.ABCMeta):
+            base.register(emulated)
 
 
 def _install_device_contexts(replace: _Replace, machine: Machine, dispatcher: Dispatcher) -> None:

@@ -49,6 +49,8 @@ FIRST: dict[str, tuple[int, int] | None] = {
     'torch._C._get_accelerator': (2, 4),
     'torch._C._has_cuda': (2, 4),
     'torch._C._nn._parse_to': (2, 4),
+    'torch._streambase._EventBase': (2, 4),
+    'torch._streambase._StreamBase': (2, 4),
     'torch._tensor_str._str': (2, 4),
     'torch._utils._rebuild_parameter': (2, 4),
     'torch.autograd.Variable.__new__': (2, 4),
