@@ -1,8 +1,8 @@
 """The pre-commit hooks: their definition, the README snippet, and (slow) a real pre-commit run.
 
 The real run installs devlint from a snapshot of this working tree into pre-commit's own
-virtualenv twice (try-repo, then run), downloading libcst, rich and setuptools from PyPI: about
-45 s here with a warm pip cache, so it runs only with DEVLINT_SLOW_TESTS=1.
+virtualenv twice (try-repo, then run), with libcst, rich and setuptools from the package index:
+about 20 s here, beside the other tests under pytest-xdist.
 """
 
 from __future__ import annotations
@@ -105,7 +105,6 @@ def _snapshot(target: Path, env: dict[str, str]) -> str:
     return subprocess.run(["git", "rev-parse", "HEAD"], cwd=target, capture_output=True, text=True, check=True).stdout.strip()
 
 
-@pytest.mark.skipif(os.environ.get("DEVLINT_SLOW_TESTS") != "1", reason="installs from PyPI (~45 s); set DEVLINT_SLOW_TESTS=1")
 @pytest.mark.skipif(not PRE_COMMIT.exists() or not (ROOT / ".git").exists(), reason="needs pre-commit and a git checkout")
 def test_hooks_fail_on_cuda_and_pass_after_the_fix_hook(tmp_path: Path) -> None:
     env = {**os.environ, **GIT_ENV, "PRE_COMMIT_HOME": str(tmp_path / "cache")}
@@ -134,3 +133,24 @@ def test_hooks_fail_on_cuda_and_pass_after_the_fix_hook(tmp_path: Path) -> None:
     second = _run([str(PRE_COMMIT), "run", "--all-files"], project, env)
     assert second.returncode == 0, second.stdout + second.stderr
     assert second.stdout.count("Passed") == 2
+
+
+@pytest.mark.skipif(not PRE_COMMIT.exists(), reason="needs pre-commit (the test extra installs it)")
+def test_the_readme_local_hook_runs_and_reports_a_finding(tmp_path: Path) -> None:
+    """The README's `repo: local` configuration, run by pre-commit as printed: devlint from the
+    environment (this one's, on PATH), so nothing is installed."""
+    env = {**os.environ, **GIT_ENV, "PRE_COMMIT_HOME": str(tmp_path / "cache")}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    env.pop("CI", None)
+    local = next(config for config in readme_configs() if config["repos"][0]["repo"] == "local")
+    project = tmp_path / "project"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", "."], cwd=project, check=True)
+    (project / ".pre-commit-config.yaml").write_text(yaml.safe_dump(local))
+    (project / "train.py").write_text("import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n")
+    (project / "clean.py").write_text("import torch\nmodel = torch.nn.Linear(2, 2)\n")
+    subprocess.run(["git", "add", "-A"], cwd=project, check=True)
+    found = _run([str(PRE_COMMIT), "run", "--all-files"], project, env)
+    assert found.returncode == 1 and "train.py:2:" in found.stdout and "DEV101" in found.stdout, found.stdout + found.stderr
+    clean = _run([str(PRE_COMMIT), "run", "--files", "clean.py"], project, env)
+    assert clean.returncode == 0 and "Passed" in clean.stdout, clean.stdout + clean.stderr

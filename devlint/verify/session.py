@@ -111,7 +111,7 @@ HOST_TWINS = {
 
 
 def plan(gpu: bool) -> list[Run]:
-    """The runs of each program (README, "The runs"). Without a GPU, the original and the CUDA run
+    """The runs of each program (docs/verify.md, "The runs"). Without a GPU, the original and the CUDA run
     are emulated; with one they run on it, and the emulated pair runs too, and the report says
     whether emulation agreed with the GPU. Without a GPU the CPU run has no CUDA at all, as on a
     machine without one (a program that sets CUDA_VISIBLE_DEVICES itself finds nothing to unhide);

@@ -1,6 +1,6 @@
 """From what the runs left behind to one cell per program and column: pass, FAIL, skipped, n/a.
 
-The columns (README, "The runs"):
+The columns (docs/verify.md, "The runs"):
 
 - ``original``: the program as written, on the GPU, else under emulated CUDA. It is the
   reference. When it fails (often with the very bug the fix repairs, such as loss weights left on

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 
-# The oldest and the newest torch minor release emulation supports (README: "Emulated CUDA").
+# The oldest and the newest torch minor release emulation supports (docs/emulation.md: "Emulated CUDA").
 SUPPORTED: tuple[tuple[int, int], tuple[int, int]] = ((2, 4), (2, 14))
 
 

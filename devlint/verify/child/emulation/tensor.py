@@ -657,7 +657,7 @@ def _tensor_classes(dispatcher: Dispatcher) -> tuple[type, type, type]:
             return dispatcher.handle(func, args, kwargs)
 
     # A program that prints or compares a type's name sees torch's: `type(t) is torch.Tensor`
-    # itself is False (see the README's list of what emulation does not model).
+    # itself is False (see the list of what emulation does not model in docs/emulation.md).
     _name(EmulatedCudaTensor, "Tensor", "torch")
     parameter = type("Parameter", (EmulatedCudaTensor, torch.nn.Parameter), {"__module__": "torch.nn.parameter"})
     # torch prints a subclass as `<its name>(...)`: the printing class is named as a tensor prints.
