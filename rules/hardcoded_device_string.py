@@ -47,7 +47,11 @@ class _Literal:
 
 
 def cuda_literal(node: cst.CSTNode) -> _Literal | None:
-    """``"cuda"``, ``"cuda:1"``, or ``f"cuda:{rank}"``."""
+    """``"cuda"``, ``"cuda:1"``, ``f"cuda:{rank}"``, or a GPU index formatted into ``"cuda:"``
+    another way: ``"cuda:%d" % rank``, ``"cuda:" + str(rank)``, ``"cuda:{}".format(rank)``."""
+    if _formatted(node):
+        assert isinstance(node, cst.BaseExpression)
+        return _Literal(node, True)
     value = string_value(node)
     if value is not None:
         # spelled out in the source, as the "cuda" trigger of the textual prefilter requires
@@ -60,6 +64,22 @@ def cuda_literal(node: cst.CSTNode) -> _Literal | None:
         if isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda:"):
             return _Literal(node, True)
     return None
+
+
+def _formatted(node: cst.CSTNode) -> bool:
+    """``"cuda:%d" % i``, ``"cuda:" + str(i)`` or ``"cuda:{}".format(i)``: a string spelled in the
+    source that starts with ``cuda:`` and gets its index from the program."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Modulo, cst.Add)):
+        text, literal = string_value(node.left), node.left
+        if isinstance(node.operator, cst.Modulo) and (text is None or "%" not in text):
+            return False
+    elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "format":
+        text, literal = string_value(node.func.value), node.func.value
+        if text is None or "{" not in text:
+            return False
+    else:
+        return False
+    return text is not None and text.startswith("cuda:") and "cuda" in _source(literal)
 
 
 class HardcodedDeviceString(Rule):
@@ -164,8 +184,25 @@ class HardcodedDeviceString(Rule):
         'def run(device_type="cuda"):\n    pass\n',
         # a local class with its own to()
         'class Box:\n    def to(self, where):\n        return where\n\nBox().to("cuda")\n',
+        # formatted strings that are no CUDA device string, or not given as a device
+        'import torch\nd = torch.device("%s:%d" % (kind, gpu))\ne = torch.device(kind + ":" + str(gpu))\n'
+        'f = torch.device("{}:{}".format(kind, gpu))\nprint("cuda:%d" % gpu)\nname = "cuda:" + str(gpu)\n',
+        'import torch\nlabel = torch.device("cuda:0 %s" if gpu else "cpu")\ng = "cuda:{}".upper()\n',
     )
     INVALID = (
+        # a GPU index formatted into the string with %, + or .format, as with an f-string
+        Invalid(
+            'import torch\nmodel.to(torch.device("cuda:%d" % gpu))\nx = x.to(torch.device("cuda:" + str(gpu)))\n'
+            "y = torch.zeros(2, device=torch.device('cuda:{}'.format(gpu)))\n",
+            'import torch\nmodel.to(torch.device("cuda:%d" % gpu if torch.cuda.is_available() else "cpu"))\n'
+            'x = x.to(torch.device("cuda:" + str(gpu) if torch.cuda.is_available() else "cpu"))\n'
+            "y = torch.zeros(2, device=torch.device('cuda:{}'.format(gpu) if torch.cuda.is_available() else 'cpu'))\n",
+            count=3,
+        ),
+        Invalid(
+            'import torch\nx = x.to("cuda:%d" % args.gpu)\n',
+            'import torch\nx = x.to("cuda:%d" % args.gpu if torch.cuda.is_available() else "cpu")\n',
+        ),
         Invalid(
             'import torch\ndevice = torch.device("cuda")\n',
             "import torch\ndevice = " + EXPRESSION + "\n",
@@ -619,7 +656,7 @@ class HardcodedDeviceString(Rule):
         methods = [m for m in owner.body.body if isinstance(m, cst.FunctionDef)]
         return any(_places_with(method, attribute, self.ctx.model) for method in methods for attribute in kept)
 
-    def _guard_fix(self, literal: _Literal) -> FixPlan:
+    def _guard_fix(self, literal: _Literal) -> FixPlan | None:
         text = self._code(literal.node)
         cpu = _cpu_literal(literal.node)
         value = string_value(literal.node)
@@ -639,6 +676,9 @@ class HardcodedDeviceString(Rule):
                 needs_torch=True, requires=ACCELERATOR,
             )
         fstring = accelerator_fstring(literal.node) if self.ctx.settings.device_expression == "accelerator" else None
+        if fstring is None and self.ctx.settings.device_expression == "accelerator" and _formatted(literal.node):
+            # a CUDA check here would be a second notion of the device beside the accelerator's
+            return None
         if fstring is not None:
             guarded = f"{self._code(fstring)} if {AVAILABLE} else {cpu}"
             return FixPlan(
@@ -693,7 +733,11 @@ def _attributes_holding(function: cst.FunctionDef, name: str) -> set[str]:
 
 
 def _cpu_literal(node: cst.BaseExpression) -> str:
-    """``"cpu"`` in the quote style of ``node``."""
+    """``"cpu"`` in the quote style of ``node`` (of its string, for a formatted one)."""
+    if isinstance(node, cst.BinaryOperation):
+        node = node.left
+    elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        node = node.func.value
     if isinstance(node, cst.SimpleString):
         quote = node.quote
     elif isinstance(node, cst.FormattedString):

@@ -489,3 +489,16 @@ def test_fixes_inside_blocks_keep_the_indentation_of_continuation_lines() -> Non
     fixed = fix_text(text, "t.py", rules, unsafe=True).text
     assert "        crit = torch.nn.CrossEntropyLoss(\n            weight=torch.ones(3),\n        ).to(device)\n" in fixed
     assert "        w = torch.tensor([1.0,\n             2.0], dtype=torch.float32, device=device)\n" in fixed
+
+
+def test_a_formatted_cuda_string_gets_no_cuda_only_guard_beside_the_accelerator() -> None:
+    # With the accelerator as the device, a CUDA-only check would be a second device notion in the
+    # program: the formatted string is flagged without a fix (the f-string form has its own).
+    code = 'import torch\nmodel.to(torch.device("cuda:%d" % gpu))\nx.to(f"cuda:{gpu}")\n'
+    accelerator = FixSettings(device_expression="accelerator", torch_version=(2, 9))
+    found = lint_text(code, "a.py", [rule_by_code("DEV103")], accelerator)
+    assert [f.location.row for f in found] == [2, 3]
+    assert found[0].fix is None and found[1].fix is not None
+    assert "torch.accelerator" in found[1].fix.edits[0].content
+    cuda = lint_text(code, "a.py", [rule_by_code("DEV103")], FixSettings(torch_version=(2, 9)))
+    assert all(f.fix is not None for f in cuda)
