@@ -36,13 +36,14 @@ Release = tuple[int, int]
 # Names whose first release lies between two introspected releases: read from torch's sources
 # (torch/csrc/DeviceAccelerator.cpp binds each ``_accelerator_*`` function in the release that adds
 # the ``torch.accelerator`` function calling it; devlint/torchfacts/api_versions.py and
-# tools/device_api_table.py record those public functions' first releases).
+# tools/device_api_table.py record those public functions' first releases). The exchange functions
+# serve `torch.accelerator.device_index`, new in 2.8: torch 2.6 lacks them, 2.9 has them.
 FIRST_SEEN: dict[str, Release] = {
     "torch._C._accelerator_getAccelerator": (2, 6),
     "torch._C._accelerator_getDeviceIndex": (2, 6),
     "torch._C._accelerator_setDeviceIndex": (2, 6),
-    "torch._C._accelerator_exchangeDevice": (2, 6),
-    "torch._C._accelerator_maybeExchangeDevice": (2, 6),
+    "torch._C._accelerator_exchangeDevice": (2, 8),
+    "torch._C._accelerator_maybeExchangeDevice": (2, 8),
     "torch._C._accelerator_synchronizeDevice": (2, 6),
     "torch._C._accelerator_getStream": (2, 6),
     "torch._C._accelerator_setStream": (2, 6),

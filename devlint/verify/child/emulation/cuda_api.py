@@ -423,6 +423,8 @@ def _install_accelerator(
         return 0
 
     replace(c, "_accelerator_getAccelerator", lambda: torch.device("cuda"), optional=True)
+    # torch.accelerator.device_count() before 2.9 (later releases ask torch.cuda.device_count)
+    replace(c, "_accelerator_deviceCount", lambda: 1, hidden=lambda: 0, optional=True)
     replace(c, "_get_accelerator", lambda check=False: torch.device("cuda"))
     for name in ("_accelerator_getDeviceIndex", "_accelerator_setDeviceIndex", "_accelerator_exchangeDevice"):
         replace(c, name, use, optional=True)

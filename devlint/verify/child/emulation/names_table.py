@@ -7,9 +7,9 @@ name that torch removed. A release between two introspected ones has a name from
 
 from __future__ import annotations
 
-INTROSPECTED: tuple[tuple[int, int], ...] = ((2, 4), (2, 11), (2, 13), (2, 14))
+INTROSPECTED: tuple[tuple[int, int], ...] = ((2, 4), (2, 6), (2, 9), (2, 11), (2, 13), (2, 14))
 FIRST: dict[str, tuple[int, int] | None] = {
-    'torch.AcceleratorError': (2, 11),
+    'torch.AcceleratorError': (2, 9),
     'torch.BFloat16Tensor': (2, 4),
     'torch.BoolTensor': (2, 4),
     'torch.ByteTensor': (2, 4),
@@ -30,17 +30,18 @@ FIRST: dict[str, tuple[int, int] | None] = {
     'torch._C.DisableTorchFunction': (2, 4),
     'torch._C.DisableTorchFunctionSubclass': (2, 4),
     'torch._C._EnableTorchFunction': (2, 4),
+    'torch._C._accelerator_deviceCount': (2, 6),
     'torch._C._accelerator_emptyCache': (2, 9),
     'torch._C._accelerator_emptyHostCache': (2, 13),
-    'torch._C._accelerator_exchangeDevice': (2, 6),
+    'torch._C._accelerator_exchangeDevice': (2, 8),
     'torch._C._accelerator_getAccelerator': (2, 6),
     'torch._C._accelerator_getDeviceCapability': (2, 11),
     'torch._C._accelerator_getDeviceIndex': (2, 6),
     'torch._C._accelerator_getDeviceStats': (2, 9),
     'torch._C._accelerator_getMemoryInfo': (2, 10),
     'torch._C._accelerator_getStream': (2, 6),
-    'torch._C._accelerator_isAllocatorInitialized': (2, 11),
-    'torch._C._accelerator_maybeExchangeDevice': (2, 6),
+    'torch._C._accelerator_isAllocatorInitialized': (2, 9),
+    'torch._C._accelerator_maybeExchangeDevice': (2, 8),
     'torch._C._accelerator_resetAccumulatedStats': (2, 9),
     'torch._C._accelerator_resetPeakStats': (2, 9),
     'torch._C._accelerator_setDeviceIndex': (2, 6),
@@ -153,4 +154,5 @@ FIRST: dict[str, tuple[int, int] | None] = {
     'torch.version.cuda': (2, 4),
 }
 LAST: dict[str, tuple[int, int]] = {
+    'torch._C._accelerator_deviceCount': (2, 6),
 }

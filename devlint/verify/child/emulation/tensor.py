@@ -149,6 +149,7 @@ class Dispatcher:
             torch.Tensor.is_pinned: self._is_pinned,
             torch.Tensor.get_device: self._get_device,
             torch.Tensor.register_hook: self._register_hook,
+            torch.device: self._device,
             torch.Tensor.__reduce_ex__: self._reduce_ex,
             torch.Tensor.__deepcopy__: self._deepcopy,
             torch.Tensor.__repr__: self._repr,
@@ -457,6 +458,14 @@ class Dispatcher:
             kwargs["device"] = self._index_device(kwargs["device"])
         with self.raw():
             return torch._C._nn._parse_to(*args, **kwargs)
+
+    def _device(self, *args: Any, **kwargs: Any) -> Any:
+        """``torch.device(0)``: an index of the current accelerator. Before torch 2.9 the C++
+        constructor asks the accelerator itself, which emulation cannot reach; it is CUDA here."""
+        if len(args) == 1 and not kwargs and _is_index(args[0]):
+            return self._index_device(args[0])
+        with self.raw():
+            return torch.device(*args, **kwargs)
 
     def _index_device(self, index: int) -> Any:
         return torch.device("cuda", index) if self.machine.emulates_build else index
