@@ -732,3 +732,20 @@ def test_a_fixed_program_that_calls_an_api_newer_than_this_torch_is_skipped_not_
     )
     # On a torch that has the API the same failure is the fixes' own.
     assert _cells_of(runs, probe=Probe("2.6.0", cuda=False, gpu=None), program=program)["cpu"].status == "FAIL"
+
+
+def test_a_torch_older_than_the_fixes_target_proves_nothing_about_them() -> None:
+    # The pair targets torch 2.9 (its torch-version): on 2.6 its fixed runs are skipped, passing or
+    # not, since its fixes may choose otherwise there; on 2.9 and later they are judged.
+    source = b"import torch\nprint(torch.ones(1).cuda().device.type)\n"
+    fixed = b"import torch\nprint(torch.ones(1).to(device).device.type)\n"
+    program = targets.Program(Path("p.py"), "p.py", "p", "script", source, fixed, 1, (), {1: 1}, torch_version=(2, 9))
+    failing = RunRecord(
+        "cpu", {"outcome": "error", "error": {"type": "NameError", "message": "name 'device' is not defined"}},
+        "", "", 1, False, Path("/cpu.pt"),
+    )
+    runs = _runs(cpu=failing)
+    old = _cells_of(runs, probe=Probe("2.6.0", cuda=False, gpu=None), program=program)
+    assert (old["cpu"].status, old["cpu"].reason) == ("skipped", "the fixes target torch 2.9 (torch-version); this is torch 2.6.0")
+    assert old["cuda"].status == "skipped"
+    assert _cells_of(runs, probe=Probe("2.9.1", cuda=False, gpu=None), program=program)["cpu"].status == "FAIL"

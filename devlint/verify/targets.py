@@ -34,6 +34,8 @@ class Program:
     remaining: tuple[str, ...]
     # Line numbers of the fixed program -> those of the original (where one exists).
     fixed_lines: dict[int, int] = field(default_factory=dict)
+    # The oldest torch the fixes were written for (the program's `torch-version`).
+    torch_version: tuple[int, int] | None = None
 
     def original_line(self, runs_original: bool, line: int) -> int | None:
         """The original's line for ``line`` of the code a run ran; None for a line a fix added."""
@@ -117,6 +119,7 @@ def prepare(path: Path, unsafe: bool, settings: FileSettings | None = None) -> P
         fixes_applied=fixed_result.fixes_applied,
         remaining=tuple(sorted({finding.code for finding in fixed_result.findings})),
         fixed_lines=line_map(fixed_text, original),
+        torch_version=settings.fix.torch_version,
     )
 
 

@@ -207,6 +207,9 @@ class Judge:
     def fixed(self, mode: str) -> Cell:
         run = self.runs[mode]
         emulated = self.emulated(mode)
+        older = self.older_torch()
+        if older is not None:
+            return Cell(SKIPPED, older, emulated=emulated)
         if not run.ok:
             cell = self.failed(run)
             if run.outcome == "not_emulated":
@@ -267,6 +270,15 @@ class Judge:
         return Cell(DIFFERS, found.reason, found.detail, "original", True)
 
     # -- helpers -------------------------------------------------------------------------------
+
+    def older_torch(self) -> str | None:
+        """Why this torch proves nothing about the fixes: it is older than the `torch-version` they
+        were written for (they may call what it lacks, or choose otherwise than they would on it)."""
+        running = re.match(r"(\d+)\.(\d+)", self.torch)
+        target = self.program.torch_version
+        if running is None or target is None or target <= (int(running[1]), int(running[2])):
+            return None
+        return f"the fixes target torch {target[0]}.{target[1]} (torch-version); this is torch {self.torch}"
 
     def too_new(self) -> str | None:
         """Why the fixed program cannot run on this torch: it calls an API of a newer release (its
