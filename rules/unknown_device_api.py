@@ -27,8 +27,8 @@ _INSTEAD: dict[str, tuple[str, str | None]] = {
         "`torch.get_device_module(device).get_device_properties(...)` (CUDA, XPU) or `torch.cuda.get_device_properties(...)`", None,
     ),
     "torch.accelerator.mem_get_info": ("`torch.accelerator.get_memory_info(...)` (torch 2.10)", "torch.accelerator.get_memory_info"),
-    "torch.accelerator.current_device": ("`torch.accelerator.current_device_index()` (torch 2.7)", "torch.accelerator.current_device_index"),
-    "torch.accelerator.set_device": ("`torch.accelerator.set_device_index(...)` (torch 2.7)", "torch.accelerator.set_device_index"),
+    "torch.accelerator.current_device": ("`torch.accelerator.current_device_index()` (torch 2.6)", "torch.accelerator.current_device_index"),
+    "torch.accelerator.set_device": ("`torch.accelerator.set_device_index(...)` (torch 2.6)", "torch.accelerator.set_device_index"),
     "torch.accelerator.Stream": ("`torch.Stream`", "torch.Stream"),
     "torch.accelerator.Event": ("`torch.Event`", "torch.Event"),
     "torch.amp.GradScaler": ("`torch.cuda.amp.GradScaler(...)`, the form torch < 2.3 has", None),
@@ -62,9 +62,9 @@ class UnknownDeviceApi(Rule):
     fix_note = (
         "Where a name does not exist and one that does means the same, the fix writes it, unsafe since the "
         "original raised `AttributeError` there (`torch.accelerator.manual_seed_all(s)` -> `torch.manual_seed(s)`, "
-        "`torch.accelerator.current_device()` -> `current_device_index()` from torch-version 2.7). Where a name "
+        "`torch.accelerator.current_device()` -> `current_device_index()` from torch-version 2.6). Where a name "
         "exists but is newer than `torch-version` and an older spelling of it exists, the fix writes that, "
-        "safe (`current_device_index` -> `current_device_idx` at 2.6). Otherwise the message says what exists "
+        "safe (torch 2.6 has both `current_device_idx` and `current_device_index`, so none at present). Otherwise the message says what exists "
         "(`torch.get_device_module(device).get_device_name`) or which torch the name needs. Code under a guard "
         "for that torch (`if hasattr(torch.accelerator, ...)`, a version check, `try`/`except AttributeError`) "
         "is not flagged. The table is generated from PyTorch's sources by tools/device_api_table.py."
@@ -96,12 +96,6 @@ class UnknownDeviceApi(Rule):
         Invalid("from torch.accelerator import get_device_name\n", torch_version=(2, 9)),
         # exists, but only from 2.10
         Invalid(HEAD + "free, total = torch.accelerator.get_memory_info()\n", torch_version=(2, 9)),
-        # the older spelling of the same function exists in 2.6
-        Invalid(
-            HEAD + "i = torch.accelerator.current_device_index()\n",
-            HEAD + "i = torch.accelerator.current_device_idx()\n",
-            torch_version=(2, 6),
-        ),
         Invalid(HEAD + "torch.amp.GradScaler(device.type)\n", torch_version=(2, 2)),
         Invalid(HEAD + "torch.get_device_module(device).manual_seed_everything(0)\n"),
         Invalid(HEAD + "e = torch.Event()\ntorch.Event.record_stream(e)\n"),

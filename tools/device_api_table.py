@@ -1,5 +1,9 @@
-"""Writes devlint/torchfacts/device_api_table.py, DEV605's table of the device-generic API, from the sources
-of an installed torch (read with `ast`, never imported):
+"""Writes devlint/torchfacts/device_api_table.py, DEV605's table of the device-generic API, and
+devlint/torchfacts/api_first_releases.py, the first release of each name a fix may write
+(devlint/torchfacts/api_versions.py), from the observations of each installed torch release in
+devlint/torchfacts/observed_releases.py (tools/torch_releases.py records them, run with each
+release's python; its docstring says how each name is observed). DEV605's names come from the
+sources of the newest observed release:
 
 - ``torch/accelerator/__init__.py`` and ``torch/amp/__init__.py``: ``__all__`` and the submodules;
 - ``torch/_C/__init__.pyi``: the members of ``class Stream`` and ``class Event`` (``torch.Stream``,
@@ -7,26 +11,30 @@ of an installed torch (read with `ast`, never imported):
 - ``torch/{cpu,cuda,mps,xpu,mtia}/__init__.py``: ``__all__``, whose union is what
   ``torch.get_device_module(device)`` may answer.
 
-The first release of each name comes from FIRST_SEEN below, read from each release's sources and
-documentation; a name the installed torch has that FIRST_SEEN does not list is recorded as
-present with an unknown first release (DEV605 then never reports it for its version).
+Each name's first release comes from the observations: the oldest observed release that has it,
+narrowed by the newest that lacks it; FIRST_SEEN below (and api_versions.HAND) holds hand-entered
+first releases for the releases no observation covers (2.5, 2.7, 2.8, 2.10, 2.12, before 2.4), each
+kept only inside its observed bracket: one that an observation contradicts makes this tool fail
+(exit 1, naming the name). Neither table names 2.15 until a torch 2.15 is observed.
 
-    .venv/bin/python tools/device_api_table.py            # rewrite the table from the venv's torch
-    .venv/bin/python tools/device_api_table.py --check    # exit 1 if the table is out of date
+    .venv/bin/python tools/device_api_table.py            # rewrite both tables from the observations
+    .venv/bin/python tools/device_api_table.py --check    # exit 1 if out of date or contradicted
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import sys
-from importlib.util import find_spec
 from pathlib import Path
 
-OUTPUT = Path(__file__).resolve().parent.parent / "devlint" / "torchfacts" / "device_api_table.py"
-DEVICE_MODULES = ("cpu", "cuda", "mps", "xpu", "mtia")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from torch_releases import DEVICE_MODULES, ROOT, Contradiction, Release, _shown, first_release, hand_entered_api, load  # noqa: E402
 
-# name -> (major, minor) of the first torch release that has it.
+OUTPUT = ROOT / "devlint" / "torchfacts" / "device_api_table.py"
+API_OUTPUT = ROOT / "devlint" / "torchfacts" / "api_first_releases.py"
+
+# name -> (major, minor) of the first torch release that has it, where no observation tells it: read
+# from each release's sources and documentation, checked against the observations.
 FIRST_SEEN: dict[str, tuple[int, int]] = {
     "torch.accelerator": (2, 6),
     "torch.accelerator.current_accelerator": (2, 6),
@@ -37,8 +45,9 @@ FIRST_SEEN: dict[str, tuple[int, int]] = {
     "torch.accelerator.set_device_idx": (2, 6),
     "torch.accelerator.set_stream": (2, 6),
     "torch.accelerator.synchronize": (2, 6),
-    "torch.accelerator.current_device_index": (2, 7),
-    "torch.accelerator.set_device_index": (2, 7),
+    # torch 2.6 has them (observed; FIRST_SEEN said 2.7)
+    "torch.accelerator.current_device_index": (2, 6),
+    "torch.accelerator.set_device_index": (2, 6),
     "torch.accelerator.device_index": (2, 8),
     "torch.accelerator.empty_cache": (2, 9),
     "torch.accelerator.max_memory_allocated": (2, 9),
@@ -60,56 +69,43 @@ FIRST_SEEN: dict[str, tuple[int, int]] = {
 }
 
 
-def _all(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and node.value is not None:
-            return list(ast.literal_eval(node.value))
-    raise SystemExit(f"{path}: no literal __all__")
+def _members(sources: dict, prefix: str, release: Release) -> list[str]:
+    """The names ``prefix.X`` that ``release``'s sources list, as X."""
+    return sorted(
+        name[len(prefix) + 1 :]
+        for name, (with_, _) in sources.items()
+        if name.startswith(prefix + ".") and "." not in name[len(prefix) + 1 :] and release in with_
+    )
 
 
-def _submodules(package: Path) -> list[str]:
-    names = [p.stem for p in package.glob("*.py") if not p.stem.startswith("_")]
-    return names + [p.name for p in package.iterdir() if (p / "__init__.py").exists() and not p.name.startswith("_")]
+def render(data) -> str:
+    """DEV605's table from the sources of the newest observed release, first releases observed."""
+    newest = max(r for r in data.RELEASES if any(r in with_ for with_, _ in data.SOURCES.values()))
+    for name, hand in FIRST_SEEN.items():  # every hand entry, also one for a name the newest lacks
+        first_release(name, data.SOURCES.get(name), hand, late=False)
 
+    def versioned(prefix: str) -> dict[str, Release | None]:
+        return {
+            name: first_release(f"{prefix}.{name}", data.SOURCES[f"{prefix}.{name}"], FIRST_SEEN.get(f"{prefix}.{name}"), late=False)
+            for name in _members(data.SOURCES, prefix, newest)
+        }
 
-def _class_members(stub: Path, name: str) -> list[str]:
-    tree = ast.parse(stub.read_text(encoding="utf-8"))
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == name:
-            found = []
-            for item in node.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    found.append(item.name)
-                elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
-                    found.append(item.target.id)
-            return sorted({n for n in found if not n.startswith("_") or n in ("__enter__", "__exit__")})
-    raise SystemExit(f"{stub}: no class {name}")
-
-
-def _versioned(prefix: str, names: list[str]) -> dict[str, tuple[int, int] | None]:
-    return {name: FIRST_SEEN.get(f"{prefix}.{name}") for name in sorted(set(names))}
-
-
-def render(torch_dir: Path, version: str) -> str:
-    accelerator = _all(torch_dir / "accelerator" / "__init__.py") + _submodules(torch_dir / "accelerator")
-    amp = _all(torch_dir / "amp" / "__init__.py") + _submodules(torch_dir / "amp")
-    stub = torch_dir / "_C" / "__init__.pyi"
-    surface = sorted({name for module in DEVICE_MODULES for name in _all(torch_dir / module / "__init__.py")})
+    surface = sorted({name for module in DEVICE_MODULES for name in _members(data.SOURCES, f"torch.{module}", newest)})
+    version = data.RELEASES[newest]
     lines = [
         f'"""DEV605\'s table of the device-generic API, generated by tools/device_api_table.py from torch {version}\'s',
-        "sources; do not edit by hand. Each name maps to the first torch release that has it (None: present in",
-        'that torch, first release not recorded)."""',
+        "sources; do not edit by hand. Each name maps to the first torch release that has it, observed in the",
+        f"releases {', '.join(data.RELEASES.values())} (devlint/torchfacts/observed_releases.py); None: in every",
+        'observed release, its first release not recorded."""',
         "",
         "from __future__ import annotations",
         "",
         f'SOURCE = "torch {version}"',
         "",
-        f"ACCELERATOR: dict[str, tuple[int, int] | None] = {_versioned('torch.accelerator', accelerator)!r}",
-        f"AMP: dict[str, tuple[int, int] | None] = {_versioned('torch.amp', amp)!r}",
-        f"STREAM: frozenset[str] = frozenset({_class_members(stub, 'Stream')!r})",
-        f"EVENT: frozenset[str] = frozenset({_class_members(stub, 'Event')!r})",
+        f"ACCELERATOR: dict[str, tuple[int, int] | None] = {versioned('torch.accelerator')!r}",
+        f"AMP: dict[str, tuple[int, int] | None] = {versioned('torch.amp')!r}",
+        f"STREAM: frozenset[str] = frozenset({_members(data.SOURCES, 'torch.Stream', newest)!r})",
+        f"EVENT: frozenset[str] = frozenset({_members(data.SOURCES, 'torch.Event', newest)!r})",
         f"# What `torch.get_device_module(device)` may answer: the union of {', '.join(f'torch.{m}' for m in DEVICE_MODULES)}.",
         f"DEVICE_MODULE: frozenset[str] = frozenset({surface!r})",
         "",
@@ -117,19 +113,52 @@ def render(torch_dir: Path, version: str) -> str:
     return "\n".join(lines)
 
 
+def render_api(data) -> str:
+    """The first release of each name a fix may write: the newest end of its observed bracket, or
+    its hand entry inside it; a name an observed release after its first one lacks is an error (a
+    fix would break the newer torch)."""
+    first: dict[str, Release] = {}
+    for name, hand in sorted(hand_entered_api().items()):
+        seen = data.IMPORTED.get(name)
+        found = first_release(name, seen, hand, late=True)
+        assert found is not None
+        gone = [r for r in seen[1] if r > found]
+        if gone:
+            raise Contradiction(f"{name}: torch {_shown(gone[0])} lacks it; a fix that writes it breaks that torch")
+        first[name] = found
+    return "\n".join([
+        '"""The first torch release of each name a fix may write (devlint.torchfacts.api_versions.HAND), generated',
+        "by tools/device_api_table.py from the observations of the releases",
+        f"{', '.join(data.RELEASES.values())} (devlint/torchfacts/observed_releases.py); do not edit by hand.\"\"\"",
+        "",
+        "from __future__ import annotations",
+        "",
+        "FIRST: dict[str, tuple[int, int]] = {",
+        *(f"    {name!r}: {release!r}," for name, release in first.items()),
+        "}",
+        "",
+    ])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the committed table differs")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a committed table differs")
     options = parser.parse_args()
-    spec = find_spec("torch")
-    if spec is None or spec.origin is None:
-        raise SystemExit("torch is not installed")
-    torch_dir = Path(spec.origin).parent
-    version = (torch_dir / "version.py").read_text().split("__version__ = ", 1)[1].split("\n", 1)[0].strip("'\"")
-    text = render(torch_dir, version.split("+")[0])
+    data = load()
+    if data is None:
+        raise SystemExit("no observations: run tools/torch_releases.py --observe with each release's python")
+    try:
+        texts = {OUTPUT: render(data), API_OUTPUT: render_api(data)}
+    except Contradiction as error:
+        print(error, file=sys.stderr)
+        return 1
+    stale = [path for path, text in texts.items() if not path.exists() or path.read_text(encoding="utf-8") != text]
     if options.check:
-        return 0 if OUTPUT.read_text() == text else 1
-    OUTPUT.write_text(text)
+        for path in stale:
+            print(f"{path.relative_to(ROOT)} is out of date: run tools/device_api_table.py", file=sys.stderr)
+        return 1 if stale else 0
+    for path in stale:
+        path.write_text(texts[path], encoding="utf-8")
     return 0
 
 

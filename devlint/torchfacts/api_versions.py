@@ -6,11 +6,15 @@ introduces (a name the original already used there is the program's own, not the
 holds for every rule without each rule remembering to declare what it needs. A name of the form
 ``torch.get_device_module().X`` stands for an attribute of the module that call returns.
 
-Sources: the torch documentation of each release (``torch.accelerator`` from 2.6, its index
-functions from 2.7, ``device_index`` from 2.8, its memory functions from 2.9,
-``get_memory_info`` from 2.10), torch's own release notes for the rest. A name from before 2.0
-carries the release that introduced it where it is known, else 1.0 (torch's stable API of that
-time: ``torch.device``, the factories, the dtypes).
+First releases: observed in each installed torch release (tools/torch_releases.py introspects every
+name below with that release's python; devlint/torchfacts/observed_releases.py records the answers)
+and derived by tools/device_api_table.py into devlint/torchfacts/api_first_releases.py: the oldest
+observed release that has the name. HAND below lists the names a fix may write, each with a
+hand-entered first release where the observations cannot tell it (a release between two observed
+ones, or one before the oldest observed, 2.4: torch's documentation and release notes), else None;
+the tools fail on a hand entry that an observation contradicts. A name from before 2.0 carries the
+release that introduced it where it is known, else 1.0 (torch's stable API of that time:
+``torch.device``, the factories, the dtypes).
 """
 
 from __future__ import annotations
@@ -19,11 +23,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from devlint.torchfacts.api_first_releases import FIRST
 from devlint.torchfacts.version import TorchVersion
 
 ANCIENT: TorchVersion = (1, 0)
 
-SINCE: dict[str, TorchVersion] = {
+HAND: dict[str, TorchVersion | None] = {
     # what every torch the project could name has
     "torch.device": ANCIENT,
     "torch.cuda.is_available": ANCIENT,
@@ -52,21 +57,22 @@ SINCE: dict[str, TorchVersion] = {
     # the device-generic torch.Stream / torch.Event (pytorch#123611, April 2024)
     "torch.Stream": (2, 4),
     "torch.Event": (2, 4),
-    # torch.cuda.OutOfMemoryError's class under its generic name (pytorch#121702; accelerate and
-    # torch's docs date it to 2.5); DEV602 writes it
-    "torch.OutOfMemoryError": (2, 5),
+    # torch.cuda.OutOfMemoryError's class under its generic name (pytorch#121702); DEV602 writes it.
+    # torch 2.4 has it (observed; this table said 2.5): its first release is 2.4 or earlier
+    "torch.OutOfMemoryError": None,
     # torch.amp's device-generic GradScaler (torch.cuda.amp's takes no device)
     "torch.amp.GradScaler": (2, 3),
-    "torch.get_device_module": (2, 5),
-    # what `torch.get_device_module(device)` answers on the CPU (torch.cpu) has these from 2.1
-    "torch.get_device_module().synchronize": (2, 5),
-    "torch.get_device_module().current_stream": (2, 5),
-    "torch.get_device_module().stream": (2, 5),
-    "torch.get_device_module().Stream": (2, 5),
-    "torch.get_device_module().Event": (2, 5),
-    "torch.get_device_module().device_count": (2, 5),
-    "torch.get_device_module().is_available": (2, 5),
-    "torch.get_device_module().current_device": (2, 5),
+    # torch 2.4 has torch.get_device_module, and torch.cpu and torch.cuda have these (observed; this
+    # table said 2.5)
+    "torch.get_device_module": None,
+    "torch.get_device_module().synchronize": None,
+    "torch.get_device_module().current_stream": None,
+    "torch.get_device_module().stream": None,
+    "torch.get_device_module().Stream": None,
+    "torch.get_device_module().Event": None,
+    "torch.get_device_module().device_count": None,
+    "torch.get_device_module().is_available": None,
+    "torch.get_device_module().current_device": None,
     "torch.accelerator.is_available": (2, 6),
     "torch.accelerator.device_count": (2, 6),
     "torch.accelerator.current_accelerator": (2, 6),
@@ -75,8 +81,9 @@ SINCE: dict[str, TorchVersion] = {
     "torch.accelerator.set_stream": (2, 6),
     "torch.accelerator.current_device_idx": (2, 6),
     "torch.accelerator.set_device_idx": (2, 6),
-    "torch.accelerator.current_device_index": (2, 7),
-    "torch.accelerator.set_device_index": (2, 7),
+    # torch 2.6 has them (observed; this table said 2.7)
+    "torch.accelerator.current_device_index": (2, 6),
+    "torch.accelerator.set_device_index": (2, 6),
     "torch.accelerator.device_index": (2, 8),
     "torch.accelerator.empty_cache": (2, 9),
     "torch.accelerator.memory_allocated": (2, 9),
@@ -90,6 +97,9 @@ SINCE: dict[str, TorchVersion] = {
     # torch.distributed's backend for a device type (pytorch#140536, November 2024)
     "torch.distributed.get_default_backend_for_device": (2, 6),
 }
+
+# Each name's first release, derived from the observations and HAND (generated; the tools check it).
+SINCE: dict[str, TorchVersion] = FIRST
 
 # `torch.a.b` (attribute chains), and `torch.get_device_module(...).X`.
 _NAME = re.compile(r"\btorch((?:\.[A-Za-z_]\w*)+)(\((?:[^()]|\([^()]*\))*\)\.[A-Za-z_]\w*)?")
