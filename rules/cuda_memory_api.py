@@ -15,7 +15,7 @@ from devlint.torchfacts.names import CUDA_MEMORY_API, CUDA_MEMORY_FALLBACKS, CUD
 
 # torch.accelerator.get_memory_info, the device-generic mem_get_info
 MEMORY_INFO = SINCE["torch.accelerator.get_memory_info"]
-# torch.OutOfMemoryError, the name torch.cuda.OutOfMemoryError has had since torch 2.5
+# torch.OutOfMemoryError, the name torch.cuda.OutOfMemoryError has had since torch 2.4 at the latest (the oldest release observed)
 OUT_OF_MEMORY = SINCE["torch.OutOfMemoryError"]
 
 HEAD = "import torch\n"
@@ -28,7 +28,7 @@ class CudaMemoryApi(WholeChoiceRule):
         "Flags `torch.cuda.empty_cache()`, `memory_allocated()`, `max_memory_allocated()`, "
         "`memory_reserved()`, `max_memory_reserved()`, `reset_peak_memory_stats()`, "
         "`reset_accumulated_memory_stats()`, `memory_stats()` and `mem_get_info()`; and, with "
-        "torch-version >= 2.5, `torch.cuda.OutOfMemoryError`. `torch.get_device_module(\"cuda\")` is "
+        "torch-version >= 2.4, `torch.cuda.OutOfMemoryError`. `torch.get_device_module(\"cuda\")` is "
         "`torch.cuda` itself: its calls are reported alike, also through a name bound to it on every "
         "path to the call."
     )
@@ -71,7 +71,7 @@ class CudaMemoryApi(WholeChoiceRule):
         "the original did: there is no free/total pair to fall back to. `torch.cuda.OutOfMemoryError` "
         "-> `torch.OutOfMemoryError`, safe: torch.cuda's name is an alias of that very class "
         "(`OutOfMemoryError = torch._C.OutOfMemoryError` in torch/cuda/__init__.py), which every "
-        "backend raises; reported only with torch-version >= 2.5, the first torch with the generic name."
+        "backend raises; reported only with torch-version >= 2.4, the first torch with the generic name."
     )
     triggers = ("cuda",)
     advice_since = ACCELERATOR_MEMORY
@@ -84,9 +84,9 @@ class CudaMemoryApi(WholeChoiceRule):
         "from numba import cuda\ncuda.current_context().memory_info()\n",
         # a reference, not a call
         HEAD + "hook = torch.cuda.empty_cache\n",
-        # torch.OutOfMemoryError is the generic name already; below torch 2.5 it does not exist
+        # torch.OutOfMemoryError is the generic name already (torch.cuda's below torch-version 2.4,
+        # the oldest release observed to have the generic one: tests/test_dev6_rules.py)
         HEAD + "try:\n    run()\nexcept torch.OutOfMemoryError:\n    pass\n",
-        HEAD + "try:\n    run()\nexcept torch.cuda.OutOfMemoryError:\n    pass\n",
         # another object's OutOfMemoryError
         "import torch\nimport jax\ntry:\n    run()\nexcept jax.errors.OutOfMemoryError:\n    pass\n",
         # below torch-version 2.6 (the default 2.4): what already runs without CUDA has nothing to move to
@@ -185,7 +185,7 @@ class CudaMemoryApi(WholeChoiceRule):
             unsafe=True,
             torch_version=MEMORY_INFO,
         ),
-        # torch-version 2.5: the OutOfMemoryError class by its generic name, through any import
+        # torch-version 2.4: the OutOfMemoryError class by its generic name, through any import
         Invalid(
             HEAD + "try:\n    run()\nexcept (torch.cuda.OutOfMemoryError, ValueError) as error:\n"
             "    ok = isinstance(error, torch.cuda.OutOfMemoryError)\n",

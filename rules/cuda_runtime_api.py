@@ -77,10 +77,10 @@ class CudaRuntimeApi(WholeChoiceRule):
         "accelerator. Below torch-version 2.6 (no torch.accelerator) a call that already runs without "
         "CUDA, under a GPU check or by itself (`device_count()` says 0), is not reported; a bare "
         "`torch.cuda.synchronize()` statement gets `if torch.cuda.is_available():` around it with "
-        "torch-version 2.4 or older. `synchronize()`: with torch-version >= 2.6 `if torch.accelerator.is_available(): "
+        "torch-version 2.3 or older. `synchronize()`: with torch-version >= 2.6 `if torch.accelerator.is_available(): "
         "torch.accelerator.synchronize()` (the accelerator of a CUDA machine is CUDA; the guard skips "
         "what would raise \"Cannot access accelerator device when none is available\" on the CPU; an "
-        "enclosing GPU check makes the guard unneeded); with 2.5 "
+        "enclosing GPU check makes the guard unneeded); with 2.4 "
         "`torch.get_device_module(device).synchronize()`, `torch.cpu.synchronize()` on the CPU, a "
         "no-op. `device_count()`: `torch.accelerator.device_count()` (2.6), the same count on CUDA and "
         "0 without an accelerator, as before (`torch.cpu.device_count()` would say 1); no fix where "
@@ -88,15 +88,15 @@ class CudaRuntimeApi(WholeChoiceRule):
         "`@skipUnless(torch.cuda.device_count() >= 2, \"needs two CUDA GPUs\")`). "
         "`current_device()` given as a device (`device=`, `map_location=`, `.to()`): the device in "
         "scope, which on CUDA means the current GPU too; elsewhere `torch.accelerator.current_device_index()` "
-        "(2.7), unsafe: without an accelerator it still raises, as the original did, since no index "
+        "(2.6), unsafe: without an accelerator it still raises, as the original did, since no index "
         "is right there (`torch.cpu.current_device()` returns the string \"cpu\"); safe where the call "
         "is reached only with a GPU (under a GPU check, in a test skipped without one). `current_stream()`, "
-        "`stream(s)`, `Stream()`: `torch.get_device_module(device)` (2.5), whose `torch.cpu` "
+        "`stream(s)`, `Stream()`: `torch.get_device_module(device)` (2.4), whose `torch.cpu` "
         "stand-ins run on the CPU. `Event(...)` and a `Stream` with arguments: no fix (the CPU events "
         "have no timing, and `torch.cpu.Stream` takes no device). Under a GPU check, "
-        "`set_device(rank)` becomes `torch.accelerator.set_device_index(rank)` (2.7); `with "
+        "`set_device(rank)` becomes `torch.accelerator.set_device_index(rank)` (2.6); `with "
         "torch.cuda.device(rank)` is reported only (`torch.accelerator.device_index`, 2.8, takes an "
-        "int, not a device). Versions from PyTorch's docs (torch.accelerator per release, torch.cpu "
+        "int, not a device). Versions from each release's own sources (tools/torch_releases.py observes them; torch.cpu "
         "since 2.1); CPU behaviour checked in tests/test_dev6_semantics.py. A call chosen by a CUDA "
         "check in its own expression (`torch.cuda.Stream() if torch.cuda.is_available() else None`, "
         "`torch.cuda.is_available() and torch.cuda.synchronize()`) is fixed together with the check, "
@@ -105,7 +105,7 @@ class CudaRuntimeApi(WholeChoiceRule):
         "CUDA-only test is left on it; where the test asks more of CUDA (`device_count() > 1`) or the "
         "other side still names CUDA, no fix (nor for `current_device()` so chosen: pass the device in "
         "use). Consecutive statements that get a guard share one `if`. "
-        "`Event()` with no argument: `torch.get_device_module(device).Event()` (2.5), torch.cuda.Event "
+        "`Event()` with no argument: `torch.get_device_module(device).Event()` (2.4), torch.cuda.Event "
         "on CUDA and torch.cpu.Event, whose record/wait/query/synchronize run, on the CPU; a timing "
         "event (`enable_timing=True`, ...): `torch.Event(enable_timing=True)` (2.4), unsafe: without an "
         "accelerator its `record()` raises (\"cpu backend doesn't support events\"), as the original "
@@ -165,9 +165,9 @@ class CudaRuntimeApi(WholeChoiceRule):
         "    s = torch.cuda.Stream()\n",
     )
     INVALID = (
-        # 2.4 (default torch-version): get_device_module needs 2.5, accelerator 2.6; what fails
-        # without CUDA gets the CUDA check around it (on CUDA it runs as before)
-        Invalid(HEAD + "torch.cuda.synchronize()\n", HEAD + "if torch.cuda.is_available():\n    torch.cuda.synchronize()\n"),
+        # torch-version 2.3: get_device_module needs 2.4 (the default), accelerator 2.6; what
+        # fails without CUDA gets the CUDA check around it (on CUDA it runs as before)
+        Invalid(HEAD + "torch.cuda.synchronize()\n", HEAD + "if torch.cuda.is_available():\n    torch.cuda.synchronize()\n", torch_version=(2, 3)),
         # a call chosen by a CUDA check in its expression: fixed with the check, from torch-version
         # 2.6 (the same choice on a CUDA machine, and on one without an accelerator)
         Invalid(
@@ -197,11 +197,11 @@ class CudaRuntimeApi(WholeChoiceRule):
         # a comment on its header line, or that leaves, does not
         Invalid(
             HEAD + "if torch.cuda.is_available():\n    torch.cuda.reset_peak_memory_stats()\ntorch.cuda.synchronize()\n",
-            HEAD + "if torch.cuda.is_available():\n    torch.cuda.reset_peak_memory_stats()\n    torch.cuda.synchronize()\n",
+            HEAD + "if torch.cuda.is_available():\n    torch.cuda.reset_peak_memory_stats()\n    torch.cuda.synchronize()\n", torch_version=(2, 3),
         ),
         Invalid(
             HEAD + "torch.cuda.synchronize()\nif torch.cuda.is_available():\n    torch.cuda.reset_peak_memory_stats()\n",
-            HEAD + "if torch.cuda.is_available():\n    torch.cuda.synchronize()\n    torch.cuda.reset_peak_memory_stats()\n",
+            HEAD + "if torch.cuda.is_available():\n    torch.cuda.synchronize()\n    torch.cuda.reset_peak_memory_stats()\n", torch_version=(2, 3),
         ),
         Invalid(
             HEAD + "torch.cuda.synchronize()\nif torch.cuda.is_available():  # GPU only\n    torch.cuda.reset_peak_memory_stats()\n"
@@ -209,13 +209,13 @@ class CudaRuntimeApi(WholeChoiceRule):
             HEAD + "if torch.cuda.is_available():\n    torch.cuda.synchronize()\nif torch.cuda.is_available():  # GPU only\n"
             "    torch.cuda.reset_peak_memory_stats()\ndef step():\n    if torch.cuda.is_available():\n        return 1\n"
             "    if torch.cuda.is_available():\n        torch.cuda.synchronize()\n",
-            count=2,
+            count=2, torch_version=(2, 3),
         ),
-        Invalid(HEAD + "s = torch.cuda.current_stream()\n"),
+        Invalid(HEAD + "s = torch.cuda.current_stream()\n", torch_version=(2, 3)),
         # torch.get_device_module("cuda") is torch.cuda itself
         Invalid(
             HEAD + 'torch.get_device_module("cuda").synchronize()\n',
-            HEAD + 'if torch.cuda.is_available():\n    torch.get_device_module("cuda").synchronize()\n',
+            HEAD + 'if torch.cuda.is_available():\n    torch.get_device_module("cuda").synchronize()\n', torch_version=(2, 3),
         ),
         # ... also through a name that holds it (or torch.cuda) on every path to the call
         Invalid(
@@ -223,7 +223,7 @@ class CudaRuntimeApi(WholeChoiceRule):
             "def step():\n    cuda = torch.cuda\n    cuda.synchronize()\n",
             HEAD + 'gpu = torch.get_device_module("cuda")\nif torch.cuda.is_available():\n    gpu.synchronize()\n'
             "def step():\n    cuda = torch.cuda\n    if torch.cuda.is_available():\n        cuda.synchronize()\n",
-            count=2,
+            count=2, torch_version=(2, 3),
         ),
         Invalid(
             HEAD + 'torch.get_device_module(torch.device("cuda")).synchronize()\n'
@@ -253,7 +253,7 @@ class CudaRuntimeApi(WholeChoiceRule):
         # before torch 2.4 there is no torch.Event; an option torch.Event lacks: no fix
         Invalid(HEAD + "e = torch.cuda.Event(enable_timing=True)\n", torch_version=(2, 3)),
         Invalid(HEAD + "e = torch.cuda.Event(True, external=True)\n"),
-        Invalid(HEAD + "done = torch.cuda.Event()\n"),
+        Invalid(HEAD + "done = torch.cuda.Event()\n", torch_version=(2, 3)),
         # seeding: beside torch.manual_seed of the same seed it is redundant (safe removal)
         Invalid(
             HEAD + "import random\nimport numpy as np\n\n\ndef seed_everything(seed):\n    random.seed(seed)\n"
@@ -342,7 +342,7 @@ class CudaRuntimeApi(WholeChoiceRule):
             count=3,
             torch_version=ACCELERATOR,
         ),
-        # torch-version 2.5: an event that only orders work: the device module's (torch.cpu's runs on the CPU)
+        # torch-version 2.4: an event that only orders work: the device module's (torch.cpu's runs on the CPU)
         Invalid(
             HEAD + "def step(device: torch.device):\n    done = torch.cuda.Event()\n    done.record()\n    done.synchronize()\n",
             HEAD + "def step(device: torch.device):\n    done = torch.get_device_module(device).Event()\n"
@@ -357,7 +357,7 @@ class CudaRuntimeApi(WholeChoiceRule):
             count=2,
             torch_version=EVENT,
         ),
-        # torch-version 2.5: the device module of the device in scope
+        # torch-version 2.4: the device module of the device in scope
         Invalid(
             HEAD + "def overlap(model, x, device: torch.device):\n    side = torch.cuda.Stream()\n"
             "    with torch.cuda.stream(side):\n        y = model(x)\n    torch.cuda.current_stream().wait_stream(side)\n"
@@ -382,7 +382,7 @@ class CudaRuntimeApi(WholeChoiceRule):
             '    return torch.accelerator.current_device_index()\n',
             torch_version=ACCELERATOR_INDEX,
         ),
-        # torch-version 2.7: an index that is no device; unsafe, it still needs an accelerator
+        # torch-version 2.6: an index that is no device; unsafe, it still needs an accelerator
         Invalid(
             HEAD + 'rank = torch.cuda.current_device()\nif torch.cuda.is_available():\n    torch.cuda.set_device(rank)\n',
             HEAD + 'rank = torch.accelerator.current_device_index()\nif torch.cuda.is_available():\n'

@@ -18,6 +18,8 @@ from devlint.settings import FixSettings
 
 RULES = list(all_rules())
 AT_2_9 = FixSettings(torch_version=(2, 9))
+# Older than torch.get_device_module (first observed in 2.4): the CUDA check guards the calls.
+BEFORE_DEVICE_MODULE = FixSettings(torch_version=(2, 3))
 GUARD = "if torch.accelerator.is_available():"
 CALLS = ("synchronize", "empty_cache", "reset_peak_memory_stats", "reset_accumulated_memory_stats")
 
@@ -106,10 +108,10 @@ def test_a_rule_left_out_leaves_its_statements_alone() -> None:
 
 def test_below_2_6_the_cuda_check_is_shared_the_same_way() -> None:
     text = program(("synchronize", "reset_peak_memory_stats", "synchronize"))
-    result = fix_text(text, "run.py", RULES)
+    result = fix_text(text, "run.py", RULES, BEFORE_DEVICE_MODULE)
     assert result.text.count("if torch.cuda.is_available():") == 1
     assert guarded_calls(result.text) == [["synchronize", "reset_peak_memory_stats", "synchronize"]]
-    assert fix_text(result.text, "run.py", RULES).applied == 0
+    assert fix_text(result.text, "run.py", RULES, BEFORE_DEVICE_MODULE).applied == 0
 
 
 def test_a_statement_waits_for_the_check_beside_it_to_become_its_own_guard() -> None:
