@@ -28,6 +28,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from torch_releases import exists  # noqa: E402 - one way to ask a release for a name
+
 ROOT = Path(__file__).resolve().parent.parent
 EMULATION = ROOT / "devlint" / "verify" / "child" / "emulation"
 OUTPUT = EMULATION / "names_table.py"
@@ -219,23 +222,6 @@ def _is_non_torch(node: ast.expr, aliases: dict[str, str]) -> bool:
 
 def _private(dotted: str) -> bool:
     return any(part.startswith("_") and not (part.startswith("__") and part.endswith("__")) for part in dotted.split("."))
-
-
-def exists(dotted: str) -> bool:
-    """Whether the running torch has ``dotted`` (modules are imported on the way, as code does)."""
-    parts = dotted.split(".")
-    found: object = importlib.import_module(parts[0])
-    for index, part in enumerate(parts[1:], start=1):
-        if isinstance(found, ModuleType) and not hasattr(found, part):
-            try:
-                found = importlib.import_module(".".join(parts[: index + 1]))
-                continue
-            except ImportError:
-                return False
-        if not hasattr(found, part):
-            return False
-        found = getattr(found, part)
-    return True
 
 
 def _load_table() -> ModuleType | None:
