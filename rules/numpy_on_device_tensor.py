@@ -30,7 +30,8 @@ class NumpyOnDeviceTensor(FlowRule):
         "Safe: inserts `.cpu()` before `.numpy()`; on a CPU tensor `.cpu()` returns the tensor "
         "itself. A value is on the device when it was moved there in the same function "
         "(`.to(device)`, `.cuda()`), created there (`device=device`), computed from such a value, "
-        "or returned by a module that was moved."
+        "returned by a module that was moved, or joined (`torch.cat`, `torch.stack`) from a list "
+        "that such values were appended to."
     )
     triggers = ("numpy",)
 
@@ -51,6 +52,10 @@ class NumpyOnDeviceTensor(FlowRule):
         HEAD + DEVICE + "x = torch.randn(3).to(device)\nx = x.cpu()\nprint(x.numpy())\n",
         # a parameter: where it lives is not known here
         HEAD + "def to_array(t):\n    return t.detach().numpy()\n",
+        # results gathered on the host before they are joined, or host tensors gathered
+        HEAD + DEVICE + "model = Net().to(device)\npreds = []\nfor x in batches:\n"
+        "    preds.append(model(x.to(device)).argmax(1).cpu())\n    seen = []\n    seen.append(torch.ones(2))\n"
+        "labels = torch.cat(preds).numpy()\nshown = torch.stack(seen).numpy()\n",
     )
     INVALID = (
         Invalid(
@@ -72,6 +77,16 @@ class NumpyOnDeviceTensor(FlowRule):
         Invalid(
             HEAD + "net.cuda()\nscores = torch.softmax(net(batch), dim=1)\nout = (scores * 100).numpy()\n",
             HEAD + "net.cuda()\nscores = torch.softmax(net(batch), dim=1)\nout = (scores * 100).cpu().numpy()\n",
+        ),
+        # device results gathered in a list, then joined: the join is on the device too
+        Invalid(
+            HEAD + DEVICE + "model = Net().to(device)\npreds = []\nfor x in batches:\n"
+            "    preds.append(model(x.to(device)).argmax(1))\nlabels = torch.cat(preds).numpy()\n"
+            "first = torch.stack(preds)[0].numpy()\n",
+            HEAD + DEVICE + "model = Net().to(device)\npreds = []\nfor x in batches:\n"
+            "    preds.append(model(x.to(device)).argmax(1))\nlabels = torch.cat(preds).cpu().numpy()\n"
+            "first = torch.stack(preds)[0].cpu().numpy()\n",
+            count=2,
         ),
         # two reads, one finding each
         Invalid(

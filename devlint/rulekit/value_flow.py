@@ -444,6 +444,18 @@ class Flow:
         if moves and isinstance(receiver, cst.Name) and self._call_value(statement) is DEVICE:
             self._set(receiver.value, MOVED_MODULE)
 
+    def gathered(self, statement: cst.BaseExpression) -> None:
+        """``results.append(value)`` as a statement, ``value`` on the device: the list now holds a
+        device tensor, and what joins it (``torch.cat(results)``, ``torch.stack``) or indexes it is
+        on the device too. A host value appended leaves what is known as it was."""
+        if not isinstance(statement, cst.Call) or not isinstance(statement.func, cst.Attribute):
+            return
+        receiver, method = statement.func.value, statement.func.attr.value
+        if method != "append" or not isinstance(receiver, cst.Name) or len(statement.args) != 1:
+            return
+        if self._binding(receiver.value) is not None and self._device(statement.args[0].value) is DEVICE:
+            self._set(receiver.value, DEVICE)
+
     def synchronized(self) -> None:
         """A host synchronize: every copy in flight has landed."""
         if not self.pending_count:
@@ -521,3 +533,4 @@ class FlowRule(Rule):
 
     def leave_Expr(self, node: cst.Expr) -> None:
         self.flow.moved_in_place(node.value)
+        self.flow.gathered(node.value)
