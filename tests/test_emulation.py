@@ -176,6 +176,23 @@ def _default_device() -> Any:
         _reset_default_device()
 
 
+def _cpu_default_device() -> tuple:
+    # pyro's conftest: set_default_device("cpu") on a GPU machine. torch's device context gives
+    # as_tensor / asarray / tensor the CPU, so a CUDA tensor passed to them is copied there, and
+    # mixing the copy with the original fails naming the CUDA device first.
+    x = torch.ones(2, device="cuda")
+    torch.set_default_device("cpu")
+    try:
+        copies = torch.as_tensor(x), torch.asarray(x), torch.tensor([1.0])
+        try:
+            mixed = str(x + copies[0])
+        except RuntimeError as error:
+            mixed = str(error)
+        return tuple(str(c.device) for c in copies) + (str(torch.ones(1).device), str(x.device), mixed)
+    finally:
+        _reset_default_device()
+
+
 def _reset_default_device() -> None:
     """``torch.set_default_device(None)``, the documented reset, leaving the thread as a fresh one.
     The reset stores None in torch._GLOBAL_DEVICE_CONTEXT.device_context, and torch 2.4's
@@ -847,6 +864,10 @@ CASES: dict[str, Case] = {
     # torch.get_default_device() knows only set_default_device: "cpu" on a GPU too.
     "set_default_tensor_type": Case(_default_tensor_type, ("cuda:0", torch.float64, "cpu")),
     "set_default_device": Case(_default_device, ("cuda:0", "cpu", "cuda:0")),
+    "a CPU default device": Case(
+        _cpu_default_device,
+        ("cpu", "cpu", "cpu", "cpu", "cuda:0", "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"),
+    ),
     "with torch.device('cuda')": Case(_device_context, ("cuda:0", "cpu")),
     "default device per thread, default tensor type per process": Case(_defaults_in_threads, ("cpu", "cuda:0")),
     "Module.cuda(): parameters, buffers, gradients, Adam state": Case(

@@ -283,7 +283,15 @@ class Dispatcher:
             self.machine.use(index)
             kwargs["device"] = "cpu"
             return "cuda"
-        if func in _device_constructors() and self._default_is_cuda():
+        if func not in _device_constructors():
+            return None
+        current = self._default_device()
+        if current is not None and cuda_index(current) is False:
+            # torch's device context gives these `device=` its default (torch/utils/_device.py):
+            # `torch.as_tensor(gpu_tensor)` under set_default_device("cpu") copies to the CPU
+            kwargs["device"] = current
+            return "other"
+        if self._default_is_cuda():
             self.machine.use()
             kwargs["device"] = "cpu"
             return "cuda"
@@ -340,11 +348,14 @@ class Dispatcher:
         CUDA_VISIBLE_DEVICES: the program may still be about to set it. The default device is the
         calling thread's (`set_default_device` pushes a mode on that thread's stack only; another
         thread makes CPU tensors); the default tensor type is the whole process's."""
-        current = next(
-            (mode.device for mode in _get_current_function_mode_stack() if isinstance(mode, DeviceContext)), None
-        )
+        current = self._default_device()
         wanted = cuda_index(current) is not False if current is not None else self._legacy_default()
         return wanted and self.machine.emulates_build
+
+    @staticmethod
+    def _default_device() -> Any:
+        """The calling thread's default device (`torch.set_default_device`), None where unset."""
+        return next((mode.device for mode in _get_current_function_mode_stack() if isinstance(mode, DeviceContext)), None)
 
     def _check_devices(self, name: str, args: tuple, tensors: list[torch.Tensor]) -> None:
         if name in _CROSS_DEVICE or name in _HOST_ARGUMENTS:
