@@ -176,6 +176,17 @@ def _default_device() -> Any:
         _reset_default_device()
 
 
+def _mixed_operands() -> tuple:
+    # CUDA's kernels name the GPU first whatever the order of the operands
+    found = []
+    for left, right in ((torch.ones(2), torch.ones(2, device="cuda")), (torch.ones(2, device="cuda"), torch.ones(2))):
+        try:
+            left + right
+        except RuntimeError as error:
+            found.append(str(error).rsplit(", ", 1)[-1])
+    return tuple(found)
+
+
 def _cpu_default_device() -> tuple:
     # pyro's conftest: set_default_device("cpu") on a GPU machine. torch's device context gives
     # as_tensor / asarray / tensor the CPU, so a CUDA tensor passed to them is copied there, and
@@ -864,6 +875,7 @@ CASES: dict[str, Case] = {
     # torch.get_default_device() knows only set_default_device: "cpu" on a GPU too.
     "set_default_tensor_type": Case(_default_tensor_type, ("cuda:0", torch.float64, "cpu")),
     "set_default_device": Case(_default_device, ("cuda:0", "cpu", "cuda:0")),
+    "the device-mix message names the GPU first": Case(_mixed_operands, ("cuda:0 and cpu!", "cuda:0 and cpu!")),
     "a CPU default device": Case(
         _cpu_default_device,
         ("cpu", "cpu", "cpu", "cpu", "cuda:0", "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"),
@@ -931,8 +943,9 @@ CASES: dict[str, Case] = {
     ),
     "torch.Generator(device='cuda')": Case(
         _cuda_generator,
-        ("cuda:0", True, "cuda:0", True),
-        on_gpu=("cuda:0", True, "cuda:0", False),
+        # CUDA's generator keeps the index it was given: none (seen on an H200, torch 2.11)
+        ("cuda", True, "cuda:0", True),
+        on_gpu=("cuda", True, "cuda:0", False),
         reason="emulated CUDA generators are CPU generators",
     ),
     "CUDA_VISIBLE_DEVICES unset": Case(_visible, (True, 1), set_visible=True),

@@ -124,6 +124,7 @@ class DeviceRandom:
 def generator_class(machine: Any) -> type:
     """``torch.Generator`` under emulation: ``torch.Generator(device="cuda")`` makes a generator of
     the emulated device (a CPU generator inside, so the CPU kernels can draw from it, that says
+    ``cuda``, or ``cuda:N`` when made with an index, as CUDA's does; the default generator says
     ``cuda:0``); every other generator is torch's own. ``isinstance(g, torch.Generator)`` holds
     for both."""
     original = torch.Generator
@@ -138,7 +139,10 @@ def generator_class(machine: Any) -> type:
             if index is False or not machine.emulates_build:
                 return original(device)
             machine.use(index if isinstance(index, int) else None)
-            return original.__new__(cls, "cpu")
+            made = original.__new__(cls, "cpu")
+            # CUDA's generator keeps the index it was given: `cuda` when none, as on a GPU
+            made._devlint_device = torch.device("cuda") if index is None else torch.device("cuda", index)
+            return made
 
         @classmethod
         def device_default(cls) -> Any:
@@ -147,7 +151,7 @@ def generator_class(machine: Any) -> type:
 
         @property
         def device(self) -> torch.device:  # type: ignore[override]
-            return CUDA0
+            return getattr(self, "_devlint_device", CUDA0)
 
     Generator.__module__ = "torch"
     return Generator
