@@ -800,6 +800,30 @@ class _Twice(torch.autograd.Function):
         return grad * 2
 
 
+class _SavesItsOutput(torch.autograd.Function):
+    """Saves its output and its input: the output is kept as data and rebuilt when unpacked."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        y = x.exp()
+        ctx.save_for_backward(y, x)
+        return y
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        y, x = ctx.saved_tensors
+        _SavesItsOutput.seen = (str(y.device), str(x.device))
+        return grad * y
+
+
+def _saved_outputs_in_custom_backward() -> Any:
+    # pyro's Beta/Dirichlet rsample and linear_operator's solve: a saved output is used with the
+    # gradient, on the device
+    x = torch.zeros(2, device="cuda", requires_grad=True)
+    _SavesItsOutput.apply(x).sum().backward()
+    return _SavesItsOutput.seen, str(x.grad.device), x.grad.tolist()
+
+
 def _gradients_in_custom_backward_and_hooks() -> Any:
     x = torch.ones(2, 3, device="cuda", requires_grad=True)
     _Twice.apply(x).sum().backward()
@@ -875,6 +899,9 @@ CASES: dict[str, Case] = {
     # torch.get_default_device() knows only set_default_device: "cpu" on a GPU too.
     "set_default_tensor_type": Case(_default_tensor_type, ("cuda:0", torch.float64, "cpu")),
     "set_default_device": Case(_default_device, ("cuda:0", "cpu", "cuda:0")),
+    "a custom Function's saved output": Case(
+        _saved_outputs_in_custom_backward, (("cuda:0", "cuda:0"), "cuda:0", [1.0, 1.0])
+    ),
     "the device-mix message names the GPU first": Case(_mixed_operands, ("cuda:0 and cpu!", "cuda:0 and cpu!")),
     "a CPU default device": Case(
         _cpu_default_device,

@@ -97,6 +97,7 @@ class Emulation:
         self._install_variable()
         self._install_parameter()
         self._install_custom_functions()
+        self._install_saved_tensors()
         self._install_module_backward_hooks()
         self._install_record_stream()
         self._mode.__enter__()
@@ -209,6 +210,35 @@ class Emulation:
 
         self._patches.set(function.Function, "apply", classmethod(apply))
         self._patches.set(function.BackwardCFunction, "apply", backward)
+
+    def _install_saved_tensors(self) -> None:
+        """``ctx.saved_tensors`` of a custom ``autograd.Function``: a tensor saved with
+        ``save_for_backward`` that is also an output is kept as its data and rebuilt when
+        unpacked, a plain CPU tensor inside; on a GPU it comes back on the device, as it was
+        saved. ``save_for_backward`` notes which were on the device; reading them gives those the
+        device back (the others come back as saved)."""
+        function = torch.autograd.function
+        original_save = function.FunctionCtx.save_for_backward
+        # the C property of the backward node (torch._C._FunctionBase's), found on its base class
+        saved = inspect.getattr_static(function.BackwardCFunction, "saved_tensors")
+        dispatcher = self.dispatcher
+
+        def save_for_backward(ctx: Any, *tensors: Any) -> None:
+            ctx._devlint_saved_on_device = tuple(dispatcher.is_emulated(t) for t in tensors)
+            original_save(ctx, *tensors)
+
+        def saved_tensors(ctx: Any) -> Any:
+            found = saved.__get__(ctx)
+            on_device = getattr(ctx, "_devlint_saved_on_device", ())
+            if not any(on_device):
+                return found
+            return tuple(
+                dispatcher.wrap(t) if index < len(on_device) and on_device[index] and isinstance(t, torch.Tensor) else t
+                for index, t in enumerate(found)
+            )
+
+        self._patches.set(function.FunctionCtx, "save_for_backward", save_for_backward)
+        self._patches.set(function.BackwardCFunction, "saved_tensors", property(saved_tensors))
 
     def _install_module_backward_hooks(self) -> None:
         """``register_full_backward_hook`` and ``register_full_backward_pre_hook``: the hooks
