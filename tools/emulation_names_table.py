@@ -21,15 +21,13 @@ from __future__ import annotations
 
 import argparse
 import ast
-import importlib
-import importlib.util
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from torch_releases import exists  # noqa: E402 - one way to ask a release for a name
+from torch_releases import differs, exists, load_generated  # noqa: E402 - one way to observe a release
 
 ROOT = Path(__file__).resolve().parent.parent
 EMULATION = ROOT / "devlint" / "verify" / "child" / "emulation"
@@ -224,16 +222,6 @@ def _private(dotted: str) -> bool:
     return any(part.startswith("_") and not (part.startswith("__") and part.endswith("__")) for part in dotted.split("."))
 
 
-def _load_table() -> ModuleType | None:
-    if not OUTPUT.exists():
-        return None
-    spec = importlib.util.spec_from_file_location("_emulation_names_table", OUTPUT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def observations(table: ModuleType | None) -> dict[Release, set[str]]:
     """The names each introspected release has, read back from the table (a name is present from
     its first release through its last, as render checks when it writes them)."""
@@ -293,7 +281,7 @@ def main() -> int:
 
     release: Release = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2])  # type: ignore[assignment]
     names = sorted(collect_names())
-    table = _load_table()
+    table = load_generated(OUTPUT)
     seen = observations(table)
     if table is not None and set(table.FIRST) != set(names):
         # Other releases were never asked about the new names: their answers would be guesses.
@@ -302,8 +290,7 @@ def main() -> int:
     seen[release] = {name for name in names if exists(name)}
     text = render(seen, names)
     if options.check:
-        current = OUTPUT.read_text(encoding="utf-8") if OUTPUT.exists() else ""
-        if current != text:
+        if differs(OUTPUT, text):
             print(f"{OUTPUT.relative_to(ROOT)} is out of date for torch {torch.__version__}", file=sys.stderr)
             return 1
         return 0

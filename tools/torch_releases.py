@@ -172,13 +172,24 @@ def exists(dotted: str) -> bool:
 
 
 def load() -> ModuleType | None:
-    if not OBSERVED.exists():
+    return load_generated(OBSERVED)
+
+
+def load_generated(path: Path) -> ModuleType | None:
+    """A generated table (plain data), loaded from its file without importing devlint; None
+    where it is not written yet."""
+    if not path.exists():
         return None
-    spec = importlib.util.spec_from_file_location("_observed_releases", OBSERVED)
+    spec = importlib.util.spec_from_file_location(f"_{path.stem}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def differs(path: Path, text: str) -> bool:
+    """``--check``: whether the generated file at ``path`` is not ``text`` (a missing one is)."""
+    return (path.read_text(encoding="utf-8") if path.exists() else "") != text
 
 
 def merge(old: Seen, release: Release, asked: Iterable[str], having: set[str], complete: bool) -> Seen:
@@ -291,8 +302,7 @@ def main() -> int:
     options = parser.parse_args()
     text = observe()
     if options.check or not options.observe:
-        current = OBSERVED.read_text(encoding="utf-8") if OBSERVED.exists() else ""
-        if current != text:
+        if differs(OBSERVED, text):
             print(f"{OBSERVED.relative_to(ROOT)} differs from what torch {running_release()[1]} answers", file=sys.stderr)
             return 1
         return 0

@@ -20,6 +20,7 @@ import os
 import subprocess
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from devlint.findings import Finding
@@ -41,9 +42,13 @@ class DiffBase:
     ref: str
     files: tuple[tuple[str, str | None], ...]
 
+    @cached_property
+    def _by_path(self) -> dict[str, str | None]:
+        return dict(self.files)
+
     def base_of(self, filename: str) -> str | None:
         """The text of ``filename`` at the merge base; None for a new file; ``UNCHANGED``."""
-        return dict(self.files).get(os.path.realpath(filename), UNCHANGED)
+        return self._by_path.get(os.path.realpath(filename), UNCHANGED)
 
     def keep(self, filename: str, text: str, findings: list[Finding]) -> list[Finding]:
         """The findings of a file (a Python text, or a notebook's joined program) on the lines
