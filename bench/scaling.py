@@ -27,18 +27,41 @@ from devlint.engine.lint import lint_text  # noqa: E402
 from devlint.registry import all_rules  # noqa: E402
 
 
-def _check_seconds(path: Path) -> float:
+def check_seconds(path: Path, env: dict[str, str] | None = None) -> float:
     """CPU seconds of `devlint check --no-cache --jobs 1 PATH` (the child's user + system time)."""
     before = os.times()
-    subprocess.run([sys.executable, "-m", "devlint", "check", "--no-cache", "--jobs", "1", str(path)], capture_output=True, check=False)
+    command = [sys.executable, "-m", "devlint", "check", "--no-cache", "--jobs", "1", str(path)]
+    subprocess.run(command, capture_output=True, check=False, env=env)
     after = os.times()
     return (after.children_user - before.children_user) + (after.children_system - before.children_system)
 
 
-def _parse_seconds(path: Path) -> float:
+def parse_seconds(path: Path) -> float:
+    """CPU seconds of LibCST parsing the file whole, in a process of its own."""
     code = "import libcst, sys, time; t = time.process_time(); libcst.parse_module(open(sys.argv[1], 'rb').read()); print(time.process_time() - t)"
     done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
     return float(done.stdout)
+
+
+def synthetic_growth(blocks: int, env: dict[str, str] | None = None) -> list[tuple[str, float, float, int, int]]:
+    """For module-level and function-level blocks of every rule's INVALID examples: check CPU
+    seconds and Python calls at N and at 4N blocks, as (shape, seconds N, seconds 4N, calls N,
+    calls 4N)."""
+    rules = all_rules()
+    rows = []
+    for shape in ("module", "function"):
+        block = _block(rules, shape)
+        with tempfile.TemporaryDirectory() as folder:
+            seconds = []
+            calls = []
+            for n in (blocks, 4 * blocks):
+                text = "\n".join([block] * n)
+                path = Path(folder) / f"generated_{n}.py"
+                path.write_text(text)
+                seconds.append(check_seconds(path, env))
+                calls.append(_calls(lambda: lint_text(text, str(path), rules)))
+        rows.append((shape, seconds[0], seconds[1], calls[0], calls[1]))
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,23 +74,12 @@ def main(argv: list[str] | None = None) -> int:
     worst = args.worst or Path(torch.__file__).parent / "testing/_internal/distributed/distributed_test.py"
     print(f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores\n")
     print("| measure | N | 4N | ratio (target) |\n|---|---|---|---|")
-    rules = all_rules()
-    for shape in ("module", "function"):
-        block = _block(rules, shape)
-        with tempfile.TemporaryDirectory() as folder:
-            seconds = []
-            calls = []
-            for n in (args.blocks, 4 * args.blocks):
-                text = "\n".join([block] * n)
-                path = Path(folder) / f"generated_{n}.py"
-                path.write_text(text)
-                seconds.append(_check_seconds(path))
-                calls.append(_calls(lambda: lint_text(text, str(path), rules)))
-            print(f"| {shape}-level blocks: check CPU s | {seconds[0]:.2f} | {seconds[1]:.2f} | {seconds[1] / seconds[0]:.2f}x (<= 5x) |")
-            print(f"| {shape}-level blocks: Python calls | {calls[0]:,} | {calls[1]:,} | {calls[1] / calls[0]:.2f}x (<= 4.5x) |")
+    for shape, seconds_n, seconds_4n, calls_n, calls_4n in synthetic_growth(args.blocks):
+        print(f"| {shape}-level blocks: check CPU s | {seconds_n:.2f} | {seconds_4n:.2f} | {seconds_4n / seconds_n:.2f}x (<= 5x) |")
+        print(f"| {shape}-level blocks: Python calls | {calls_n:,} | {calls_4n:,} | {calls_4n / calls_n:.2f}x (<= 4.5x) |")
     started = time.perf_counter()
-    check, parse = _check_seconds(worst), _parse_seconds(worst)
-    print(f"\n| worst file | check CPU s | its LibCST parse s | ratio (target <= 3x) |\n|---|---|---|---|")
+    check, parse = check_seconds(worst), parse_seconds(worst)
+    print("\n| worst file | check CPU s | its LibCST parse s | ratio (target <= 3x) |\n|---|---|---|---|")
     print(f"| {worst.name} ({worst.stat().st_size // 1024} KB) | {check:.2f} | {parse:.2f} | {check / parse:.2f}x |")
     print(f"\n({time.perf_counter() - started:.0f} s for the worst file)")
     return 0
