@@ -123,6 +123,13 @@ CODE_BASES: tuple[CodeBase, ...] = (
     # benchmarks (timing events, device queries).
     CodeBase("moco-v3", _github("facebookresearch/moco-v3"), "c349e6e24f40d3fedb22d973f92defa4cedf37a7"),
     CodeBase("flash-attention", _github("Dao-AILab/flash-attention"), "0251105a2fb19d2957484b7f023cd8c115286ced"),
+    # Issue 31's fresh judged sample: CUDA-first research code devlint had not been run on (self-
+    # supervised training with DDP and `.cuda(args.gpu)`, GANs, OCR, speech).
+    CodeBase("dino", _github("facebookresearch/dino"), "7c446df5b9f45747937fb0d72314eb9f7b66930a"),
+    CodeBase("barlowtwins", _github("facebookresearch/barlowtwins"), "8e8d284ca0bc02f88b92328e53f9b901e86b4a3c"),
+    CodeBase("spade", _github("NVlabs/SPADE"), "fecacc920c1367a038995c45a39c15f6521ca64f"),
+    CodeBase("text-recognition", _github("clovaai/deep-text-recognition-benchmark"), "e2117f2fb882b3c6085030500a260c113be27a63"),
+    CodeBase("deepspeech", _github("SeanNaren/deepspeech.pytorch"), "b88a631ef6b96553e16bbaa5bd6a621435bed278"),
 )
 
 # What devlint reads in a tree: the code and the files that steer its walk.
