@@ -169,6 +169,23 @@ def test_a_comparison_that_differs_asks_for_its_reference_again_and_then_sets_th
     assert steady.unsteady == set()
 
 
+def test_emulation_that_differs_from_the_gpu_runs_nothing_again_and_shows_its_lines() -> None:
+    """The emulation column's differences are the GPU's own (its random numbers): running the
+    original on the GPU again would learn nothing."""
+    gpu = Probe("2.x", cuda=True, gpu="a GPU")
+    runs = {run.name: _record(run.name, emulated=run.emulated) for run in plan(True)}
+    for name in ("original", "cuda"):
+        runs[name] = _record(name, emulated=False, stdout="noise 0.25\n")
+    for name in ("cpu", "emulated_original", "emulated_cuda"):
+        runs[name] = _record(name, stdout="noise 0.75\n")
+    judge = Judge(0, _program(), runs, {}, gpu, Tolerance())
+    cells = judge.row().cells
+    assert cells["cuda"].text() == "pass (= original; stdout)" and cells["cpu"].text() == "pass (= original; stdout)"
+    assert cells["emulation"].text() == "differs (stdout differs at line 1)"
+    assert cells["emulation"].differing_lines[-2:] == ("-noise 0.25", "+noise 0.75")
+    assert judge.unsteady == set()
+
+
 def test_every_differs_cell_shows_its_differing_lines_in_each_format() -> None:
     runs = {run.name: _record(run.name) for run in plan(False)}
     runs["original"] = _record("original", stdout="loss 0.5\namp True\n")
