@@ -112,7 +112,13 @@ def _add_host_random_twins(session: Session, programs: list[Program], runs: list
 
 
 def _learn_noise(
-    session: Session, programs: list[Program], runs: list[dict[str, RunRecord]], wanted: dict[int, set[str]], gpu: bool, jobs: int
+    session: Session,
+    programs: list[Program],
+    runs: list[dict[str, RunRecord]],
+    wanted: dict[int, set[str]],
+    gpu: bool,
+    tolerance: Tolerance,
+    jobs: int,
 ) -> dict[int, dict[str, Noise]]:
     """Each reference in ``wanted`` (by program index) run once more, exactly as before, and what
     its two runs printed differently (noise.py). Only references some comparison found differing
@@ -123,7 +129,7 @@ def _learn_noise(
         name = run.name.removesuffix(AGAIN)
         first = runs[index][name]
         if record.ok:
-            found[index][name] = learn(lines(first.stdout), lines(record.stdout))
+            found[index][name] = learn(lines(first.stdout), lines(record.stdout), tolerance.rtol, tolerance.atol)
         else:
             found[index][name] = Noise(unmatched=f"the reference's second run did not finish ({record.outcome})")
     return found
@@ -152,7 +158,7 @@ def verify_programs(
             rows = [judge.row() for judge in judges]
             unsteady = {i: judge.unsteady for i, judge in enumerate(judges) if judge.unsteady}
             if unsteady:
-                noise = _learn_noise(session, programs, runs, unsteady, probe.cuda, jobs)
+                noise = _learn_noise(session, programs, runs, unsteady, probe.cuda, tolerance, jobs)
                 for i, learned in noise.items():
                     rows[i] = Judge(i, programs[i], runs[i], answers, probe, tolerance, learned).row()
         finally:
