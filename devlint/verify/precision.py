@@ -38,6 +38,8 @@ class Precision:
     dtype: str | None
     rtol: float | None
     atol: float | None
+    # Why, for the detail: how the two runs computed.
+    why: str = ""
 
     def said(self) -> str:
         return f"compared at {self.dtype} tolerance" if self.dtype else ""
@@ -46,10 +48,7 @@ class Precision:
         """The tolerance spelled out, for a verdict's detail."""
         if self.dtype is None:
             return ""
-        return (
-            f"compared at {self.dtype} tolerance (one run computed under {self.dtype} autocast, the other did not "
-            f"or on other hardware): |a - e| <= {self.atol:.3g} + {self.rtol:.3g} * |e|"
-        )
+        return f"compared at {self.dtype} tolerance ({self.why}): |a - e| <= {self.atol:.3g} + {self.rtol:.3g} * |e|"
 
 
 def precision(actual: RunRecord, expected: RunRecord, rtol: float | None, atol: float | None) -> Precision:
@@ -62,4 +61,15 @@ def precision(actual: RunRecord, expected: RunRecord, rtol: float | None, atol: 
     dtypes = {entry.partition(":")[2] for entry in used}
     dtype = "bfloat16" if "bfloat16" in dtypes else "float16"
     unit = EPSILON[dtype]
-    return Precision(dtype, max(UNITS * unit, rtol or 0.0), max(unit, atol or 0.0))
+    if actual.autocast == expected.autocast:
+        why = f"both under {_named(actual.autocast)}, one on the GPU and one emulated: their kernels round otherwise"
+    else:
+        why = f"{_named(actual.autocast)} against {_named(expected.autocast)}"
+    return Precision(dtype, max(UNITS * unit, rtol or 0.0), max(unit, atol or 0.0), why)
+
+
+def _named(autocast: frozenset[str]) -> str:
+    """``cuda:float16`` -> ``float16 autocast on cuda``; nothing -> ``float32``."""
+    if not autocast:
+        return "float32"
+    return " and ".join(f"{dtype} autocast on {device}" for device, _, dtype in (e.partition(":") for e in sorted(autocast)))
