@@ -15,10 +15,12 @@ from typing import TextIO
 from devlint.findings import FileError
 from devlint.run.config import ConfigError, Overrides, Resolver
 from devlint.verify.environment import base_environment, run_environment, torch_root
+from devlint.verify.noise import Noise, learn
 from devlint.verify.report import Report, write_full, write_json
 from devlint.verify.runners import SubprocessRunner, hidden_gpu_runner
-from devlint.verify.session import HOST_TWINS, Probe, ProbeError, RunRecord, Session, plan
+from devlint.verify.session import AGAIN, HOST_TWINS, Probe, ProbeError, RunRecord, Session, again, plan
 from devlint.verify.targets import DEFAULT_TARGET, Program, discover, prepare
+from devlint.verify.textcompare import lines
 from devlint.verify.verdict import RANDOM_NOTE, Judge, Row, Tolerance, pairs
 
 EXIT_OK, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
@@ -109,10 +111,36 @@ def _add_host_random_twins(session: Session, programs: list[Program], runs: list
             runs[index].update(found)
 
 
+def _learn_noise(
+    session: Session,
+    programs: list[Program],
+    runs: list[dict[str, RunRecord]],
+    wanted: dict[int, set[str]],
+    gpu: bool,
+    tolerance: Tolerance,
+    jobs: int,
+) -> dict[int, dict[str, Noise]]:
+    """Each reference in ``wanted`` (by program index) run once more, exactly as before, and what
+    its two runs printed differently (noise.py). Only references some comparison found differing
+    are run again: a program whose output agrees costs no extra run."""
+    work = [(index, programs[index], again(name, gpu)) for index, names in wanted.items() for name in sorted(names)]
+    found: dict[int, dict[str, Noise]] = {index: {} for index in wanted}
+    for (index, _, run), record in zip(work, session.run_each(work, jobs)):
+        name = run.name.removesuffix(AGAIN)
+        first = runs[index][name]
+        if record.ok:
+            found[index][name] = learn(lines(first.stdout), lines(record.stdout), tolerance.rtol, tolerance.atol)
+        else:
+            found[index][name] = Noise(unmatched=f"the reference's second run did not finish ({record.outcome})")
+    return found
+
+
 def verify_programs(
     programs: list[Program], torch_at: Path, tolerance: Tolerance, timeout: float, jobs: int
 ) -> tuple[Probe, list[Row]]:
-    """Probe the machine, run every program in every run of the plan, compare, judge."""
+    """Probe the machine, run every program in every run of the plan, compare, judge; where
+    printed output differs, run its reference again to learn what varies by itself, and judge
+    once more with that set aside."""
     with tempfile.TemporaryDirectory(prefix="devlint-verify-") as temp:
         root = Path(temp)
         env = base_environment(torch_at=torch_at)
@@ -124,9 +152,15 @@ def verify_programs(
             probe = session.probe()
             runs = session.run_programs(programs, plan(probe.cuda), jobs)
             _add_host_random_twins(session, programs, runs, jobs)
-            wanted = [pair for index, found in enumerate(runs) for pair in pairs(index, found, probe.cuda)]
-            answers = session.compare(wanted, tolerance.rtol, tolerance.atol)
+            wanted = [pair for index, found in enumerate(runs) for pair in pairs(index, found, probe.cuda, tolerance)]
+            answers = session.compare(wanted)
+            judges = [Judge(i, program, runs[i], answers, probe, tolerance) for i, program in enumerate(programs)]
+            rows = [judge.row() for judge in judges]
+            unsteady = {i: judge.unsteady for i, judge in enumerate(judges) if judge.unsteady}
+            if unsteady:
+                noise = _learn_noise(session, programs, runs, unsteady, probe.cuda, tolerance, jobs)
+                for i, learned in noise.items():
+                    rows[i] = Judge(i, programs[i], runs[i], answers, probe, tolerance, learned).row()
         finally:
             hidden.close()
-    rows = [Judge(i, program, runs[i], answers, probe, tolerance).row() for i, program in enumerate(programs)]
     return probe, rows

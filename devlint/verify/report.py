@@ -1,4 +1,9 @@
-"""The verify report: a table with one row per program and one column per run, or the same as JSON."""
+"""The verify report: a table with one row per program and one column per run, or the same as JSON.
+
+Below the table, every FAIL and every cell whose printed output differs (a FAIL, an emulation that
+differs from the GPU, a pass whose CPU output differs by design) is spelled out with its detail and
+its first differing lines; the JSON carries the same lines in ``differing_lines``.
+"""
 
 from __future__ import annotations
 
@@ -61,6 +66,7 @@ def write_json(report: Report, out: TextIO) -> None:
                         "detail": cell.detail or None,
                         "emulated": cell.emulated,
                         "compared_with": cell.compared_with,
+                        "differing_lines": list(cell.differing_lines) or None,
                         "cell": cell.text(),
                     }
                     for mode, cell in row.cells.items()
@@ -100,10 +106,10 @@ def write_full(report: Report, out: TextIO) -> None:
     for row in report.rows:
         for mode in report.columns:
             cell = row.cells[mode]
-            if cell.status in (FAIL, DIFFERS):
+            if cell.status in (FAIL, DIFFERS) or cell.differing_lines:
                 style = _STYLES[cell.status]
                 console.print(Text(f"{row.program.display} [{mode}] {cell.status}: {cell.reason}", style=style))
-                for line in (cell.detail or "").splitlines():
+                for line in [*(cell.detail or "").splitlines(), *cell.differing_lines]:
                     console.print(Text(f"    {line}"))
     counts = report.counts()
     summary = (

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,11 @@ class RunRecord:
     def notes(self) -> list[str]:
         return list((self.status or {}).get("notes") or [])
 
+    @property
+    def autocast(self) -> frozenset[str]:
+        """The reduced-precision autocast it entered: ``cuda:float16``, ``cpu:bfloat16``."""
+        return frozenset((self.status or {}).get("autocast") or ())
+
     def stderr_tail(self) -> str:
         return self.stderr[-STDERR_TAIL:].strip()
 
@@ -128,13 +133,27 @@ def plan(gpu: bool) -> list[Run]:
     ]
 
 
+# A run once more, exactly as before: what differs between the two is noise (noise.py).
+AGAIN = "_again"
+
+
+def again(name: str, gpu: bool) -> Run:
+    """The run called ``name`` in this plan (or a host twin), once more under another name."""
+    known = {run.name: run for run in (*plan(gpu), *HOST_TWINS.values())}
+    return replace(known[name], name=name + AGAIN)
+
+
 @dataclass(frozen=True)
 class Pair:
-    """Compare the saved result of ``actual`` with that of ``expected``."""
+    """Compare the saved result of ``actual`` with that of ``expected``, within ``rtol``/``atol``
+    (None: the dtype's defaults); ``reduced``: float16 and bfloat16 tensors compared as float32."""
 
     id: str
     actual: Path
     expected: Path
+    rtol: float | None = None
+    atol: float | None = None
+    reduced: bool = False
 
 
 class ProbeError(RuntimeError):
@@ -165,22 +184,29 @@ class Session:
     def run_programs(self, programs: list[Program], runs: list[Run], jobs: int) -> list[dict[str, RunRecord]]:
         """Every program in every run."""
         work = [(index, program, run) for index, program in enumerate(programs) for run in runs]
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            records = list(pool.map(lambda item: self._run_program(*item), work))
         found: list[dict[str, RunRecord]] = [{} for _ in programs]
-        for (index, _, run), record in zip(work, records):
+        for (index, _, run), record in zip(work, self.run_each(work, jobs)):
             found[index][run.name] = record
         return found
 
-    def compare(self, pairs: list[Pair], rtol: float | None, atol: float | None) -> dict[str, dict[str, Any]]:
+    def run_each(self, work: list[tuple[int, Program, Run]], jobs: int) -> list[RunRecord]:
+        """Each (index, program, run), ``jobs`` at a time."""
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            return list(pool.map(lambda item: self._run_program(*item), work))
+
+    def compare(self, pairs: list[Pair]) -> dict[str, dict[str, Any]]:
         """Answers by pair id: ``{"mismatches": [...], "error": str | None}``."""
         if not pairs:
             return {}
         job = {
             "kind": "compare",
-            "pairs": [{"id": p.id, "actual": str(p.actual), "expected": str(p.expected)} for p in pairs],
-            "rtol": rtol,
-            "atol": atol,
+            "pairs": [
+                {
+                    "id": p.id, "actual": str(p.actual), "expected": str(p.expected),
+                    "rtol": p.rtol, "atol": p.atol, "reduced": p.reduced,
+                }  # fmt: skip
+                for p in pairs
+            ],
         }
         record = self._start(self.root / "compare", job, "hidden", limit=SERVICE_TIMEOUT)
         if record.ok and record.status is not None:

@@ -9,6 +9,11 @@ An integer never equals a decimal (``1`` vs ``1.``): that is a change of type, n
 Asked to (``ignore_devices``), device names are set aside too: ``cuda``, ``cuda:0``, ``cpu``,
 ``device(type='cuda', index=0)``, ``torch.cuda.FloatTensor``: what a program prints about its
 own device differs between a CPU and a GPU run by design.
+
+Lines are compared by position, every one of them: a mismatch keeps the first few differing lines
+for the report (``excerpt``), not only the first. What varies between two runs of the same
+program (a timing, a date; see noise.py) is masked on both sides before the comparison, by a
+``Mask`` the caller gives.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import Protocol
 
 FLOAT32_RTOL = 1.3e-6
 FLOAT32_ATOL = 1e-5
@@ -26,6 +32,23 @@ _DEVICE_NAMES = (
     (re.compile(r"\b(?:cuda(?::\d+)?|cpu)\b"), "<device>"),
 )
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?\b(?:nan|inf)\b")
+# What a mismatch keeps for the report: this many differing lines, each cut to this many characters.
+SHOWN_LINES = 5
+_SHOWN_WIDTH = 200
+NO_LINE = "<no line>"
+
+
+class Mask(Protocol):
+    def mask(self, row: int, line: str) -> str:
+        """``line``, printed at ``row`` (0-based), with what varies from run to run replaced."""
+        ...
+
+
+@dataclass(frozen=True)
+class LineDifference:
+    line: int
+    actual: str
+    expected: str
 
 
 @dataclass(frozen=True)
@@ -34,32 +57,75 @@ class TextMismatch:
     actual: str
     expected: str
     max_abs_diff: float | None
+    # The first SHOWN_LINES differing lines (the first is the one above), and how many differ in all.
+    shown: tuple[LineDifference, ...] = ()
+    total: int = 1
 
     def describe(self) -> str:
         diff = "" if self.max_abs_diff is None else f" (largest absolute difference {self.max_abs_diff:.3g})"
         return f"stdout line {self.line}: {self.actual!r} vs {self.expected!r}{diff}"
 
+    def excerpt(self, actual_name: str, expected_name: str) -> list[str]:
+        """The differing lines as a unified diff shows them: ``-`` the reference, ``+`` the run."""
+        lines = [f"--- {expected_name}", f"+++ {actual_name}"]
+        for difference in self.shown or (LineDifference(self.line, self.actual, self.expected),):
+            lines.append(f"@@ line {difference.line} @@")
+            if difference.expected != NO_LINE:
+                lines.append(f"-{_cut(difference.expected)}")
+            if difference.actual != NO_LINE:
+                lines.append(f"+{_cut(difference.actual)}")
+        more = self.total - max(len(self.shown), 1)
+        if more > 0:
+            lines.append(f"({more} more differing line{'s' if more > 1 else ''})")
+        return lines
+
 
 def compare_text(
-    actual: str, expected: str, rtol: float | None = None, atol: float | None = None, ignore_devices: bool = False
+    actual: str,
+    expected: str,
+    rtol: float | None = None,
+    atol: float | None = None,
+    ignore_devices: bool = False,
+    mask: Mask | None = None,
 ) -> TextMismatch | None:
-    """The first line where ``actual`` differs from ``expected``, or None when they agree."""
+    """Where ``actual`` differs from ``expected`` (the first lines that do), or None when they agree."""
     rtol = FLOAT32_RTOL if rtol is None else rtol
     atol = FLOAT32_ATOL if atol is None else atol
-    ours, theirs = _lines(actual), _lines(expected)
-    if ignore_devices:
-        ours, theirs = [_without_devices(line) for line in ours], [_without_devices(line) for line in theirs]
+    ours, theirs = lines(actual), lines(expected)
+    shown: list[LineDifference] = []
+    first: tuple[int, float | None] | None = None
+    total = 0
     for row in range(max(len(ours), len(theirs))):
-        a = ours[row] if row < len(ours) else "<no line>"
-        e = theirs[row] if row < len(theirs) else "<no line>"
-        agree, diff = _same_line(a, e, rtol, atol)
-        if not agree:
-            return TextMismatch(row + 1, a, e, diff)
-    return None
+        a = ours[row] if row < len(ours) else NO_LINE
+        e = theirs[row] if row < len(theirs) else NO_LINE
+        agree, diff = _same_line(_prepared(row, a, mask, ignore_devices), _prepared(row, e, mask, ignore_devices), rtol, atol)
+        if agree:
+            continue
+        total += 1
+        first = first or (row, diff)
+        if len(shown) < SHOWN_LINES:
+            shown.append(LineDifference(row + 1, a, e))
+    if first is None:
+        return None
+    row, diff = first
+    return TextMismatch(row + 1, shown[0].actual, shown[0].expected, diff, tuple(shown), total)
 
 
-def _lines(text: str) -> list[str]:
+def lines(text: str) -> list[str]:
+    """The lines of printed output as they are compared (a tensor's ``, device=...`` left out)."""
     return _DEVICE.sub("", text.replace("\r\n", "\n")).rstrip("\n").split("\n") if text.strip() else []
+
+
+def _prepared(row: int, line: str, mask: Mask | None, ignore_devices: bool) -> str:
+    if line == NO_LINE:
+        return line
+    if mask is not None:
+        line = mask.mask(row, line)
+    return _without_devices(line) if ignore_devices else line
+
+
+def _cut(line: str) -> str:
+    return line if len(line) <= _SHOWN_WIDTH else line[: _SHOWN_WIDTH - 3] + "..."
 
 
 def _without_devices(line: str) -> str:
@@ -85,9 +151,25 @@ def _same_line(actual: str, expected: str, rtol: float, atol: float) -> tuple[bo
             continue
         diff = abs(a - e)
         largest = max(largest, diff) if not math.isnan(diff) else math.inf
-        if not (diff <= atol + rtol * abs(e) or diff <= max(_last_digit(a_text), _last_digit(e_text)) * (1 + 1e-9)):
+        if not numbers_agree(a_text, e_text, rtol, atol):
             agree = False
     return agree, (largest if not agree and largest else None)
+
+
+def numbers_agree(actual: str, expected: str, rtol: float = FLOAT32_RTOL, atol: float = FLOAT32_ATOL) -> bool:
+    """Two printed numbers of the same kind within ``|a - e| <= atol + rtol * |e|``, or one unit of
+    the last digit written apart."""
+    if _is_integer(actual) != _is_integer(expected):
+        return False
+    a, e = float(actual), float(expected)
+    if math.isnan(a) and math.isnan(e) or a == e:
+        return True
+    diff = abs(a - e)
+    return diff <= atol + rtol * abs(e) or diff <= max(_last_digit(actual), _last_digit(expected)) * (1 + 1e-9)
+
+
+def is_number(token: str) -> bool:
+    return _NUMBER.fullmatch(token) is not None
 
 
 def _is_integer(number: str) -> bool:

@@ -15,7 +15,10 @@ The columns (docs/verify.md, "The runs"):
   with the original on the GPU.
 
 A pass is never silent: a run with nothing to compare with says so in its cell, and so does a
-run that emulation cannot carry out (``n/a (not emulated: ...)``).
+run that emulation cannot carry out (``n/a (not emulated: ...)``). A comparison made at a reduced
+precision says so (``compared at float16 tolerance``, see precision.py), and so does one that set
+aside printed lines that vary from run to run (``2 varying lines set aside``, see noise.py). Every
+cell whose printed output differs keeps the first differing lines (``Cell.differing_lines``).
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from typing import Any
 
 from devlint.torchfacts.api_versions import names_in, newest
 
+from devlint.verify.noise import Noise
+from devlint.verify.precision import precision
 from devlint.verify.session import Pair, Probe, RunRecord
 from devlint.verify.targets import Program
 from devlint.verify.textcompare import compare_text
@@ -75,6 +80,8 @@ class Cell:
     compared_with: str | None = None
     # The run ran under emulated CUDA.
     emulated: bool = False
+    # Printed output that differs from the reference's: the first lines, as a unified diff.
+    differing_lines: tuple[str, ...] = ()
 
     def text(self) -> str:
         return f"{self.status} ({self.reason})" if self.reason else self.status
@@ -132,19 +139,21 @@ def twin(name: str, runs: dict[str, RunRecord]) -> str:
     return found if found in runs and runs[found].ok else name
 
 
-def pairs(index: int, runs: dict[str, RunRecord], gpu: bool) -> list[Pair]:
-    """The saved results a verdict may compare (what main() returned, on both sides)."""
+def pairs(index: int, runs: dict[str, RunRecord], gpu: bool, tolerance: Tolerance) -> list[Pair]:
+    """The saved results a verdict may compare (what main() returned, on both sides), each at
+    the precision the two runs computed in."""
     roles = Roles(gpu)
     wanted = {(mode, ref) for mode in ("cpu", "cuda") for ref in roles.references(mode)}
     wanted |= {(twin(a, runs), twin(b, runs)) for a, b in list(wanted) if "cpu" in (a, b)}
     wanted.add((roles.emulated_cuda, roles.emulated_original))
     if gpu:
         wanted.add((roles.emulated_original, "original"))
-    return [
-        Pair(pair_id(index, a, b), runs[a].result, runs[b].result)
-        for a, b in sorted(wanted)
-        if a in runs and b in runs and runs[a].has_result and runs[b].has_result
-    ]
+    found = []
+    for a, b in sorted(wanted):
+        if a in runs and b in runs and runs[a].has_result and runs[b].has_result:
+            at = precision(runs[a], runs[b], tolerance.rtol, tolerance.atol)
+            found.append(Pair(pair_id(index, a, b), runs[a].result, runs[b].result, at.rtol, at.atol, at.dtype is not None))
+    return found
 
 
 def pair_id(index: int, actual: str, expected: str) -> str:
@@ -160,6 +169,10 @@ class Comparison:
     device_names: bool = False
     # Neither run returned or printed anything.
     empty: bool = False
+    # What the comparison allowed, for the cell's reason: `compared at float16 tolerance`,
+    # `2 varying lines set aside`.
+    allowances: tuple[str, ...] = ()
+    differing_lines: tuple[str, ...] = ()
 
 
 class Judge:
@@ -173,7 +186,10 @@ class Judge:
         answers: dict[str, dict[str, Any]],
         probe: Probe,
         tolerance: Tolerance,
+        noise: dict[str, Noise] | None = None,
     ) -> None:
+        """``noise``: by run name, what that run prints differently each time (learned from it and
+        its run once more; see noise.py), set aside where it is the reference."""
         self.index = index
         self.program = program
         self.runs = runs
@@ -181,6 +197,10 @@ class Judge:
         self.roles = Roles(probe.cuda)
         self.tolerance = tolerance
         self.torch = probe.torch
+        self.noise = noise or {}
+        # The references whose printed output some comparison found different, with no noise
+        # known for them: running them once more tells what of it varies by itself.
+        self.unsteady: set[str] = set()
 
     def row(self) -> Row:
         row = Row(self.program)
@@ -242,7 +262,7 @@ class Judge:
             reason = f"= {_SHORT[ref]}"
             reason += "; stdout" if not (run.has_result or self.runs[ref].has_result) else ""
             reason += "; prints its device" if found.device_names else ""
-            return Cell(PASS, "; ".join([reason, *notes]), found.detail, ref, emulated)
+            return Cell(PASS, "; ".join([reason, *found.allowances, *notes]), found.detail, ref, emulated)
         if mode == "cpu" and ref in (self.roles.emulated_original, twin(self.roles.emulated_original, self.runs)) and self.depends_on_device():
             detail = (
                 f"{found.detail}\nthe fixed program's own CUDA run agrees with the original, so the fix keeps what "
@@ -251,8 +271,9 @@ class Judge:
                 "is a difference to look at where code relies on `.cuda()` copying: on the CPU `.to(device)` "
                 "and `.cpu()` return the same tensor, so an in-place change reaches the original"
             )
-            return Cell(PASS, "= original on cuda; cpu output differs", detail.strip(), ref, emulated)
-        return Cell(FAIL, found.reason, found.detail, ref, emulated)
+            reason = "; ".join(["= original on cuda; cpu output differs", *found.allowances])
+            return Cell(PASS, reason, detail.strip(), ref, emulated, found.differing_lines)
+        return Cell(FAIL, found.reason, found.detail, ref, emulated, found.differing_lines)
 
     def agreement(self) -> Cell:
         """Emulation against the GPU, for the original (only with a GPU)."""
@@ -264,10 +285,13 @@ class Judge:
             return Cell(status, reason, failed.detail, emulated=True)
         if not real.ok:
             return Cell(NA, "the original fails on the GPU", emulated=True)
-        found = self.compare(self.roles.emulated_original, "original", across=False)
+        # Its differences are the GPU's own (random numbers drawn there): no reason to run the
+        # original on the GPU again; where the cuda column found noise, it is set aside here too.
+        found = self.compare(self.roles.emulated_original, "original", across=False, ask_again=False)
         if found.agree:
-            return Cell(PASS, "agrees with the GPU", compared_with="original", emulated=True)
-        return Cell(DIFFERS, found.reason, found.detail, "original", True)
+            reason = "; ".join(["agrees with the GPU", *found.allowances])
+            return Cell(PASS, reason, compared_with="original", emulated=True)
+        return Cell(DIFFERS, found.reason, found.detail, "original", True, found.differing_lines)
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -300,10 +324,13 @@ class Judge:
             return False
         return self.compare(cuda, original, across=False).agree
 
-    def compare(self, actual: str, expected: str, across: bool) -> Comparison:
-        """``across``: the two runs were on different devices, so device names may differ."""
+    def compare(self, actual: str, expected: str, across: bool, ask_again: bool = True) -> Comparison:
+        """``across``: the two runs were on different devices, so device names may differ.
+        ``ask_again``: printed output that differs puts ``expected`` in ``unsteady``."""
         run, against = self.runs[actual], self.runs[expected]
         names = f"{self.roles.label(actual)} vs {self.roles.label(expected)}"
+        at = precision(run, against, self.tolerance.rtol, self.tolerance.atol)
+        allowances = (at.said(),) if at.dtype else ()
         if run.has_result and against.has_result:
             answer = self.answers.get(pair_id(self.index, actual, expected))
             if answer is None:
@@ -313,21 +340,31 @@ class Judge:
             mismatches = answer.get("mismatches") or []
             if mismatches:
                 lines = [f"{m['path']}: {names}: {_difference(m)}" for m in mismatches]
-                return Comparison(False, f"differs at {mismatches[0]['path']}", "\n".join(lines))
-            return Comparison(True)
+                return Comparison(False, f"differs at {mismatches[0]['path']}", _joined(*lines, at.describe()))
+            return Comparison(True, detail=at.describe(), allowances=allowances)
         if run.has_result != against.has_result:
             which = self.roles.label(actual if run.has_result else expected)
             return Comparison(False, "results differ", f"{names}: only the {which} run returned a value from main()")
         if not run.stdout.strip() and not against.stdout.strip():
             return Comparison(True, detail="both runs returned nothing from main() and printed nothing", empty=True)
-        rtol, atol = self.tolerance.rtol, self.tolerance.atol
-        mismatch = compare_text(run.stdout, against.stdout, rtol, atol)
+        noise = self.noise.get(expected)
+        if noise is not None and noise.lines:
+            allowances += (noise.set_aside(),)
+        mismatch = compare_text(run.stdout, against.stdout, at.rtol, at.atol, mask=noise)
+        reference = self.roles.label(expected)
+        set_aside = noise.describe(reference) if noise is not None else ""
         if mismatch is None:
-            return Comparison(True)
-        if across and compare_text(run.stdout, against.stdout, rtol, atol, ignore_devices=True) is None:
+            said = set_aside if noise is not None and noise.lines else ""
+            return Comparison(True, detail=_joined(at.describe(), said), allowances=allowances)
+        if across and compare_text(run.stdout, against.stdout, at.rtol, at.atol, ignore_devices=True, mask=noise) is None:
             detail = f"{names}: {mismatch.describe()}: only the device named differs"
-            return Comparison(True, detail=detail, device_names=True)
-        return Comparison(False, f"stdout differs at line {mismatch.line}", f"{names}: {mismatch.describe()}")
+            return Comparison(True, detail=detail, device_names=True, allowances=allowances)
+        if noise is None and ask_again:
+            self.unsteady.add(expected)
+        detail = _joined(f"{names}: {mismatch.describe()}", at.describe(), set_aside)
+        excerpt = tuple(mismatch.excerpt(self.roles.label(actual), reference))
+        reason = f"stdout differs at line {mismatch.line}"
+        return Comparison(False, reason, detail, allowances=allowances, differing_lines=excerpt)
 
     def why_no_reference(self) -> str:
         original = self.runs["original"]
@@ -375,6 +412,10 @@ class Judge:
             ran = "as written" if run.mode in ("original", "emulated_original", "host_random_original") else "as run"
             message += f"\n  {self.program.display}{self.at(run)} ({ran}): {status['source']}"
         return message
+
+
+def _joined(*parts: str) -> str:
+    return "\n".join(part for part in parts if part)
 
 
 def _difference(mismatch: dict[str, Any]) -> str:

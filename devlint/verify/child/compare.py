@@ -5,6 +5,10 @@ results are walked together; every leaf pair is compared with ``torch.testing.as
 (devices are not compared: a CPU result is compared with a CUDA one; NaN equals NaN). A mismatch
 names the leaf by its key path (``result['metrics'][0]``) and gives the largest absolute
 difference, so a report can say what differs and by how much.
+
+Compared at a reduced precision (``reduced``: one run computed under float16 or bfloat16 autocast,
+the other did not), a float16 or bfloat16 tensor is compared as float32: autocast's output dtype
+follows the device's autocast, not the fix, and the tolerance the parent gives is that dtype's.
 """
 
 from __future__ import annotations
@@ -66,11 +70,27 @@ def _from_numpy(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else None
 
 
-def compare(actual: Any, expected: Any, rtol: float | None = None, atol: float | None = None) -> list[Mismatch]:
+def compare(
+    actual: Any, expected: Any, rtol: float | None = None, atol: float | None = None, reduced: bool = False
+) -> list[Mismatch]:
     """Every way ``actual`` differs from ``expected`` (at most MAX_MISMATCHES of them)."""
     found: list[Mismatch] = []
+    if reduced:
+        actual, expected = _widened(actual), _widened(expected)
     _walk(actual, expected, "result", rtol, atol, found)
     return found[:MAX_MISMATCHES]
+
+
+def _widened(value: Any) -> Any:
+    """``value`` with its float16 and bfloat16 tensors as float32."""
+    if isinstance(value, torch.Tensor):
+        return value.float() if value.dtype in (torch.float16, torch.bfloat16) else value
+    if isinstance(value, dict):
+        return {key: _widened(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        items = [_widened(item) for item in value]
+        return items if isinstance(value, list) else tuple(items)
+    return value
 
 
 def _walk(actual: Any, expected: Any, path: str, rtol, atol, found: list[Mismatch]) -> None:

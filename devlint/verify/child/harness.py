@@ -20,9 +20,11 @@ A job is a JSON file. Every job names ``status`` (where the answer goes, as JSON
   (run it under emulated CUDA, see ``emulation/``; ``visible``: false for no CUDA at all, and
   ``random_stream``: ``host`` to draw device numbers from the CPU generator), ``protocol`` (``main``: import the program as
   module ``module`` and call ``main()``; ``script``: run it as ``__main__``) and ``result`` (where
-  ``main()``'s value is saved with ``torch.save``, moved to the CPU);
+  ``main()``'s value is saved with ``torch.save``, moved to the CPU); its status says which
+  reduced-precision autocast it entered (``autocast``: ``["cuda:float16"]``, see ``precision.py``);
 - ``probe``: what torch this is and whether it sees a GPU;
-- ``compare``: ``pairs`` of saved results to compare with ``rtol``/``atol``.
+- ``compare``: ``pairs`` of saved results to compare, each with its ``rtol``/``atol`` and
+  ``reduced`` (a float16 or bfloat16 tensor is compared as float32, with a float32 one).
 """
 
 from __future__ import annotations
@@ -175,7 +177,8 @@ def compare_pairs(job: dict[str, Any]) -> dict[str, Any]:
         try:
             actual = torch.load(pair["actual"], weights_only=False)
             expected = torch.load(pair["expected"], weights_only=False)
-            mismatches = [m.as_dict() for m in compare.compare(actual, expected, job["rtol"], job["atol"])]
+            found = compare.compare(actual, expected, pair["rtol"], pair["atol"], pair.get("reduced", False))
+            mismatches = [m.as_dict() for m in found]
             answers.append({"id": pair["id"], "mismatches": mismatches, "error": None})
         except Exception as error:  # noqa: BLE001 - one bad pair must not hide the others
             answers.append({"id": pair["id"], "mismatches": [], "error": _describe_error(error)})
@@ -196,6 +199,8 @@ def run_program(job: dict[str, Any]) -> dict[str, Any]:
         sys.path.insert(1, job["home"])
     status: dict[str, Any] = {"outcome": "ok", "result": False}
     emulation, value = None, None
+    # The autocast dtypes it computed in: the parent compares at their tolerance (precision.py).
+    autocast = _sibling("precision").AutocastRecord().install(torch)
     try:
         if job["emulate"]:
             options = {"visible": job.get("visible"), "random_stream": job.get("random_stream", "device")}
@@ -208,6 +213,7 @@ def run_program(job: dict[str, Any]) -> dict[str, Any]:
         if exit_code != 0:
             status.update(_failure(error, program, emulation, exit_code))
     _flush()
+    status["autocast"] = autocast.found()
     if emulation is not None:
         status["cuda_used"] = emulation.machine.initialized
         status["notes"] = emulation.notes
@@ -348,6 +354,7 @@ def _warm_up() -> None:
     import torch
 
     _sibling("compare")
+    _sibling("precision")
     emulation = _sibling("emulation")
     with emulation.Emulation(visible=True):
         for device in ("cpu", "cuda"):
