@@ -468,9 +468,14 @@ def _target_names(target: cst.CSTNode) -> set[str]:
 _LEAVES = frozenset({"to", "cuda", "cpu", "type", "type_as", "numpy", "tolist", "item"})
 
 
+# What a tensor says about itself rather than holds: `cache[x.shape[0]]` is none of x's data.
+_METADATA = frozenset({"shape", "size", "dim", "ndim", "dtype", "device", "numel", "is_cuda", "ndimension"})
+
+
 def _computed_from(value: cst.BaseExpression | None, name: str) -> bool:
-    """``value`` reads ``name`` and neither moves anything (`.to`, `.cuda`, `.cpu`, `.type_as`,
-    `device=`) nor leaves tensors (`.numpy()`, `.item()`); None (a loop target) is no such value."""
+    """``value`` computes on ``name``'s data (not only its shape, not as an index into other data)
+    and neither moves anything (`.to`, `.cuda`, `.cpu`, `.type_as`, `device=`) nor leaves tensors
+    (`.numpy()`, `.item()`); None (a loop target) is no such value."""
     if value is None:
         return False
     reads = False
@@ -486,7 +491,10 @@ def _computed_from(value: cst.BaseExpression | None, name: str) -> bool:
             if any(a.keyword is not None and a.keyword.value == "device" for a in node.args):
                 return False
         if isinstance(node, cst.Attribute):
-            stack.append(node.value)  # `.attr` is no read of a name
+            if node.attr.value not in _METADATA:
+                stack.append(node.value)  # `.attr` is no read of a name; `x.shape` none of x's data
+        elif isinstance(node, cst.Subscript):
+            stack.append(node.value)  # `table[x]` is on the table's device, `x[i]` on x's
         elif isinstance(node, cst.Arg):
             stack.append(node.value)  # nor is a keyword's name
         elif isinstance(node, (cst.Lambda, cst.FunctionDef)):
