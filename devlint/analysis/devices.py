@@ -187,6 +187,9 @@ class DeviceFinder:
         self._candidates: dict[int, list[str]] = {}
         # calls in the file by the name they call (`f(...)`, `obj.f(...)`), found on first need
         self._calls: dict[str, list[cst.Call]] | None = None
+        # per forward scope (kept alive so its id stays unique), the input whose device new tensors
+        # follow: the body is read once, however many sites it holds
+        self._inputs: dict[int, tuple[Scope, str | None]] = {}
 
     def find(self, scope: Scope, site: cst.CSTNode, avoid: Iterable[str] = ()) -> DeviceInScope | None:
         """A device expression usable at ``site`` (in ``scope``): the program's own device, bound
@@ -198,9 +201,8 @@ class DeviceFinder:
             and function.name == "forward"
             and function.parent is not None
             and function.parent.kind == "class"
-            and not _places_own_parts(function.parent.node)
         ):
-            tensor_input = _tensor_input(function)
+            tensor_input = self._forward_input(function)
             if tensor_input is not None and tensor_input not in avoid:
                 return DeviceInScope(f"{tensor_input}.device")
         flow_scope = _flow_scope(scope)
@@ -224,6 +226,13 @@ class DeviceFinder:
             inner.append(current)
             current = current.parent
         return None
+
+    def _forward_input(self, function: Scope) -> str | None:
+        """The input of ``forward`` whose device new tensors follow, read once per method."""
+        if id(function) not in self._inputs:
+            own_parts = _places_own_parts(function.parent.node) if function.parent is not None else True
+            self._inputs[id(function)] = (function, None if own_parts else _tensor_input(function))
+        return self._inputs[id(function)][1]
 
     def _read_before_a_move(self, scope: Scope, name: str) -> bool:
         """``saved = t.device`` where the scope also moves ``t`` to CUDA (``t.cuda()``,
