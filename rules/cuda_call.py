@@ -110,6 +110,26 @@ class CudaCall(Rule):
             "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
             "        mask = torch.ones(3).to(x.device)\n        return x * mask\n",
         ),
+        # ... also where `x` is rebound to what is computed from it: the value is still the input's
+        Invalid(
+            "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        x = self.conv(x)\n"
+            "        x, _ = self.rnn(x.flatten(1))\n        mask = torch.ones(x.shape).cuda()\n        return x * mask\n",
+            "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        x = self.conv(x)\n"
+            "        x, _ = self.rnn(x.flatten(1))\n        mask = torch.ones(x.shape).to(x.device)\n        return x * mask\n",
+        ),
+        # ... but not where it is rebound to other data, or moved: `x` is then not where it came in
+        Invalid(
+            "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        x = self.cache[x.shape[0]]\n"
+            "        return x * torch.ones(3).cuda()\n",
+            HEADER + DEVICE + "\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        x = self.cache[x.shape[0]]\n"
+            "        return x * torch.ones(3).to(device)\n",
+        ),
+        Invalid(
+            "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        x = x.float().cpu()\n"
+            "        return x * torch.ones(3).cuda()\n",
+            HEADER + DEVICE + "\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        x = x.float().cpu()\n"
+            "        return x * torch.ones(3).to(device)\n",
+        ),
         # a module that places its own parts (a GPU head beside a CPU embedding): its input may be
         # on the CPU, so `.cuda()` follows the GPU, not the input
         Invalid(

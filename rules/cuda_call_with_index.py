@@ -11,7 +11,7 @@ from devlint.analysis.semantic import dotted_name
 from devlint.findings import Applicability
 from devlint.fixes import DeviceRef, FixPlan, Replace
 from devlint.rule import Invalid, Rule, Site
-from devlint.rulekit.accelerator import accelerator_choice
+from devlint.rulekit.accelerator import accelerator_choice, index_choice
 from devlint.rulekit.calls import (
     arg,
     code_in_place,
@@ -59,6 +59,7 @@ class _Target:
     caveat: str = ""
     device: DeviceRef | None = None
     needs_torch: bool = False
+    requires: tuple[int, int] = (0, 0)
 
 
 class CudaCallWithIndex(Rule):
@@ -98,7 +99,11 @@ class CudaCallWithIndex(Rule):
         "no-op). With DEV604 selected a literal index takes its accelerator form "
         "(`f\"{torch.accelerator.current_accelerator().type}:1\" if torch.accelerator.is_available() else \"cpu\"`), "
         "safe at any index, unlike DEV604's own fix: `.cuda(1)` asks for CUDA unguarded, so an "
-        "accelerator that lacks the index (MPS has one device) failed before as after. `non_blocking` and `memory_format` are kept. No fix "
+        "accelerator that lacks the index (MPS has one device) failed before as after. So does an index "
+        "the program chooses: `.cuda(args.gpu)` becomes `.to(torch.device(torch.accelerator.current_accelerator().type, "
+        "args.gpu) if torch.accelerator.is_available() else torch.device(\"cpu\"))`, the check and accelerator of "
+        "the inserted `device` definition, so a model moved with `.cuda(args.gpu)` and batches moved with "
+        "`.cuda()` meet on any accelerator (below torch-version 2.6 both ask `torch.cuda.is_available()`). `non_blocking` and `memory_format` are kept. No fix "
         "for `self.cuda(i)` inside the class's own `to()`: `self.to(...)` there would call that method "
         "again, without end."
     )
@@ -324,6 +329,7 @@ class CudaCallWithIndex(Rule):
             return FixPlan(
                 f"Replace the `map_location` lambda with `{target.shown}`{target.caveat}",
                 [replace], target.applicability, device=target.device, needs_torch=target.needs_torch,
+                requires=target.requires,
             )
         if is_storage(attribute.value) or duck_typed(self.ctx, node, attribute.value, "cuda"):
             return None  # a storage's `to` takes the device as a keyword only; a duck may have no `to`
@@ -352,6 +358,7 @@ class CudaCallWithIndex(Rule):
         return FixPlan(
             f"Replace `.cuda({shown})` with `.to({target.shown})`{caveat}",
             [self._replace(node, new)], applicability, device=target.device, needs_torch=target.needs_torch,
+            requires=target.requires,
         )
 
     def _target(self, value: cst.BaseExpression, attribute: cst.Attribute, site: Site) -> _Target:
@@ -384,10 +391,12 @@ class CudaCallWithIndex(Rule):
                 return _Target(arg(guarded).value, guarded, "safe", needs_torch=True)
             guarded = guarded_index(index, literal=True)
             return _Target(arg(guarded).value, guarded, "safe", needs_torch=True)
-        guarded = guarded_index(shown)
+        # the definition's own check and accelerator, so that the model and its data meet
+        guarded, requires = index_choice(self.ctx, shown)
         if kind == "int":
-            return _Target(arg(guarded).value, guarded, "safe", needs_torch=True)
-        return _Target(arg(guarded).value, guarded, "unsafe", f" (unless `{shown}` is not a GPU index or None)", needs_torch=True)
+            return _Target(arg(guarded).value, guarded, "safe", needs_torch=True, requires=requires)
+        caveat = f" (unless `{shown}` is not a GPU index or None)"
+        return _Target(arg(guarded).value, guarded, "unsafe", caveat, needs_torch=True, requires=requires)
 
     def _replace(self, node: cst.Call, new: cst.Call) -> Replace:
         return Replace(node, code_in_place(self.ctx, node, new))

@@ -13,7 +13,7 @@ from devlint.analysis.semantic import dotted_name, string_value
 from devlint.analysis.tree import children
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import FixFactory, Invalid, Rule, Site
-from devlint.rulekit.accelerator import ACCELERATOR, AVAILABLE, accelerator_choice, accelerator_fstring
+from devlint.rulekit.accelerator import ACCELERATOR, AVAILABLE, accelerator_choice, accelerator_fstring, index_choice
 from devlint.rulekit.calls import keyword, names_in, positional, receiver_is_foreign
 from devlint.torchfacts.names import (
     DEVICE_KEYWORDS,
@@ -123,7 +123,10 @@ class HardcodedDeviceString(Rule):
         '`"cuda:1" if torch.cuda.is_available() else "cpu"`, `torch.device("cuda", i)` becomes '
         '`torch.device("cuda", i) if torch.cuda.is_available() else torch.device("cpu")`; with DEV604 '
         'selected, a literal index takes its form (`f"{torch.accelerator.current_accelerator().type}:1" '
-        'if torch.accelerator.is_available() else "cpu"`), and so does `f"cuda:{rank}"`. That is safe at '
+        'if torch.accelerator.is_available() else "cpu"`), and so does `f"cuda:{rank}"`, and '
+        '`torch.device("cuda", i)` becomes `torch.device(torch.accelerator.current_accelerator().type, i) if '
+        'torch.accelerator.is_available() else torch.device("cpu")`: the check and accelerator of the '
+        "inserted `device` definition, so the model and its data meet on any accelerator. That is safe at "
         "any index, unlike DEV604's fix: the original asks for CUDA unguarded, so an accelerator that lacks "
         "the index (MPS has one device) failed before as after, where DEV604's original chose the CPU. A parameter "
         "default or variable keeps its string type the same way, so comparisons such as "
@@ -620,9 +623,15 @@ class HardcodedDeviceString(Rule):
             return self._guard_fix(literal)
         callee = self._code(node.func)
         guarded = f"{self._code(node)}{GUARD}{callee}({_cpu_literal(plain[0].value if plain else node)})"
+        requires = (0, 0)
+        kind = plain[0].value if len(plain) == 2 and len(node.args) == 2 else None
+        if kind is not None and string_value(kind) == "cuda" and self.ctx.settings.device_expression == "accelerator":
+            # the inserted definition's check and accelerator: one notion of the device per file
+            guarded, requires = index_choice(self.ctx, self._code(plain[1].value))
         if not isinstance(self.ctx.parent(node), _LOOSE_PARENTS):
             guarded = f"({guarded})"
-        return FixPlan(f"Replace `{self._shown(node)}` with `{guarded}`", [Replace(node, guarded)], "safe", needs_torch=True)
+        message = f"Replace `{self._shown(node)}` with `{guarded}`"
+        return FixPlan(message, [Replace(node, guarded)], "safe", needs_torch=True, requires=requires)
 
     def _argument_fix(self, literal: _Literal, site: Site, avoid: set[str]) -> FixPlan:
         if literal.indexed:

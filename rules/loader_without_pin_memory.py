@@ -23,6 +23,8 @@ _COLLATE_POSITION = 6
 # How many names and calls to follow back from a dataset to a `torch.load` or a device placement.
 _SOURCE_DEPTH = 4
 _DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
+# A loader given one of these as `pin_memory` pins only where there is a GPU.
+_CHECKS = frozenset({"torch.cuda.is_available", "torch.accelerator.is_available"})
 
 
 @dataclass
@@ -45,7 +47,10 @@ def _places_on_a_device(node: cst.Call) -> bool:
 class LoaderWithoutPinMemory(FlowRule):
     code = "DEV302"
     name = "loader-without-pin-memory"
-    what = "Flags a DataLoader whose batches are moved to the device, built without `pin_memory`."
+    what = (
+        "Flags a DataLoader whose batches are moved to the device, built without `pin_memory`, and "
+        "beside it, or beside one pinning by a device check, a DataLoader given `pin_memory=True`."
+    )
     why = (
         "Batches in pageable host memory are copied to the GPU through a staging buffer, and "
         "`non_blocking=True` cannot make such a copy asynchronous. With `pin_memory=True` the "
@@ -71,7 +76,12 @@ class LoaderWithoutPinMemory(FlowRule):
         "where the loader's `collate_fn` is a function of the file that puts batches on a device. A "
         "dataset from another module is taken to hold host tensors: its batches are copied to the "
         "device, which is why the rule speaks. With DEV604 selected (torch-version >= 2.6) the fix "
-        "writes `pin_memory=torch.accelerator.is_available()`, as DEV604 asks. Nothing is said where "
+        "writes `pin_memory=torch.accelerator.is_available()`, as DEV604 asks. A file pins one way: "
+        "where a loader is fixed so, or already pins by `torch.cuda.is_available()` or "
+        "`torch.accelerator.is_available()`, each loader given `pin_memory=True` gets the same check "
+        "(safe: a DataLoader pins only where that check holds, `loader.pin_memory and "
+        "torch.cuda.is_available()` in torch 2.4, `torch.accelerator.is_available()` from 2.6, so the "
+        "values are the same and only the warning torch gives without a GPU is gone). Nothing is said where "
         "the file changes the default device (`torch.set_default_device`, `with torch.device(...)`)."
     )
     triggers = ("DataLoader",)
@@ -100,6 +110,9 @@ class LoaderWithoutPinMemory(FlowRule):
         # a loader passed to a function that keeps the batches on the host
         HEAD + "def evaluate(model, loader):\n    for x, y in loader:\n        model(x)\n\n"
         "evaluate(model, DataLoader(data))\n",
+        # `pin_memory=True` where no loader of the file pins by a check: the file pins one way
+        HEAD + "train = DataLoader(data, pin_memory=True)\ntest = DataLoader(data, pin_memory=False)\n"
+        "for x, y in train:\n    x = x.to(device)\n",
     )
     INVALID = (
         # a dataset class that keeps its data on the GPU: pinning its batches would fail
@@ -219,6 +232,23 @@ class LoaderWithoutPinMemory(FlowRule):
             "train_loader = DataLoader(\n    data,\n    batch_size=8,\n    pin_memory=torch.cuda.is_available(),\n)\n"
             "train(model, train_loader, device)\n",
         ),
+        # beside a loader the fix makes pin by the check, `pin_memory=True` gets the same check: a
+        # run without a GPU no longer warns for one loader while the other stays quiet
+        Invalid(
+            HEAD + "train = DataLoader(data, batch_size=8)\ntest = DataLoader(data, 8, False, None, None, 0, None, True)\n"
+            "for x, y in train:\n    x = x.to(device)\n",
+            HEAD + "train = DataLoader(data, batch_size=8, pin_memory=torch.cuda.is_available())\n"
+            "test = DataLoader(data, 8, False, None, None, 0, None, torch.cuda.is_available())\n"
+            "for x, y in train:\n    x = x.to(device)\n",
+            count=2,
+        ),
+        # ... and beside one that already pins by it
+        Invalid(
+            HEAD + "train = DataLoader(data, pin_memory=torch.cuda.is_available())\n"
+            "test = DataLoader(data, shuffle=False, pin_memory=True)\n",
+            HEAD + "train = DataLoader(data, pin_memory=torch.cuda.is_available())\n"
+            "test = DataLoader(data, shuffle=False, pin_memory=torch.cuda.is_available())\n",
+        ),
         # `import torch` is added where the file lacks it
         Invalid(
             "from torch.utils import data\n\ndef main(device):\n"
@@ -249,6 +279,10 @@ class LoaderWithoutPinMemory(FlowRule):
         self._device_data: dict[int, str] = {}
         # functions of this file that put data on a device: as a collate_fn, they hand out CUDA batches
         self._device_functions: set[str] = set()
+        # `pin_memory=True` loaders, by the `True` they are given, and whether some loader pins by
+        # a device check: the file then pins one way (see _pin_always_fix)
+        self._pinned_always: list[tuple[cst.Call, cst.Name]] = []
+        self._pins_by_check = False
 
     def _enclosing_class(self) -> str | None:
         scope = self.ctx.model.scope
@@ -281,6 +315,7 @@ class LoaderWithoutPinMemory(FlowRule):
             function = self.ctx.model.scope.function_scope()
             if function is not None:
                 self._device_functions.add(function.name)
+        self._record_pinning(node)
         if self._unpinned_dataloader(node):
             self._candidates.append(node)
             dataset = self._dataset(node)
@@ -332,6 +367,17 @@ class LoaderWithoutPinMemory(FlowRule):
             return False
         return len(positional(node)) <= PIN_MEMORY_POSITION
 
+    def _record_pinning(self, node: cst.Call) -> None:
+        if imported_qualname(self.ctx.model, node.func, frozenset({"DataLoader"})) not in DATALOADERS:
+            return
+        given = keyword(node, "pin_memory")
+        plain = positional(node)
+        value = given.value if given is not None else plain[PIN_MEMORY_POSITION].value if len(plain) > PIN_MEMORY_POSITION else None
+        if isinstance(value, cst.Name) and value.value == "True":
+            self._pinned_always.append((node, value))
+        elif isinstance(value, cst.Call) and self.ctx.model.qualname(value.func) in _CHECKS:
+            self._pins_by_check = True
+
     def _record_arguments(self, function: str, node: cst.Call) -> None:
         for position, argument in enumerate(node.args):
             if argument.star:
@@ -356,20 +402,41 @@ class LoaderWithoutPinMemory(FlowRule):
                 name = params[passed.position]
             if name is not None and (id(scopes[0]), name) in self._moved_params:
                 moved.add(id(passed.loader))
-        for node in self._candidates:
-            if id(node) in moved:
+        reported = [node for node in self._candidates if id(node) in moved]
+        for node in reported:
+            self.report(
+                node,
+                "this DataLoader's batches are copied to the device, but `pin_memory` is not set",
+                fix=lambda site, node=node: self._fix(node),
+            )
+        if reported or self._pins_by_check:
+            check = self._check()[0]
+            for node, given in self._pinned_always:
                 self.report(
                     node,
-                    "this DataLoader's batches are copied to the device, but `pin_memory` is not set",
-                    fix=lambda site, node=node: self._fix(node),
+                    f"`pin_memory=True` warns on every run without a GPU; another DataLoader of this file pins by `{check}` (or is fixed to)",
+                    fix=lambda site, given=given: self._pin_always_fix(given),
+                    start=given,
                 )
 
+    def _check(self) -> tuple[str, tuple[int, int]]:
+        """The check a loader pins by, and the torch it needs: with DEV604 selected (torch-version
+        >= 2.6) the accelerator's, which DEV604 asks for: DataLoader pins for the current
+        accelerator from torch 2.6 (pytorch#131858)."""
+        if self.ctx.settings.device_expression == "accelerator":
+            return AVAILABLE, ACCELERATOR
+        return "torch.cuda.is_available()", (0, 0)
+
+    def _pin_always_fix(self, given: cst.Name) -> FixPlan:
+        """`True` becomes the file's check. Safe: a DataLoader pins only where that check holds
+        (torch/utils/data/dataloader.py: `loader.pin_memory and torch.cuda.is_available()` in 2.4,
+        `torch.accelerator.is_available()` from 2.6), so a GPU run pins as before and a run without
+        one skips pinning as before, without the warning torch gives there from 2.6."""
+        check, requires = self._check()
+        return FixPlan(f"Replace `True` with `{check}`", [Replace(given, check)], "safe", needs_torch=True, requires=requires)
+
     def _fix(self, node: cst.Call) -> FixPlan:
-        # with DEV604 selected (torch-version >= 2.6) the accelerator's check, which DEV604 asks
-        # for: DataLoader pins for the current accelerator from torch 2.6 (pytorch#131858)
-        accelerated = self.ctx.settings.device_expression == "accelerator"
-        check = AVAILABLE if accelerated else "torch.cuda.is_available()"
-        requires = ACCELERATOR if accelerated else (0, 0)
+        check, requires = self._check()
         new = append_arg(node, arg(check, "pin_memory"))
         source = self._device_data.get(id(node), self._device_dataset(node))
         collate = self._device_collate(node)

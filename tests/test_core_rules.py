@@ -172,6 +172,21 @@ _CURRENT = "torch.accelerator.current_accelerator().type"
             f'import torch\ny = x.to(f"{{{_CURRENT}}}:1" if torch.accelerator.is_available() else "cpu")\n'
             f'z = x.to(f"{{{_CURRENT}}}:0" if torch.accelerator.is_available() else "cpu")\n',
         ),
+        # an index the program chooses is built on the accelerator too, not on a CUDA check beside it
+        (
+            "DEV102",
+            "import torch\n\ndef place(x, rank: int):\n    return x.cuda(rank)\n",
+            {4: "safe"},
+            "import torch\n\ndef place(x, rank: int):\n"
+            f'    return x.to(torch.device({_CURRENT}, rank) if torch.accelerator.is_available() else torch.device("cpu"))\n',
+        ),
+        (
+            "DEV103",
+            'import torch\n\ndef place(x, rank):\n    return x.to(torch.device("cuda", rank))\n',
+            {4: "safe"},
+            "import torch\n\ndef place(x, rank):\n"
+            f'    return x.to(torch.device({_CURRENT}, rank) if torch.accelerator.is_available() else torch.device("cpu"))\n',
+        ),
     ],
 )
 def test_a_kept_gpu_index_with_dev604_selected_leaves_nothing_dev604_flags(

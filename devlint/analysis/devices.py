@@ -3,7 +3,9 @@
 Order of preference at a fix site:
 1. inside ``forward(self, x, ...)`` of a class, when the method treats ``x`` as a tensor
    (``x.shape``, ``x.view(...)``, ``x * w``, an annotation): ``x.device`` (unless the fixed
-   expression is ``x`` itself: moving ``x`` to its own device would do nothing);
+   expression is ``x`` itself: moving ``x`` to its own device would do nothing), also where
+   ``x`` is rebound to values computed from it (``x = self.conv(x)``), not where it is rebound
+   to other data or moved (``x = x.cuda()``);
 2. the device the program itself chose: a name every binding of which that can reach the site
    (devlint.analysis.reaching) is a device, bound on every path there: ``torch.device(...)``, the
    ``"cuda" if ... else "cpu"`` idiom, ``something.device``, the accelerator API, or a parameter
@@ -185,6 +187,9 @@ class DeviceFinder:
         self._candidates: dict[int, list[str]] = {}
         # calls in the file by the name they call (`f(...)`, `obj.f(...)`), found on first need
         self._calls: dict[str, list[cst.Call]] | None = None
+        # per forward scope (kept alive so its id stays unique), the input whose device new tensors
+        # follow: the body is read once, however many sites it holds
+        self._inputs: dict[int, tuple[Scope, str | None]] = {}
 
     def find(self, scope: Scope, site: cst.CSTNode, avoid: Iterable[str] = ()) -> DeviceInScope | None:
         """A device expression usable at ``site`` (in ``scope``): the program's own device, bound
@@ -196,9 +201,8 @@ class DeviceFinder:
             and function.name == "forward"
             and function.parent is not None
             and function.parent.kind == "class"
-            and not _places_own_parts(function.parent.node)
         ):
-            tensor_input = _tensor_input(function)
+            tensor_input = self._forward_input(function)
             if tensor_input is not None and tensor_input not in avoid:
                 return DeviceInScope(f"{tensor_input}.device")
         flow_scope = _flow_scope(scope)
@@ -222,6 +226,13 @@ class DeviceFinder:
             inner.append(current)
             current = current.parent
         return None
+
+    def _forward_input(self, function: Scope) -> str | None:
+        """The input of ``forward`` whose device new tensors follow, read once per method."""
+        if id(function) not in self._inputs:
+            own_parts = _places_own_parts(function.parent.node) if function.parent is not None else True
+            self._inputs[id(function)] = (function, None if own_parts else _tensor_input(function))
+        return self._inputs[id(function)][1]
 
     def _read_before_a_move(self, scope: Scope, name: str) -> bool:
         """``saved = t.device`` where the scope also moves ``t`` to CUDA (``t.cuda()``,
@@ -356,8 +367,9 @@ def _tensor_input(function: Scope) -> str | None:
         return None
     name = function.params[1]
     node = function.node
-    if name in _rebound_names(node.body):
-        # `x = x.cuda()`, `x = x.detach().cpu()`: where `x` is at the fix is not where it came in
+    if _rebound_away(node.body, name):
+        # `x = x.cuda()`, `x = x.detach().cpu()`, `x = batch["image"]`: where `x` is at the fix is
+        # not where it came in
         return None
     params = [*node.params.posonly_params, *node.params.params]
     param = next((p for p in params if p.name.value == name), None)
@@ -418,35 +430,87 @@ def always_a_device(model: SemanticModel, reach: Reach | None, where_bound: bool
     return all(device_value(model, value) is not None for value in reach.values)
 
 
-def _rebound_names(body: cst.CSTNode) -> set[str]:
-    """Plain names a function body assigns (nested functions and classes aside)."""
-    found: set[str] = set()
+def _rebound_away(body: cst.CSTNode, name: str) -> bool:
+    """The function body binds ``name`` (nested functions and classes aside) to something other
+    than a value computed from ``name`` itself: a loop or `with` target, an assignment from other
+    data, or a move (`x = x.cuda()`, `x = x.detach().cpu()`), after which ``name`` is not where the
+    input came in. `x = self.conv(x)`, `x = x * mask`, `x, h = self.rnn(x)` and `x += bias` keep
+    computing on the input: the value stays on its device (an operand elsewhere fails there)."""
     stack: list[cst.CSTNode] = [body]
     while stack:
         node = stack.pop()
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
+        stack.extend(children(node))
+        value: cst.BaseExpression | None = None
         targets: list[cst.CSTNode] = []
         if isinstance(node, cst.Assign):
-            targets = [t.target for t in node.targets]
-        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr)):
-            targets = [node.target]
+            targets, value = [t.target for t in node.targets], node.value
+        elif isinstance(node, cst.NamedExpr) or (isinstance(node, cst.AnnAssign) and node.value is not None):
+            targets, value = [node.target], node.value
+        elif isinstance(node, cst.AugAssign):
+            targets, value = [node.target], node.target
         elif isinstance(node, (cst.For, cst.CompFor)):
             targets = [node.target]
         elif isinstance(node, cst.WithItem) and node.asname is not None:
             targets = [node.asname.name]
-        for target in targets:
-            pending = [target]
-            while pending:
-                current = pending.pop()
-                if isinstance(current, cst.Name):
-                    found.add(current.value)
-                elif isinstance(current, (cst.Tuple, cst.List)):
-                    pending.extend(element.value for element in current.elements)
-                elif isinstance(current, cst.StarredElement):
-                    pending.append(current.value)
-        stack.extend(children(node))
+        if any(name in _target_names(target) for target in targets) and not _computed_from(value, name):
+            return True
+    return False
+
+
+def _target_names(target: cst.CSTNode) -> set[str]:
+    found: set[str] = set()
+    pending = [target]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, cst.Name):
+            found.add(current.value)
+        elif isinstance(current, (cst.Tuple, cst.List)):
+            pending.extend(element.value for element in current.elements)
+        elif isinstance(current, cst.StarredElement):
+            pending.append(current.value)
     return found
+
+
+# Calls after which a value is no longer where it was computed, or no tensor.
+_LEAVES = frozenset({"to", "cuda", "cpu", "type", "type_as", "numpy", "tolist", "item"})
+
+
+# What a tensor says about itself rather than holds: `cache[x.shape[0]]` is none of x's data.
+_METADATA = frozenset({"shape", "size", "dim", "ndim", "dtype", "device", "numel", "is_cuda", "ndimension"})
+
+
+def _computed_from(value: cst.BaseExpression | None, name: str) -> bool:
+    """``value`` computes on ``name``'s data (not only its shape, not as an index into other data)
+    and neither moves anything (`.to`, `.cuda`, `.cpu`, `.type_as`, `device=`) nor leaves tensors
+    (`.numpy()`, `.item()`); None (a loop target) is no such value."""
+    if value is None:
+        return False
+    reads = False
+    stack: list[cst.CSTNode] = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name) and node.value == name:
+            reads = True
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _LEAVES:
+                return False
+            if any(a.keyword is not None and a.keyword.value == "device" for a in node.args):
+                return False
+        if isinstance(node, cst.Attribute):
+            if node.attr.value not in _METADATA:
+                stack.append(node.value)  # `.attr` is no read of a name; `x.shape` none of x's data
+        elif isinstance(node, cst.Subscript):
+            stack.append(node.value)  # `table[x]` is on the table's device, `x[i]` on x's
+        elif isinstance(node, cst.Arg):
+            stack.append(node.value)  # nor is a keyword's name
+        elif isinstance(node, (cst.Lambda, cst.FunctionDef)):
+            continue
+        else:
+            stack.extend(children(node))
+    return reads
 
 
 def _usable(

@@ -392,11 +392,30 @@ def blocking_host_to_device_copy(facts: Facts) -> bool:
 
 def loader_without_pin_memory(facts: Facts) -> bool:
     # DEV302 reports DataLoader calls (resolved through imports) without `pin_memory`, nothing
-    # unpacked and at most seven positionals, whose batches are moved.
-    return _batches(facts) and any(
+    # unpacked and at most seven positionals, whose batches are moved; and, beside such a loader or
+    # one pinning by a check (`pin_memory=torch.cuda.is_available()`), those given `pin_memory=True`.
+    loaders = list(calls_to_any(facts, DATALOADERS))
+    unpinned = _batches(facts) and any(
         keyword(call, "pin_memory") is None and not unpacks(call) and len(positional(call)) <= PIN_MEMORY_POSITION
-        for call in calls_to_any(facts, DATALOADERS)
+        for call in loaders
     )
+    return unpinned or (any(_pins_always(call) for call in loaders) and any(_pins_by_check(call) for call in loaders))
+
+
+def _pin_memory(call: ast.Call) -> ast.expr | None:
+    given = keyword(call, "pin_memory")
+    plain = positional(call)
+    return given if given is not None else plain[PIN_MEMORY_POSITION] if len(plain) > PIN_MEMORY_POSITION else None
+
+
+def _pins_always(call: ast.Call) -> bool:
+    given = _pin_memory(call)
+    return type(given) is ast.Constant and given.value is True
+
+
+def _pins_by_check(call: ast.Call) -> bool:
+    given = _pin_memory(call)
+    return type(given) is ast.Call and type(given.func) is ast.Attribute and given.func.attr == "is_available"
 
 
 def non_blocking_device_to_host(facts: Facts) -> bool:

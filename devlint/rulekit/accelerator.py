@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from devlint.analysis.devices import cuda_device_module, is_cuda_string, reach_of
+from devlint.analysis.devices import cuda_device_module, guarded_index, is_cuda_string, reach_of
 from devlint.analysis.semantic import dotted_name, string_value
 from devlint.fixes import DeviceRef, Replace
 from devlint.rule import RuleContext, Site
@@ -343,6 +343,20 @@ def accelerator_form(literal: str, as_string: bool, quote: str) -> str | None:
     if as_string:
         return f"f{quote}{{{CURRENT}.type}}:{index}{quote}"
     return f"torch.device({CURRENT}.type, {index})"
+
+
+def index_choice(ctx: RuleContext, index: str) -> tuple[str, TorchVersion]:
+    """The GPU ``index`` (an expression: ``args.gpu``, ``local_rank``) as a torch.device where the
+    definition fixes insert finds a GPU, else the CPU, through that definition's own check, so one
+    file's fixes hold one notion of the device: with the accelerator definition (DEV604 selected)
+    ``torch.device(torch.accelerator.current_accelerator().type, index) if
+    torch.accelerator.is_available() else torch.device("cpu")``, else the CUDA check. Both are
+    ``torch.device("cuda", index)`` on a CUDA machine, ``torch.device("cuda", None)`` the current
+    GPU as ``.cuda(None)`` is; elsewhere the model and its data meet on the accelerator the inserted
+    ``device`` names (or the CPU). Also the torch release the form needs."""
+    if ctx.settings.device_expression == "accelerator":
+        return f'torch.device({CURRENT}.type, {index}) if {AVAILABLE} else torch.device("cpu")', ACCELERATOR
+    return guarded_index(index), (0, 0)
 
 
 def second_gpu(literal: str) -> bool:
