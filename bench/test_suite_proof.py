@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shlex
 import shutil
@@ -49,14 +50,18 @@ import subprocess
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+# Its sibling module, whether this runs as a script or is loaded by runpy (the tests).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import proof_outcomes  # noqa: E402
+from proof_outcomes import NOT_EMULATED  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -126,11 +131,34 @@ CODE_BASES: tuple[CodeBase, ...] = (
             "test/priors",
         ),
     ),
+    # Issue 32: two more. kornia parametrizes `device` from `--device` (its conftest); `cpu,cuda`
+    # makes every `[cuda]` case a skip on the CPU ("Device 'cuda' is not available") and a run
+    # under emulation or on a GPU.
+    CodeBase(
+        "kornia",
+        "kornia+kornia",
+        "b4f5a78a13891c7ac4c1cd9695941380273e981d",
+        ("kornia", "testing", "tests/__init__.py", "tests/color", "tests/enhance", "tests/morphology"),
+        ("--device", "cpu,cuda", "tests/color", "tests/enhance", "tests/morphology"),
+    ),
+    # Gates with `skipif(not torch.cuda.is_available())` and `device="cuda"` parameters. Its
+    # addopts want pytest-doctestplus and its layout `src/`; the timing-based
+    # test_check_full_state_update_fn is left out (it compares wall times, noise on a shared CPU).
+    CodeBase(
+        "torchmetrics",
+        "Lightning-AI+torchmetrics",
+        "dab033394560ab3ce05e3d14c13f32e4cde6b351",
+        ("src/torchmetrics", "tests/unittests/__init__.py", "tests/unittests/conftest.py", "tests/unittests/_helpers",
+         "tests/unittests/bases", "tests/unittests/utilities/__init__.py", "tests/unittests/utilities/test_utilities.py",
+         "tests/unittests/wrappers/__init__.py", "tests/unittests/wrappers/test_bootstrapping.py"),
+        ("-o", "addopts=", "-o", "pythonpath=src tests", "tests/unittests/bases",
+         "tests/unittests/utilities/test_utilities.py", "tests/unittests/wrappers/test_bootstrapping.py",
+         "-k", "not test_check_full_state_update_fn"),
+    ),
 )
 
 # Top-level files pytest and the projects read (their configuration and conftest).
 TOP_LEVEL = re.compile(r"^(conftest\.py|setup\.cfg|setup\.py|pyproject\.toml|pytest\.ini|tox\.ini)$")
-NOT_EMULATED = "not emulated:"
 GPU_NAME = re.compile(r"cuda|gpu", re.IGNORECASE)
 
 
@@ -206,31 +234,18 @@ class PytestRun:
         return sum(1 for o in self.tests.values() if o.outcome == outcome)
 
 
-def _nodeid(case: ET.Element) -> str:
-    """A test's name from a JUnit ``testcase``: ``dotted.module[.Class]::name``, the same in every run."""
-    return f"{case.get('classname', '')}::{case.get('name', '')}"
-
-
 def read_junit(path: Path) -> dict[str, Outcome]:
-    if not path.exists():
-        return {}
-    tests: dict[str, Outcome] = {}
-    for case in ET.parse(path).getroot().iter("testcase"):
-        outcome, message = "passed", ""
-        for child in case:
-            if child.tag in ("failure", "error", "skipped"):
-                outcome = {"failure": "failed"}.get(child.tag, child.tag)
-                message = (child.get("message") or child.text or "").strip()
-                break
-        tests[_nodeid(case)] = Outcome(outcome, message)
-    return tests
+    return {nodeid: Outcome(outcome, message) for nodeid, (outcome, message) in proof_outcomes.read_junit(path).items()}
 
 
-def run_pytest(prefix: Sequence[str], python: Path, base: CodeBase, tree: Path, junit: Path, timeout: float) -> PytestRun:
+def run_pytest(
+    prefix: Sequence[str], python: Path, base: CodeBase, tree: Path, junit: Path, timeout: float,
+    env: Mapping[str, str] | None = None,
+) -> PytestRun:
     command = [*prefix, str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}", *base.pytest_args]
     started = time.monotonic()
     try:
-        done = subprocess.run(command, cwd=tree, capture_output=True, timeout=timeout, check=False)
+        done = subprocess.run(command, cwd=tree, capture_output=True, timeout=timeout, check=False, env=env)
         status, timed_out = done.returncode, False
     except subprocess.TimeoutExpired:
         status, timed_out = -1, True
@@ -302,19 +317,18 @@ class BaseResult:
         return counts
 
 
-def run_base(base: CodeBase, mirrors: Path, python: Path, devlint: Path, scratch: Path, timeout: float, skip_verify: bool) -> BaseResult:
-    tree = scratch / base.name
-    tree.mkdir()
-    files = export(git_dir(mirrors, base.slug), base, tree)
+def run_base(base: CodeBase, args: argparse.Namespace, python: Path, scratch: Path) -> BaseResult:
+    tree = tree_for(base, args.trees, args.mirrors, scratch)
+    files = sum(1 for p in tree.rglob("*") if p.is_file())
     _say(f"{base.name}: {files} files at {base.commit[:12]}; plain run")
-    plain = run_pytest((), python, base, tree, scratch / f"{base.name}-plain.xml", timeout)
+    plain = run_pytest((), python, base, tree, scratch / f"{base.name}-plain.xml", args.timeout)
     _say(f"{base.name}: plain {plain.seconds:.0f}s; devlint emulate")
-    emulated = run_pytest((str(devlint), "emulate", "--"), python, base, tree, scratch / f"{base.name}-emulated.xml", timeout)
+    emulated = run_pytest((str(args.devlint), "emulate", "--"), python, base, tree, scratch / f"{base.name}-emulated.xml", args.timeout)
     verifies: list[VerifyRun] = []
-    if not skip_verify:
+    if not args.skip_verify:
         for unsafe in (False, True):
             _say(f"{base.name}: emulate {emulated.seconds:.0f}s; verify --tests{' --unsafe-fixes' if unsafe else ''}")
-            verifies.append(run_verify(devlint, python, base, tree, unsafe, timeout * 4))
+            verifies.append(run_verify(args.devlint, python, base, tree, unsafe, args.timeout * 4))
     return BaseResult(base, files, plain, emulated, tuple(verifies))
 
 
@@ -464,53 +478,178 @@ def from_json(entries: Sequence[dict[str, Any]]) -> list[BaseResult]:
     ]
 
 
+# --- per-test outcomes, the GPU reference and the comparison --------------------------------------
+
+
+def run_outcomes(run: str, torch_device: tuple[str, str], runs: Mapping[CodeBase, PytestRun]) -> proof_outcomes.RunOutcomes:
+    """Each test's outcome in one run (plain, emulated or gpu), for ``--outcomes`` and ``--compare``."""
+    code_bases = {
+        base.name: proof_outcomes.CodeBaseOutcomes(
+            base.commit, got.exit_status, got.timed_out,
+            {nodeid: proof_outcomes.TestOutcome(proof_outcomes.outcome_of(o.outcome, o.message), proof_outcomes.first_line(o.message))
+             for nodeid, o in got.tests.items()},
+        )
+        for base, got in runs.items()
+    }
+    return proof_outcomes.RunOutcomes(run, torch_device[0], torch_device[1], time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), code_bases)
+
+
+def probe(python: Path, env: Mapping[str, str] | None) -> tuple[str, str]:
+    """The test interpreter's torch release and its GPU's name ("CPU" without one)."""
+    code = "import torch; print(torch.__version__); print(torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'CPU')"
+    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=False, env=env)
+    if done.returncode != 0:
+        raise BenchError(f"{python} cannot import torch: {_first_line(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else '')}")
+    version, device = done.stdout.strip().splitlines()[-2:]
+    return version, device
+
+
+def write_outcomes(folder: Path, outcomes: proof_outcomes.RunOutcomes) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{outcomes.run}.json"
+    path.write_text(json.dumps(proof_outcomes.to_json(outcomes), indent=1))
+    return path
+
+
+def load_outcomes(path: Path) -> proof_outcomes.RunOutcomes:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise BenchError(f"{path}: {error}") from None
+    try:
+        return proof_outcomes.from_json(data, str(path))
+    except proof_outcomes.OutcomesError as error:
+        raise BenchError(str(error)) from None
+
+
+def export_trees(bases: Sequence[CodeBase], mirrors: Path, dest: Path) -> None:
+    """Each code base's tree into ``dest/NAME``: what ``--gpu --trees`` runs on a machine without
+    the mirrors (the device machine gets the working tree, not /work/.mirror)."""
+    for base in bases:
+        tree = dest / base.name
+        shutil.rmtree(tree, ignore_errors=True)
+        tree.mkdir(parents=True)
+        files = export(git_dir(mirrors, base.slug), base, tree)
+        _say(f"{base.name}: {files} files at {base.commit[:12]} in {tree}")
+
+
+def tree_for(base: CodeBase, trees: Path | None, mirrors: Path | None, scratch: Path) -> Path:
+    if trees is not None:
+        tree = trees / base.name
+        if not tree.is_dir():
+            raise BenchError(f"{tree} is not there (write it with --export {trees} where the mirrors are)")
+        return tree
+    if mirrors is None:
+        raise BenchError("--mirrors or --trees is required")
+    tree = scratch / base.name
+    tree.mkdir()
+    export(git_dir(mirrors, base.slug), base, tree)
+    return tree
+
+
+def gpu_reference(bases: Sequence[CodeBase], args: argparse.Namespace, python: Path, scratch: Path) -> proof_outcomes.RunOutcomes:
+    """The plain runs on a machine with a GPU: no devlint, no emulation; the reference outcomes.
+
+    ``TREES/site``, where present, is put on ``PYTHONPATH``: the test dependencies the GPU
+    machine's environment lacks, installed there with ``pip install --target``."""
+    env = None
+    if args.trees is not None and (args.trees / "site").is_dir():
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str((args.trees / "site").resolve()), os.environ.get("PYTHONPATH")]))}
+    torch_device = probe(python, env)
+    if torch_device[1] == "CPU":
+        raise BenchError(f"{python}: torch {torch_device[0]} sees no GPU; --gpu is the reference run on a GPU")
+    runs: dict[CodeBase, PytestRun] = {}
+    for base in bases:
+        tree = tree_for(base, args.trees, args.mirrors, scratch)
+        _say(f"{base.name}: plain run on {torch_device[1]} (torch {torch_device[0]})")
+        runs[base] = run_pytest((), python, base, tree, scratch / f"{base.name}-gpu.xml", args.timeout, env)
+        _say(f"{base.name}: {len(runs[base].tests)} tests in {runs[base].seconds:.0f}s")
+    return run_outcomes("gpu", torch_device, runs)
+
+
+def print_comparison(emulated: proof_outcomes.RunOutcomes, gpu: proof_outcomes.RunOutcomes) -> None:
+    comparison = proof_outcomes.compare(emulated, gpu)
+    print("\n".join(proof_outcomes.comparison_report(comparison, emulated, gpu)))
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirrors", type=Path, help="folder of bare mirrors (owner+name/repo)")
     parser.add_argument("--from-json", type=Path, help="print the tables of an earlier --json file; runs nothing")
     parser.add_argument("--only", help="comma-separated code base names")
-    parser.add_argument("--python", type=Path, default=ROOT / "bench" / ".venv-proof" / "bin" / "python")
+    parser.add_argument("--python", type=Path, help="the tests' interpreter (bench/.venv-proof's; with --gpu this one)")
     parser.add_argument("--devlint", type=Path, default=ROOT / ".venv" / "bin" / "devlint")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per pytest run (verify gets 4x)")
     parser.add_argument("--skip-verify", action="store_true", help="plain and emulate runs only")
     parser.add_argument("--keep", type=Path, help="keep the exported trees and JUnit files here")
     parser.add_argument("--json", type=Path, help="write every outcome here")
+    parser.add_argument("--outcomes", type=Path, help="write each run's per-test outcomes here (plain.json, emulated.json; gpu.json)")
+    parser.add_argument("--export", type=Path, help="only write each code base's tree here (DIR/NAME), for --gpu --trees")
+    parser.add_argument("--trees", type=Path, help="run on the trees --export wrote instead of exporting from --mirrors")
+    parser.add_argument("--gpu", action="store_true", help="the reference: plain runs only, on this machine's GPU")
+    parser.add_argument("--compare", type=Path, metavar="GPU.json", help="compare the emulated outcomes with a --gpu run's")
+    parser.add_argument("--emulated", type=Path, metavar="EMULATED.json", help="with --compare: an earlier run's emulated.json; runs nothing")
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.from_json:
-        print("\n".join(report(from_json(json.loads(args.from_json.read_text())))))
-        return 0
-    if args.mirrors is None:
-        print("--mirrors is required (or --from-json)", file=sys.stderr)
-        return 2
-    names = args.only.split(",") if args.only else [b.name for b in CODE_BASES]
-    unknown = set(names) - {b.name for b in CODE_BASES}
-    if unknown:
-        print(f"unknown code base(s): {', '.join(sorted(unknown))}", file=sys.stderr)
-        return 2
-    for tool in (args.python, args.devlint):
-        if not tool.exists():
-            print(f"{tool} not found (see this script's docstring for the setup)", file=sys.stderr)
-            return 2
-    scratch = Path(tempfile.mkdtemp(prefix="devlint-proof-"))
-    results: list[BaseResult] = []
     try:
-        for base in CODE_BASES:
-            if base.name in names:
-                results.append(run_base(base, args.mirrors, args.python, args.devlint, scratch, args.timeout, args.skip_verify))
-                if args.json:  # after each code base: a late failure loses nothing measured
-                    args.json.write_text(json.dumps(to_json(results), indent=1))
+        return _main(args)
     except BenchError as error:
         print(error, file=sys.stderr)
         return 2
+
+
+def _main(args: argparse.Namespace) -> int:
+    if args.from_json:
+        print("\n".join(report(from_json(json.loads(args.from_json.read_text())))))
+        return 0
+    gpu = load_outcomes(args.compare) if args.compare else None
+    if gpu is not None and args.emulated:
+        print_comparison(load_outcomes(args.emulated), gpu)
+        return 0
+    names = args.only.split(",") if args.only else [b.name for b in CODE_BASES]
+    unknown = set(names) - {b.name for b in CODE_BASES}
+    if unknown:
+        raise BenchError(f"unknown code base(s): {', '.join(sorted(unknown))}")
+    bases = [b for b in CODE_BASES if b.name in names]
+    if args.export:
+        if args.mirrors is None:
+            raise BenchError("--export needs --mirrors")
+        export_trees(bases, args.mirrors, args.export)
+        return 0
+    if args.mirrors is None and args.trees is None:
+        raise BenchError("--mirrors (or --trees, or --from-json, or --compare with --emulated) is required")
+    python = args.python or (Path(sys.executable) if args.gpu else ROOT / "bench" / ".venv-proof" / "bin" / "python")
+    for tool in (python, *(() if args.gpu else (args.devlint,))):
+        if not tool.exists():
+            raise BenchError(f"{tool} not found (see this script's docstring for the setup)")
+    scratch = Path(tempfile.mkdtemp(prefix="devlint-proof-"))
+    try:
+        if args.gpu:
+            reference = gpu_reference(bases, args, python, scratch)
+            print(f"wrote {write_outcomes(args.outcomes or Path.cwd(), reference)}")
+            return 0
+        results: list[BaseResult] = []
+        for base in bases:
+            results.append(run_base(base, args, python, scratch))
+            if args.json:  # after each code base: a late failure loses nothing measured
+                args.json.write_text(json.dumps(to_json(results), indent=1))
     finally:
         if args.keep:
             shutil.copytree(scratch, args.keep, dirs_exist_ok=True)
         shutil.rmtree(scratch, ignore_errors=True)
     print("\n".join(report(results)))
+    if args.outcomes or gpu is not None:
+        torch_version = probe(python, None)[0]
+        plain = run_outcomes("plain", (torch_version, "CPU"), {r.base: r.plain for r in results})
+        emulated = run_outcomes("emulated", (torch_version, "CPU, emulated"), {r.base: r.emulated for r in results})
+        if args.outcomes:
+            for outcomes in (plain, emulated):
+                _say(f"wrote {write_outcomes(args.outcomes, outcomes)}")
+        if gpu is not None:
+            print_comparison(emulated, gpu)
     return 0
 
 
