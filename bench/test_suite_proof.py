@@ -1,9 +1,24 @@
-"""devlint emulate and verify --tests on real projects' own test suites (issue 19's proof).
+"""devlint emulate and verify --tests on real projects' own test suites (issues 19 and 32's proof).
 
     .venv/bin/python bench/test_suite_proof.py --mirrors /work/.mirror
     .venv/bin/python bench/test_suite_proof.py --mirrors /work/.mirror --only pyro --json /tmp/proof.json
-    .venv/bin/python bench/test_suite_proof.py --mirrors /work/.mirror --skip-verify
+    .venv/bin/python bench/test_suite_proof.py --mirrors /work/.mirror --skip-verify --outcomes /tmp/proof
     .venv/bin/python bench/test_suite_proof.py --from-json /tmp/proof.json   # the tables again
+    .venv/bin/python bench/test_suite_proof.py --compare gpu.json --emulated /tmp/proof/emulated.json
+
+Each run's per-test outcomes (``--outcomes DIR``: ``plain.json``, ``emulated.json``; test id ->
+passed, failed, skipped, not emulated or error, with the failure's first line; format in
+proof_outcomes.py) are what ``--compare GPU.json`` holds against a GPU's, test by test: agree,
+refused (``not emulated``), emulation passes where the GPU fails, emulation fails where the GPU
+passes, outcomes differ otherwise (a skip against a pass), or in one run only. The GPU's outcomes
+come from the same bench on a machine with one, plain, neither devlint nor the mirrors needed there:
+
+    python bench/test_suite_proof.py --mirrors /work/.mirror --export bench/.proof-trees   # here
+    python bench/test_suite_proof.py --gpu --trees bench/.proof-trees --outcomes OUT       # on the GPU
+
+``--gpu`` runs only the plain test command, with the interpreter that runs the script (its torch,
+any release), and writes ``OUT/gpu.json``; ``bench/.proof-trees/site``, if there, goes on
+``PYTHONPATH`` (test dependencies the GPU machine lacks: CONTRIBUTING.md, "On a machine with a GPU").
 
 It needs the mirrors: bare git directories of the repositories in ``CODE_BASES`` under
 ``--mirrors`` (``DIR/owner+name/repo``, as the ``fetch`` tool leaves them, or ``DIR/owner+name``).
@@ -17,9 +32,11 @@ The tests run in their own virtual environment, whose torch is this project's, n
     printf 'torch==2.13.0\\nnumpy<2\\n' > /tmp/proof-constraints.txt
     bench/.venv-proof/bin/pip install -c /tmp/proof-constraints.txt pytest parameterized matplotlib \\
         packaging tqdm scipy scikit-learn 'mpmath>=0.19,<=1.3' 'linear_operator>=0.6.1' \\
-        'opt_einsum>=2.3.2' 'pyro-api>=0.1.1'
+        'opt_einsum>=2.3.2' 'pyro-api>=0.1.1' 'kornia_rs>=0.1.9' 'lightning-utilities>=0.15.3,<0.16.0' \\
+        'cachier==4.2.0' psutil cloudpickle
 
-(captum wants ``numpy<2``; the three projects' runtime and test dependencies, nothing else). The
+(captum wants ``numpy<2``; the projects' runtime and test dependencies, nothing else). ``bench/.venv-proof``
+may be a symbolic link to a venv elsewhere (``~/.cache/devlint-bench/proof-venv``): it is git-ignored. The
 projects themselves are not installed: each command runs ``python -m pytest`` in the exported tree,
 which puts the tree first on ``sys.path``; that is also what makes verify's fixed copy the code the
 tests import (an installed package would shadow it).
@@ -494,14 +511,27 @@ def run_outcomes(run: str, torch_device: tuple[str, str], runs: Mapping[CodeBase
     return proof_outcomes.RunOutcomes(run, torch_device[0], torch_device[1], time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), code_bases)
 
 
-def probe(python: Path, env: Mapping[str, str] | None) -> tuple[str, str]:
-    """The test interpreter's torch release and its GPU's name ("CPU" without one)."""
-    code = "import torch; print(torch.__version__); print(torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'CPU')"
-    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=False, env=env)
-    if done.returncode != 0:
+# What the code bases' tests import besides torch (module names): a GPU machine that lacks one gets it
+# from TREES/site (CONTRIBUTING.md); --gpu names those missing before it runs anything.
+TEST_MODULES = (
+    "pytest", "numpy", "scipy", "sklearn", "matplotlib", "packaging", "tqdm", "parameterized", "mpmath",
+    "linear_operator", "opt_einsum", "pyroapi", "kornia_rs", "lightning_utilities", "cachier", "psutil",
+)
+
+
+def probe(python: Path, env: Mapping[str, str] | None) -> tuple[str, str, tuple[str, ...]]:
+    """The test interpreter's torch release, its GPU's name ("CPU" without one) and which of
+    ``TEST_MODULES`` it cannot find."""
+    code = (
+        "import importlib.util, json, sys, torch; print(json.dumps([torch.__version__, "
+        "torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'CPU', "
+        "[m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]]))"
+    )
+    done = subprocess.run([str(python), "-c", code, *TEST_MODULES], capture_output=True, text=True, check=False, env=env)
+    if done.returncode != 0 or not done.stdout.strip():
         raise BenchError(f"{python} cannot import torch: {_first_line(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else '')}")
-    version, device = done.stdout.strip().splitlines()[-2:]
-    return version, device
+    version, device, missing = json.loads(done.stdout.strip().splitlines()[-1])
+    return version, device, tuple(missing)
 
 
 def write_outcomes(folder: Path, outcomes: proof_outcomes.RunOutcomes) -> Path:
@@ -555,9 +585,12 @@ def gpu_reference(bases: Sequence[CodeBase], args: argparse.Namespace, python: P
     env = None
     if args.trees is not None and (args.trees / "site").is_dir():
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str((args.trees / "site").resolve()), os.environ.get("PYTHONPATH")]))}
-    torch_device = probe(python, env)
-    if torch_device[1] == "CPU":
-        raise BenchError(f"{python}: torch {torch_device[0]} sees no GPU; --gpu is the reference run on a GPU")
+    version, device, missing = probe(python, env)
+    if device == "CPU":
+        raise BenchError(f"{python}: torch {version} sees no GPU; --gpu is the reference run on a GPU")
+    if missing:
+        _say(f"not importable here (their tests will fail to collect): {', '.join(missing)}")
+    torch_device = (version, device)
     runs: dict[CodeBase, PytestRun] = {}
     for base in bases:
         tree = tree_for(base, args.trees, args.mirrors, scratch)
