@@ -565,10 +565,11 @@ def export_trees(bases: Sequence[CodeBase], mirrors: Path, dest: Path) -> None:
 
 def tree_for(base: CodeBase, trees: Path | None, mirrors: Path | None, scratch: Path) -> Path:
     if trees is not None:
-        tree = trees / base.name
-        if not tree.is_dir():
-            raise BenchError(f"{tree} is not there (write it with --export {trees} where the mirrors are)")
-        return tree
+        if not (trees / base.name).is_dir():
+            raise BenchError(f"{trees / base.name} is not there (write it with --export {trees} where the mirrors are)")
+        # A copy outside any checkout: pytest looks for its configuration upwards from the tree,
+        # and a project without one of its own (captum) would take devlint's pyproject.toml.
+        return Path(shutil.copytree(trees / base.name, scratch / base.name))
     if mirrors is None:
         raise BenchError("--mirrors or --trees is required")
     tree = scratch / base.name

@@ -135,3 +135,16 @@ def test_the_bench_writes_outcomes_from_its_pytest_runs(tmp_path: Path) -> None:
     assert tests["tests.test_a::test_refused"].outcome == "not emulated"
     assert tests["tests.test_a::test_fail"] == po.TestOutcome("failed", "AssertionError: 1 != 2")
     assert again.code_bases[base.name].commit == base.commit and again.torch == "2.13.0"
+
+
+def test_gpu_runs_use_a_copy_of_the_carried_tree_and_name_a_missing_one(tmp_path: Path) -> None:
+    trees, scratch = tmp_path / "repo" / "bench" / ".proof-trees", tmp_path / "scratch"
+    base = bench.CODE_BASES[0]
+    (trees / base.name / "tests").mkdir(parents=True)
+    (trees / base.name / "tests" / "test_x.py").write_text("def test_x():\n    pass\n")
+    scratch.mkdir()
+    tree = bench.tree_for(base, trees, None, scratch)
+    # Outside the checkout, so pytest cannot take the checkout's configuration for the project's.
+    assert tree == scratch / base.name and (tree / "tests" / "test_x.py").is_file()
+    with pytest.raises(bench.BenchError, match=r"--export"):
+        bench.tree_for(bench.CODE_BASES[1], trees, None, scratch)
