@@ -577,14 +577,20 @@ def tree_for(base: CodeBase, trees: Path | None, mirrors: Path | None, scratch: 
     return tree
 
 
+def gpu_pythonpath(trees: Path | None, inherited: str) -> str:
+    """``TREES/site`` first, then the inherited entries, all absolute: pytest runs in each tree's
+    copy, where a relative entry would name nothing."""
+    entries = [trees / "site"] if trees is not None and (trees / "site").is_dir() else []
+    entries += [Path(entry) for entry in inherited.split(os.pathsep) if entry]
+    return os.pathsep.join(str(entry.resolve()) for entry in entries)
+
+
 def gpu_reference(bases: Sequence[CodeBase], args: argparse.Namespace, python: Path, scratch: Path) -> proof_outcomes.RunOutcomes:
     """The plain runs on a machine with a GPU: no devlint, no emulation; the reference outcomes.
 
     ``TREES/site``, where present, is put on ``PYTHONPATH``: the test dependencies the GPU
     machine's environment lacks, installed there with ``pip install --target``."""
-    env = None
-    if args.trees is not None and (args.trees / "site").is_dir():
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str((args.trees / "site").resolve()), os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ, "PYTHONPATH": gpu_pythonpath(args.trees, os.environ.get("PYTHONPATH", ""))}
     version, device, missing = probe(python, env)
     if device == "CPU":
         raise BenchError(f"{python}: torch {version} sees no GPU; --gpu is the reference run on a GPU")

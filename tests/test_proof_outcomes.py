@@ -148,3 +148,11 @@ def test_gpu_runs_use_a_copy_of_the_carried_tree_and_name_a_missing_one(tmp_path
     assert tree == scratch / base.name and (tree / "tests" / "test_x.py").is_file()
     with pytest.raises(bench.BenchError, match=r"--export"):
         bench.tree_for(bench.CODE_BASES[1], trees, None, scratch)
+
+
+def test_the_gpu_run_puts_the_carried_site_first_and_makes_every_entry_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "trees" / "site").mkdir(parents=True)
+    got = bench.gpu_pythonpath(Path("trees"), "extra" + bench.os.pathsep + "/abs/dir")
+    assert got.split(bench.os.pathsep) == [str(tmp_path / "trees" / "site"), str(tmp_path / "extra"), "/abs/dir"]
+    assert bench.gpu_pythonpath(Path("no-trees"), "") == ""
