@@ -1,9 +1,24 @@
-"""devlint emulate and verify --tests on real projects' own test suites (issue 19's proof).
+"""devlint emulate and verify --tests on real projects' own test suites (issues 19 and 32's proof).
 
     .venv/bin/python bench/test_suite_proof.py --mirrors /work/.mirror
     .venv/bin/python bench/test_suite_proof.py --mirrors /work/.mirror --only pyro --json /tmp/proof.json
-    .venv/bin/python bench/test_suite_proof.py --mirrors /work/.mirror --skip-verify
+    .venv/bin/python bench/test_suite_proof.py --mirrors /work/.mirror --skip-verify --outcomes /tmp/proof
     .venv/bin/python bench/test_suite_proof.py --from-json /tmp/proof.json   # the tables again
+    .venv/bin/python bench/test_suite_proof.py --compare gpu.json --emulated /tmp/proof/emulated.json
+
+Each run's per-test outcomes (``--outcomes DIR``: ``plain.json``, ``emulated.json``; test id ->
+passed, failed, skipped, not emulated or error, with the failure's first line; format in
+proof_outcomes.py) are what ``--compare GPU.json`` holds against a GPU's, test by test: agree,
+refused (``not emulated``), emulation passes where the GPU fails, emulation fails where the GPU
+passes, outcomes differ otherwise (a skip against a pass), or in one run only. The GPU's outcomes
+come from the same bench on a machine with one, plain, neither devlint nor the mirrors needed there:
+
+    python bench/test_suite_proof.py --mirrors /work/.mirror --export bench/.proof-trees   # here
+    python bench/test_suite_proof.py --gpu --trees bench/.proof-trees --outcomes OUT       # on the GPU
+
+``--gpu`` runs only the plain test command, with the interpreter that runs the script (its torch,
+any release), and writes ``OUT/gpu.json``; ``bench/.proof-trees/site``, if there, goes on
+``PYTHONPATH`` (test dependencies the GPU machine lacks: CONTRIBUTING.md, "On a machine with a GPU").
 
 It needs the mirrors: bare git directories of the repositories in ``CODE_BASES`` under
 ``--mirrors`` (``DIR/owner+name/repo``, as the ``fetch`` tool leaves them, or ``DIR/owner+name``).
@@ -17,9 +32,11 @@ The tests run in their own virtual environment, whose torch is this project's, n
     printf 'torch==2.13.0\\nnumpy<2\\n' > /tmp/proof-constraints.txt
     bench/.venv-proof/bin/pip install -c /tmp/proof-constraints.txt pytest parameterized matplotlib \\
         packaging tqdm scipy scikit-learn 'mpmath>=0.19,<=1.3' 'linear_operator>=0.6.1' \\
-        'opt_einsum>=2.3.2' 'pyro-api>=0.1.1'
+        'opt_einsum>=2.3.2' 'pyro-api>=0.1.1' 'kornia_rs>=0.1.9' 'lightning-utilities>=0.15.3,<0.16.0' \\
+        'cachier==4.2.0' psutil cloudpickle
 
-(captum wants ``numpy<2``; the three projects' runtime and test dependencies, nothing else). The
+(captum wants ``numpy<2``; the projects' runtime and test dependencies, nothing else). ``bench/.venv-proof``
+may be a symbolic link to a venv elsewhere (``~/.cache/devlint-bench/proof-venv``): it is git-ignored. The
 projects themselves are not installed: each command runs ``python -m pytest`` in the exported tree,
 which puts the tree first on ``sys.path``; that is also what makes verify's fixed copy the code the
 tests import (an installed package would shadow it).
@@ -42,6 +59,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shlex
 import shutil
@@ -49,14 +67,18 @@ import subprocess
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+# Its sibling module, whether this runs as a script or is loaded by runpy (the tests).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import proof_outcomes  # noqa: E402
+from proof_outcomes import NOT_EMULATED  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -126,11 +148,34 @@ CODE_BASES: tuple[CodeBase, ...] = (
             "test/priors",
         ),
     ),
+    # Issue 32: two more. kornia parametrizes `device` from `--device` (its conftest); `cpu,cuda`
+    # makes every `[cuda]` case a skip on the CPU ("Device 'cuda' is not available") and a run
+    # under emulation or on a GPU.
+    CodeBase(
+        "kornia",
+        "kornia+kornia",
+        "b4f5a78a13891c7ac4c1cd9695941380273e981d",
+        ("kornia", "testing", "tests/__init__.py", "tests/color", "tests/enhance", "tests/morphology"),
+        ("--device", "cpu,cuda", "tests/color", "tests/enhance", "tests/morphology"),
+    ),
+    # Gates with `skipif(not torch.cuda.is_available())` and `device="cuda"` parameters. Its
+    # addopts want pytest-doctestplus and its layout `src/`; the timing-based
+    # test_check_full_state_update_fn is left out (it compares wall times, noise on a shared CPU).
+    CodeBase(
+        "torchmetrics",
+        "Lightning-AI+torchmetrics",
+        "dab033394560ab3ce05e3d14c13f32e4cde6b351",
+        ("src/torchmetrics", "tests/unittests/__init__.py", "tests/unittests/conftest.py", "tests/unittests/_helpers",
+         "tests/unittests/bases", "tests/unittests/utilities/__init__.py", "tests/unittests/utilities/test_utilities.py",
+         "tests/unittests/wrappers/__init__.py", "tests/unittests/wrappers/test_bootstrapping.py"),
+        ("-o", "addopts=", "-o", "pythonpath=src tests", "tests/unittests/bases",
+         "tests/unittests/utilities/test_utilities.py", "tests/unittests/wrappers/test_bootstrapping.py",
+         "-k", "not test_check_full_state_update_fn"),
+    ),
 )
 
 # Top-level files pytest and the projects read (their configuration and conftest).
 TOP_LEVEL = re.compile(r"^(conftest\.py|setup\.cfg|setup\.py|pyproject\.toml|pytest\.ini|tox\.ini)$")
-NOT_EMULATED = "not emulated:"
 GPU_NAME = re.compile(r"cuda|gpu", re.IGNORECASE)
 
 
@@ -206,31 +251,18 @@ class PytestRun:
         return sum(1 for o in self.tests.values() if o.outcome == outcome)
 
 
-def _nodeid(case: ET.Element) -> str:
-    """A test's name from a JUnit ``testcase``: ``dotted.module[.Class]::name``, the same in every run."""
-    return f"{case.get('classname', '')}::{case.get('name', '')}"
-
-
 def read_junit(path: Path) -> dict[str, Outcome]:
-    if not path.exists():
-        return {}
-    tests: dict[str, Outcome] = {}
-    for case in ET.parse(path).getroot().iter("testcase"):
-        outcome, message = "passed", ""
-        for child in case:
-            if child.tag in ("failure", "error", "skipped"):
-                outcome = {"failure": "failed"}.get(child.tag, child.tag)
-                message = (child.get("message") or child.text or "").strip()
-                break
-        tests[_nodeid(case)] = Outcome(outcome, message)
-    return tests
+    return {nodeid: Outcome(outcome, message) for nodeid, (outcome, message) in proof_outcomes.read_junit(path).items()}
 
 
-def run_pytest(prefix: Sequence[str], python: Path, base: CodeBase, tree: Path, junit: Path, timeout: float) -> PytestRun:
+def run_pytest(
+    prefix: Sequence[str], python: Path, base: CodeBase, tree: Path, junit: Path, timeout: float,
+    env: Mapping[str, str] | None = None,
+) -> PytestRun:
     command = [*prefix, str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}", *base.pytest_args]
     started = time.monotonic()
     try:
-        done = subprocess.run(command, cwd=tree, capture_output=True, timeout=timeout, check=False)
+        done = subprocess.run(command, cwd=tree, capture_output=True, timeout=timeout, check=False, env=env)
         status, timed_out = done.returncode, False
     except subprocess.TimeoutExpired:
         status, timed_out = -1, True
@@ -302,19 +334,18 @@ class BaseResult:
         return counts
 
 
-def run_base(base: CodeBase, mirrors: Path, python: Path, devlint: Path, scratch: Path, timeout: float, skip_verify: bool) -> BaseResult:
-    tree = scratch / base.name
-    tree.mkdir()
-    files = export(git_dir(mirrors, base.slug), base, tree)
+def run_base(base: CodeBase, args: argparse.Namespace, python: Path, scratch: Path) -> BaseResult:
+    tree = tree_for(base, args.trees, args.mirrors, scratch)
+    files = sum(1 for p in tree.rglob("*") if p.is_file())
     _say(f"{base.name}: {files} files at {base.commit[:12]}; plain run")
-    plain = run_pytest((), python, base, tree, scratch / f"{base.name}-plain.xml", timeout)
+    plain = run_pytest((), python, base, tree, scratch / f"{base.name}-plain.xml", args.timeout)
     _say(f"{base.name}: plain {plain.seconds:.0f}s; devlint emulate")
-    emulated = run_pytest((str(devlint), "emulate", "--"), python, base, tree, scratch / f"{base.name}-emulated.xml", timeout)
+    emulated = run_pytest((str(args.devlint), "emulate", "--"), python, base, tree, scratch / f"{base.name}-emulated.xml", args.timeout)
     verifies: list[VerifyRun] = []
-    if not skip_verify:
+    if not args.skip_verify:
         for unsafe in (False, True):
             _say(f"{base.name}: emulate {emulated.seconds:.0f}s; verify --tests{' --unsafe-fixes' if unsafe else ''}")
-            verifies.append(run_verify(devlint, python, base, tree, unsafe, timeout * 4))
+            verifies.append(run_verify(args.devlint, python, base, tree, unsafe, args.timeout * 4))
     return BaseResult(base, files, plain, emulated, tuple(verifies))
 
 
@@ -418,11 +449,10 @@ def cost_table(results: Sequence[BaseResult]) -> str:
         rows.append(row)
     # verify / emulate too: where the CPU defines fewer tests than emulation (captum), the plain run
     # does less work than each of verify's runs.
-    return markdown(
-        ["code base", "plain s", "emulate s", "emulate / plain", "verify s", "verify / plain", "verify / emulate",
-         "verify --unsafe-fixes s", "unsafe / plain", "unsafe / emulate"],
-        rows,
-    )
+    header = ["code base", "plain s", "emulate s", "emulate / plain"]
+    if any(r.verifies for r in results):  # --skip-verify: no empty columns
+        header += ["verify s", "verify / plain", "verify / emulate", "verify --unsafe-fixes s", "unsafe / plain", "unsafe / emulate"]
+    return markdown(header, rows)
 
 
 def report(results: Sequence[BaseResult]) -> list[str]:
@@ -464,53 +494,201 @@ def from_json(entries: Sequence[dict[str, Any]]) -> list[BaseResult]:
     ]
 
 
+# --- per-test outcomes, the GPU reference and the comparison --------------------------------------
+
+
+def run_outcomes(run: str, torch_device: tuple[str, str], runs: Mapping[CodeBase, PytestRun]) -> proof_outcomes.RunOutcomes:
+    """Each test's outcome in one run (plain, emulated or gpu), for ``--outcomes`` and ``--compare``."""
+    code_bases = {
+        base.name: proof_outcomes.CodeBaseOutcomes(
+            base.commit, got.exit_status, got.timed_out,
+            {nodeid: proof_outcomes.TestOutcome(proof_outcomes.outcome_of(o.outcome, o.message), proof_outcomes.first_line(o.message))
+             for nodeid, o in got.tests.items()},
+        )
+        for base, got in runs.items()
+    }
+    return proof_outcomes.RunOutcomes(run, torch_device[0], torch_device[1], time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), code_bases)
+
+
+# What the code bases' tests import besides torch (module names): a GPU machine that lacks one gets it
+# from TREES/site (CONTRIBUTING.md); --gpu names those missing before it runs anything.
+TEST_MODULES = (
+    "pytest", "numpy", "scipy", "sklearn", "matplotlib", "packaging", "tqdm", "parameterized", "mpmath",
+    "linear_operator", "opt_einsum", "pyroapi", "kornia_rs", "lightning_utilities", "cachier", "psutil",
+)
+
+
+def probe(python: Path, env: Mapping[str, str] | None) -> tuple[str, str, tuple[str, ...]]:
+    """The test interpreter's torch release, its GPU's name ("CPU" without one) and which of
+    ``TEST_MODULES`` it cannot find."""
+    code = (
+        "import importlib.util, json, sys, torch; print(json.dumps([torch.__version__, "
+        "torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'CPU', "
+        "[m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]]))"
+    )
+    done = subprocess.run([str(python), "-c", code, *TEST_MODULES], capture_output=True, text=True, check=False, env=env)
+    if done.returncode != 0 or not done.stdout.strip():
+        raise BenchError(f"{python} cannot import torch: {_first_line(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else '')}")
+    version, device, missing = json.loads(done.stdout.strip().splitlines()[-1])
+    return version, device, tuple(missing)
+
+
+def write_outcomes(folder: Path, outcomes: proof_outcomes.RunOutcomes) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{outcomes.run}.json"
+    path.write_text(json.dumps(proof_outcomes.to_json(outcomes), indent=1))
+    return path
+
+
+def load_outcomes(path: Path) -> proof_outcomes.RunOutcomes:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise BenchError(f"{path}: {error}") from None
+    try:
+        return proof_outcomes.from_json(data, str(path))
+    except proof_outcomes.OutcomesError as error:
+        raise BenchError(str(error)) from None
+
+
+def export_trees(bases: Sequence[CodeBase], mirrors: Path, dest: Path) -> None:
+    """Each code base's tree into ``dest/NAME``: what ``--gpu --trees`` runs on a machine without
+    the mirrors (the device machine gets the working tree, not /work/.mirror)."""
+    for base in bases:
+        tree = dest / base.name
+        shutil.rmtree(tree, ignore_errors=True)
+        tree.mkdir(parents=True)
+        files = export(git_dir(mirrors, base.slug), base, tree)
+        _say(f"{base.name}: {files} files at {base.commit[:12]} in {tree}")
+
+
+def tree_for(base: CodeBase, trees: Path | None, mirrors: Path | None, scratch: Path) -> Path:
+    if trees is not None:
+        if not (trees / base.name).is_dir():
+            raise BenchError(f"{trees / base.name} is not there (write it with --export {trees} where the mirrors are)")
+        # A copy outside any checkout: pytest looks for its configuration upwards from the tree,
+        # and a project without one of its own (captum) would take devlint's pyproject.toml.
+        return Path(shutil.copytree(trees / base.name, scratch / base.name))
+    if mirrors is None:
+        raise BenchError("--mirrors or --trees is required")
+    tree = scratch / base.name
+    tree.mkdir()
+    export(git_dir(mirrors, base.slug), base, tree)
+    return tree
+
+
+def gpu_pythonpath(trees: Path | None, inherited: str) -> str:
+    """``TREES/site`` first, then the inherited entries, all absolute: pytest runs in each tree's
+    copy, where a relative entry would name nothing."""
+    entries = [trees / "site"] if trees is not None and (trees / "site").is_dir() else []
+    entries += [Path(entry) for entry in inherited.split(os.pathsep) if entry]
+    return os.pathsep.join(str(entry.resolve()) for entry in entries)
+
+
+def gpu_reference(bases: Sequence[CodeBase], args: argparse.Namespace, python: Path, scratch: Path) -> proof_outcomes.RunOutcomes:
+    """The plain runs on a machine with a GPU: no devlint, no emulation; the reference outcomes.
+
+    ``TREES/site``, where present, is put on ``PYTHONPATH``: the test dependencies the GPU
+    machine's environment lacks, installed there with ``pip install --target``."""
+    env = {**os.environ, "PYTHONPATH": gpu_pythonpath(args.trees, os.environ.get("PYTHONPATH", ""))}
+    version, device, missing = probe(python, env)
+    if device == "CPU":
+        raise BenchError(f"{python}: torch {version} sees no GPU; --gpu is the reference run on a GPU")
+    if missing:
+        _say(f"not importable here (their tests will fail to collect): {', '.join(missing)}")
+    torch_device = (version, device)
+    runs: dict[CodeBase, PytestRun] = {}
+    for base in bases:
+        tree = tree_for(base, args.trees, args.mirrors, scratch)
+        _say(f"{base.name}: plain run on {torch_device[1]} (torch {torch_device[0]})")
+        runs[base] = run_pytest((), python, base, tree, scratch / f"{base.name}-gpu.xml", args.timeout, env)
+        _say(f"{base.name}: {len(runs[base].tests)} tests in {runs[base].seconds:.0f}s")
+    return run_outcomes("gpu", torch_device, runs)
+
+
+def print_comparison(emulated: proof_outcomes.RunOutcomes, gpu: proof_outcomes.RunOutcomes) -> None:
+    comparison = proof_outcomes.compare(emulated, gpu)
+    print("\n".join(proof_outcomes.comparison_report(comparison, emulated, gpu)))
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirrors", type=Path, help="folder of bare mirrors (owner+name/repo)")
     parser.add_argument("--from-json", type=Path, help="print the tables of an earlier --json file; runs nothing")
     parser.add_argument("--only", help="comma-separated code base names")
-    parser.add_argument("--python", type=Path, default=ROOT / "bench" / ".venv-proof" / "bin" / "python")
+    parser.add_argument("--python", type=Path, help="the tests' interpreter (bench/.venv-proof's; with --gpu this one)")
     parser.add_argument("--devlint", type=Path, default=ROOT / ".venv" / "bin" / "devlint")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per pytest run (verify gets 4x)")
     parser.add_argument("--skip-verify", action="store_true", help="plain and emulate runs only")
     parser.add_argument("--keep", type=Path, help="keep the exported trees and JUnit files here")
     parser.add_argument("--json", type=Path, help="write every outcome here")
+    parser.add_argument("--outcomes", type=Path, help="write each run's per-test outcomes here (plain.json, emulated.json; gpu.json)")
+    parser.add_argument("--export", type=Path, help="only write each code base's tree here (DIR/NAME), for --gpu --trees")
+    parser.add_argument("--trees", type=Path, help="run on the trees --export wrote instead of exporting from --mirrors")
+    parser.add_argument("--gpu", action="store_true", help="the reference: plain runs only, on this machine's GPU")
+    parser.add_argument("--compare", type=Path, metavar="GPU.json", help="compare the emulated outcomes with a --gpu run's")
+    parser.add_argument("--emulated", type=Path, metavar="EMULATED.json", help="with --compare: an earlier run's emulated.json; runs nothing")
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.from_json:
-        print("\n".join(report(from_json(json.loads(args.from_json.read_text())))))
-        return 0
-    if args.mirrors is None:
-        print("--mirrors is required (or --from-json)", file=sys.stderr)
-        return 2
-    names = args.only.split(",") if args.only else [b.name for b in CODE_BASES]
-    unknown = set(names) - {b.name for b in CODE_BASES}
-    if unknown:
-        print(f"unknown code base(s): {', '.join(sorted(unknown))}", file=sys.stderr)
-        return 2
-    for tool in (args.python, args.devlint):
-        if not tool.exists():
-            print(f"{tool} not found (see this script's docstring for the setup)", file=sys.stderr)
-            return 2
-    scratch = Path(tempfile.mkdtemp(prefix="devlint-proof-"))
-    results: list[BaseResult] = []
     try:
-        for base in CODE_BASES:
-            if base.name in names:
-                results.append(run_base(base, args.mirrors, args.python, args.devlint, scratch, args.timeout, args.skip_verify))
-                if args.json:  # after each code base: a late failure loses nothing measured
-                    args.json.write_text(json.dumps(to_json(results), indent=1))
+        return _main(args)
     except BenchError as error:
         print(error, file=sys.stderr)
         return 2
+
+
+def _main(args: argparse.Namespace) -> int:
+    if args.from_json:
+        print("\n".join(report(from_json(json.loads(args.from_json.read_text())))))
+        return 0
+    gpu = load_outcomes(args.compare) if args.compare else None
+    if gpu is not None and args.emulated:
+        print_comparison(load_outcomes(args.emulated), gpu)
+        return 0
+    names = args.only.split(",") if args.only else [b.name for b in CODE_BASES]
+    unknown = set(names) - {b.name for b in CODE_BASES}
+    if unknown:
+        raise BenchError(f"unknown code base(s): {', '.join(sorted(unknown))}")
+    bases = [b for b in CODE_BASES if b.name in names]
+    if args.export:
+        if args.mirrors is None:
+            raise BenchError("--export needs --mirrors")
+        export_trees(bases, args.mirrors, args.export)
+        return 0
+    if args.mirrors is None and args.trees is None:
+        raise BenchError("--mirrors (or --trees, or --from-json, or --compare with --emulated) is required")
+    python = args.python or (Path(sys.executable) if args.gpu else ROOT / "bench" / ".venv-proof" / "bin" / "python")
+    for tool in (python, *(() if args.gpu else (args.devlint,))):
+        if not tool.exists():
+            raise BenchError(f"{tool} not found (see this script's docstring for the setup)")
+    scratch = Path(tempfile.mkdtemp(prefix="devlint-proof-"))
+    try:
+        if args.gpu:
+            reference = gpu_reference(bases, args, python, scratch)
+            print(f"wrote {write_outcomes(args.outcomes or Path.cwd(), reference)}")
+            return 0
+        results: list[BaseResult] = []
+        for base in bases:
+            results.append(run_base(base, args, python, scratch))
+            if args.json:  # after each code base: a late failure loses nothing measured
+                args.json.write_text(json.dumps(to_json(results), indent=1))
     finally:
         if args.keep:
             shutil.copytree(scratch, args.keep, dirs_exist_ok=True)
         shutil.rmtree(scratch, ignore_errors=True)
     print("\n".join(report(results)))
+    if args.outcomes or gpu is not None:
+        torch_version = probe(python, None)[0]
+        plain = run_outcomes("plain", (torch_version, "CPU"), {r.base: r.plain for r in results})
+        emulated = run_outcomes("emulated", (torch_version, "CPU, emulated"), {r.base: r.emulated for r in results})
+        if args.outcomes:
+            for outcomes in (plain, emulated):
+                _say(f"wrote {write_outcomes(args.outcomes, outcomes)}")
+        if gpu is not None:
+            print_comparison(emulated, gpu)
     return 0
 
 
