@@ -41,7 +41,7 @@ from typing import Any
 
 import torch
 
-from . import build, cuda_api, legacy, rng, storage
+from . import build, cuda_api, legacy, rng, storage, subclasses
 from .machine import EmulationUnsupportedError, Machine
 from .memory import Memory
 from .patches import Patches
@@ -91,6 +91,8 @@ class Emulation:
         legacy.install(self._patches, self.machine, self.dispatcher, self._default)
         storage.install(self._patches, self.machine)
         build.install(self._patches, self.machine)
+        dispatcher = self.dispatcher
+        subclasses.install(self._patches, dispatcher.subclasses, dispatcher.is_emulated, lambda: dispatcher.inside)
         self._install_compile()
         self._install_threads()
         self._install_module_moves()
@@ -153,13 +155,19 @@ class Emulation:
 
     def _install_parameter(self) -> None:
         """``nn.Parameter(t)`` of an emulated ``t`` is an emulated parameter: a ``Parameter`` by
-        class and by its printing, as on a GPU (torch would hand back a flagged plain tensor)."""
+        class and by its printing, as on a GPU (torch would hand back a flagged plain tensor).
+        A program's subclass of ``Parameter`` made of a plain tensor is made as torch makes it of
+        a plain CUDA tensor, with ``_make_subclass`` (torch/nn/parameter.py)."""
         parameter = torch.nn.Parameter
         original_new = parameter.__new__
         dispatcher = self.dispatcher
 
         def __new__(cls: type, data: Any = None, requires_grad: bool = True) -> Any:
-            if cls is not parameter or not dispatcher.is_emulated(data):
+            if not dispatcher.is_emulated(data):
+                return original_new(cls, data, requires_grad)
+            if cls is not parameter:
+                if type(data) in (dispatcher.cls, dispatcher.parameter_cls):
+                    return torch.Tensor._make_subclass(cls, data, requires_grad)
                 return original_new(cls, data, requires_grad)
             made = data.detach().requires_grad_(requires_grad)
             dispatcher.relabel(made, emulated=False)
