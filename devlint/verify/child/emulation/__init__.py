@@ -11,7 +11,7 @@ This package imports torch and the standard library, nothing of devlint, and is 
   ``Module.cuda()``/``.to()``, checkpoints restored to CUDA) report ``device(type='cuda',
   index=0)`` and ``is_cuda``, print with ``device='cuda:0'``, and compute on the CPU
   (tensor.py, legacy.py, storage.py); gradients, optimizer state and everything computed from
-  them are emulated too;
+  them are emulated too; a program's own tensor subclass keeps its class there (subclasses.py);
 - an operation that receives an emulated tensor and a CPU tensor with at least one dimension
   raises the ``RuntimeError`` CUDA raises; ``.numpy()`` and ``pin_memory()`` of an emulated tensor
   raise CUDA's errors;
@@ -23,7 +23,8 @@ What differs from a GPU, by design: the device's random numbers come from a gene
 synchronously; ``torch.compile`` returns the model as it is. Autocast on the device computes in its
 dtype on the CPU's autocast kernels; memory statistics follow the caching allocator (memory.py);
 a CPU build plays a CUDA build (build.py). What emulation does not model at all (CUDA graphs, NVML
-queries, more than one GPU, autocast of an op with no CPU kernel in that dtype) raises
+queries, more than one GPU, autocast of an op with no CPU kernel in that dtype, a ``__torch_dispatch__``
+subclass on the device) raises
 ``EmulationUnsupportedError`` (``not emulated: ...``); the harness reports a run that meets it as
 not emulated.
 

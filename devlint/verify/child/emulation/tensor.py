@@ -12,7 +12,10 @@ subclass's ``__torch_function__`` in threads the mode does not reach), and:
 - raises CUDA's ``RuntimeError`` when an operation receives an emulated tensor and a CPU tensor
   with at least one dimension (a 0-dim CPU tensor may join, as on CUDA); copies and indexing with
   CPU indices may mix, as on CUDA;
-- makes every tensor computed from an emulated one emulated too, and ``.cpu()`` a plain copy.
+- makes every tensor computed from an emulated one emulated too, and ``.cpu()`` a plain copy;
+- hands a call with a program's tensor subclass to that class's ``__torch_function__`` first, as
+  torch does after the modes (subclasses.py: a subclass on the device is a class of its own that
+  derives from the program's).
 
 While the handler runs torch code, emulated tensors report their true device (``cpu``) to it,
 so torch's own Python code, which reads ``x.device`` to make new tensors, makes CPU ones.
