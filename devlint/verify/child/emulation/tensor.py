@@ -35,7 +35,7 @@ from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 from torch.utils._device import DeviceContext, _device_constructors
 
 from . import autocast, subclasses
-from .machine import CUDA0, TOTAL_MEMORY, EmulationUnsupportedError, Machine, cuda_index, not_a_cuda_device
+from .machine import CUDA0, TOTAL_MEMORY, Machine, cuda_index, not_a_cuda_device
 from .memory import Memory
 from .rng import DeviceRandom
 
