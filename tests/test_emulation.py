@@ -9,6 +9,7 @@ computes in float32, what emulation does not model), the case says so and gives 
 
 from __future__ import annotations
 
+import _thread
 import copy
 import io
 import os
@@ -952,6 +953,19 @@ def _traced_subclass() -> Any:
     )
 
 
+def _subclass_in_a_bare_thread() -> Any:
+    # a thread started below threading.Thread (its run() is where emulation enters its mode)
+    on, found, done = torch.arange(2.0).as_subclass(_Tagged).cuda(), [], threading.Event()
+
+    def work() -> None:
+        found.append(on * 2)
+        done.set()
+
+    _thread.start_new_thread(work, ())
+    done.wait(60)
+    return _names(*found), _where(*found), _values(found[0])
+
+
 def _subclass_meets_a_cpu_tensor() -> Any:
     return _Traced(torch.ones(3), frozenset({"x"})).cuda() + torch.ones(3)
 
@@ -1229,6 +1243,9 @@ CASES: dict[str, Case] = {
             ([1.0, 2.0, 3.0], [1, 1, 1], [1.0, 2.0, 3.0], [0.0, 1.0, 2.0]),
             ("Tensor", "cuda:0"),
         ),
+    ),
+    "a subclass on cuda in a thread emulation's mode does not reach": Case(
+        _subclass_in_a_bare_thread, (["_Tagged"], ["cuda:0"], [0.0, 2.0])
     ),
     "a subclass on cuda meeting a cpu tensor": Case(_subclass_meets_a_cpu_tensor, Raises(RuntimeError, SAME_DEVICE)),
     "a subclass on cuda saved, loaded and printed": Case(

@@ -71,10 +71,12 @@ def _dispatches(kind: type) -> bool:
 class Subclasses:
     """Which class a tensor has on the device and off it, and the calls its own class handles."""
 
-    def __init__(self, mark: type, plain: type, parameter: type) -> None:
+    def __init__(self, mark: type, plain: type, parameter: type, handle: Callable[[Any, tuple, Any], Any]) -> None:
         """``mark``: the base of every emulated class; ``plain``, ``parameter``: emulation's
-        classes of ``torch.Tensor`` and ``nn.Parameter`` on the device."""
+        classes of ``torch.Tensor`` and ``nn.Parameter`` on the device; ``handle``: emulation's
+        handler of a torch call, for threads that emulation's mode does not reach."""
         self._mark = mark
+        self._handle = handle
         self._on = {torch.Tensor: plain, torch.nn.Parameter: parameter}
         self._off = {plain: torch.Tensor, parameter: torch.nn.Parameter}
         self._made: dict[type, type] = {}
@@ -100,7 +102,14 @@ class Subclasses:
         if made is None:
             self.refuse_dispatch(kind)
             # the metaclass of the program's class makes it (a Parameter subclass has its own)
-            made = type(kind)(kind.__name__, (self._mark, kind), {"__slots__": (), "__module__": kind.__module__})
+            namespace: dict[str, Any] = {"__slots__": (), "__module__": kind.__module__}
+            if _dispatches(kind):
+                # as emulation's plain class: a call that no mode took (a thread the mode does not
+                # reach) comes to the handler, which hands it to the program's class (``handler``)
+                namespace["__torch_function__"] = classmethod(
+                    lambda cls, func, types, args=(), kwargs=None: self._handle(func, args, kwargs)
+                )
+            made = type(kind)(kind.__name__, (self._mark, kind), namespace)
             made.__qualname__ = kind.__qualname__
             self._made[kind] = made
             self._off[made] = kind
@@ -144,21 +153,32 @@ class Subclasses:
             found.insert(index, value)
         return found
 
+    def handler(self, arg: Any) -> Callable[..., Any]:
+        """The ``__torch_function__`` of ``arg``'s program class (past the one a class on the
+        device has in front), bound as torch binds it: through the instance (a classmethod to
+        the instance's class, whose ``super()`` then finds ``Tensor``'s after the program's)."""
+        found = inspect.getattr_static(self.off_device(type(arg)), "__torch_function__")
+        return found.__get__(arg, type(arg)) if hasattr(found, "__get__") else found
 
-def dispatch(func: Any, overloaded: list[Any], args: tuple, kwargs: dict) -> Any:
-    """Hand the call to each overloaded argument's ``__torch_function__`` until one implements it,
-    as torch does after the modes (the caller puts emulation's mode back in place)."""
-    types = tuple(type(arg) for arg in overloaded)
-    for arg in overloaded:
-        result = arg.__torch_function__(func, types, args, kwargs)
-        if result is not NotImplemented:
-            return result
+    def dispatch(self, func: Any, overloaded: list[Any], args: tuple, kwargs: dict) -> Any:
+        """Hand the call to each overloaded argument's ``__torch_function__`` until one
+        implements it, as torch does after the modes (the caller puts emulation's mode back)."""
+        types = tuple(type(arg) for arg in overloaded)
+        for arg in overloaded:
+            result = self.handler(arg)(func, types, args, kwargs)
+            if result is not NotImplemented:
+                return result
+        raise _no_implementation(func, types)
+
+
+def _no_implementation(func: Any, types: tuple[type, ...]) -> TypeError:
+    """torch's error when every ``__torch_function__`` declined the call."""
     name = torch.overrides.resolve_name(func) or getattr(func, "__name__", repr(func))
     if inspect.isfunction(func):  # torch's Python functions: torch/overrides.py, handle_torch_function
-        raise TypeError(f"no implementation found for '{name}' on types that implement __torch_function__: {list(types)}")
+        return TypeError(f"no implementation found for '{name}' on types that implement __torch_function__: {list(types)}")
     # its C++ bindings: torch/csrc/utils/python_arg_parser.cpp, handle_torch_function_no_python_arg_parser
     listed = "".join(f"  - tensor subclass {kind}\n" for kind in types)
-    raise TypeError(
+    return TypeError(
         f"Multiple dispatch failed for '{name}'; all __torch_function__ handlers returned NotImplemented:\n\n{listed}\n"
         "For more information, try re-running with TORCH_LOGS=not_implemented"
     )

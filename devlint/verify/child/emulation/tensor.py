@@ -139,7 +139,7 @@ class Dispatcher:
         self.generator_class: type | None = None
         self._local = threading.local()
         self._mark, self.cls, self.parameter_cls, self._printing_cls = _tensor_classes(self)
-        self.subclasses = subclasses.Subclasses(self._mark, self.cls, self.parameter_cls)
+        self.subclasses = subclasses.Subclasses(self._mark, self.cls, self.parameter_cls, self.handle)
         self._special: dict[Any, Callable[..., Any]] = {
             torch.Tensor.cuda: self._cuda,
             torch.Tensor.to: self._to,
@@ -249,7 +249,7 @@ class Dispatcher:
             overloaded = self.subclasses.overloaded(func, args, kwargs)
             if overloaded:
                 with EmulationMode(self):
-                    return subclasses.dispatch(func, overloaded, args, kwargs)
+                    return self.subclasses.dispatch(func, overloaded, args, kwargs)
         special = self._special.get(func)
         if special is not None:
             return special(*args, **kwargs)
