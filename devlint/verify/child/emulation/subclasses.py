@@ -6,9 +6,10 @@ parser does the same), subclasses before their bases, plain tensors never; the d
 (``Tensor.__torch_function__``, torch/_tensor.py) runs the call with subclasses disabled and turns
 each tensor result into the class with ``as_subclass(cls)`` (``_convert``). Emulation keeps that
 order: its mode hands a call that has a program's subclass among its tensors to those classes'
-``__torch_function__`` (``overloaded``), with the mode back in place so that their inner calls are
-emulated, and with the same ``types`` a GPU gives (emulation's plain class is no overloaded type,
-as a plain CUDA tensor is none).
+``__torch_function__`` (``overloaded``, ``dispatch``), with the mode back in place so that their
+inner calls are emulated, and with the ``types`` a GPU gives (emulation leaves its own plain class
+out, as torch leaves out a plain CUDA tensor). In a thread the mode does not reach, a class on the
+device sends the call to emulation's handler, which does the same.
 
 Where a tensor is is its class: an emulated instance of a program's class ``T`` is of ``T`` on the
 device, a class made once per installation that derives from emulation's mark (the device
@@ -17,7 +18,7 @@ and ``__torch_function__`` (and ``super()`` in it, which finds ``Tensor``'s afte
 program's. torch makes subclass instances in three calls that no ``__torch_function__`` sees
 (``as_subclass``, ``Tensor._make_subclass``, ``Tensor.__new__`` of a tensor, all in
 ``get_ignored_functions``): ``install`` replaces them so that what they make is on the device
-exactly when their data is.
+exactly when their data is. Making the class on the device runs ``T.__init_subclass__``, once.
 
 Not composable, and refused: a subclass with ``__torch_dispatch__``. Its handler runs at ATen's
 dispatcher, below the torch-function layer emulation works in, so what it computes from an
