@@ -81,6 +81,12 @@ class Subclasses:
         self._on = {torch.Tensor: plain, torch.nn.Parameter: parameter}
         self._off = {plain: torch.Tensor, parameter: torch.nn.Parameter}
         self._made: dict[type, type] = {}
+        # per class: whether torch's dispatch would hand a call to it (a program's class with a
+        # __torch_function__); asked for every tensor of every call
+        self._overloads: dict[type, bool] = {}
+        # classes that neither take calls nor dispatch below (torch's, emulation's): most calls
+        # have only these, and are told so by one set lookup per tensor
+        self._ordinary: set[type] = {torch.Tensor, torch.nn.Parameter, plain, parameter}
 
     def is_program_class(self, kind: type) -> bool:
         """A class of the program's (or of a library's, on the device or off it), not torch's
@@ -93,10 +99,10 @@ class Subclasses:
     def on_device(self, kind: type) -> type:
         """The class of a tensor of ``kind`` on the device. torch's own subclasses other than
         ``Parameter`` become emulation's plain class, as before subclasses were modelled."""
-        if issubclass(kind, self._mark):
-            return kind
         if kind in self._on:
             return self._on[kind]
+        if issubclass(kind, self._mark):
+            return kind
         if not self.is_program_class(kind):
             return self._on[torch.nn.Parameter if issubclass(kind, torch.nn.Parameter) else torch.Tensor]
         made = self._made.get(kind)
@@ -138,17 +144,36 @@ class Subclasses:
                 "its handler runs below the torch-function layer that emulation works in"
             )
 
-    def overloaded(self, func: Any, args: tuple, kwargs: dict) -> list[Any]:
-        """The program's subclass instances whose ``__torch_function__`` torch would call for
-        ``func(*args, **kwargs)``, in torch's order: one per class, a subclass before its base,
-        otherwise left to right (torch/overrides.py, ``_get_overloaded_args``)."""
+    def ordinary(self, tensors: list[torch.Tensor]) -> bool:
+        """No tensor of the call is of a class that takes calls or dispatches below."""
+        found = True
+        for tensor in tensors:
+            kind = type(tensor)
+            if kind not in self._ordinary:
+                if self._overloads_calls(kind) or self.dispatches_below(kind):
+                    found = False
+                else:
+                    self._ordinary.add(kind)
+        return found
+
+    def _overloads_calls(self, kind: type) -> bool:
+        known = self._overloads.get(kind)
+        if known is None:
+            known = self._overloads[kind] = self.is_program_class(kind) and _dispatches(kind)
+        return known
+
+    def overloaded(self, func: Any, args: tuple, tensors: list[torch.Tensor]) -> list[Any]:
+        """Of the call's ``tensors`` (its positional ``args`` and keywords flattened), the
+        program's subclass instances whose ``__torch_function__`` torch would call, in torch's
+        order: one per class, a subclass before its base, otherwise left to right
+        (torch/overrides.py, ``_get_overloaded_args``)."""
         leading = _DATA_ARGUMENTS.get(getattr(func, "__name__", ""))
+        if leading is not None:
+            tensors = [value for value in _values(args[:leading]) if isinstance(value, torch.Tensor)]
         found: list[Any] = []
-        for value in _values((args[:leading], {}) if leading is not None else (args, kwargs)):
+        for value in tensors:
             kind = type(value)
-            if not isinstance(value, torch.Tensor) or not self.is_program_class(kind) or not _dispatches(kind):
-                continue
-            if any(type(other) is kind for other in found):
+            if not self._overloads_calls(kind) or any(type(other) is kind for other in found):
                 continue
             index = next((i for i, other in enumerate(found) if issubclass(kind, type(other))), len(found))
             found.insert(index, value)

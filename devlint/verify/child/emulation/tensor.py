@@ -202,7 +202,7 @@ class Dispatcher:
         changes class in place (an alias would add a node to its autograd history); one of the
         call's ``inputs`` is aliased instead, so that the caller's CPU tensor stays one."""
         if isinstance(value, torch.Tensor):
-            if self.is_emulated(value):
+            if isinstance(value, self._mark):
                 return value
             with self.raw():
                 self.memory.track(value)
@@ -243,10 +243,12 @@ class Dispatcher:
 
     def handle(self, func: Any, args: tuple, kwargs: dict | None) -> Any:
         kwargs = dict(kwargs or {})
+        tensors = list(_tensors((args, kwargs)))
+        ordinary = self.subclasses.ordinary(tensors)
         # A program's subclass handles the call first, as after the modes on a GPU; the calls it
         # makes come back here with subclasses disabled (Tensor.__torch_function__) or unwrapped.
-        if torch._C._is_torch_function_enabled():
-            overloaded = self.subclasses.overloaded(func, args, kwargs)
+        if not ordinary and torch._C._is_torch_function_enabled():
+            overloaded = self.subclasses.overloaded(func, args, tensors)
             if overloaded:
                 with EmulationMode(self):
                     return self.subclasses.dispatch(func, overloaded, args, kwargs)
@@ -255,12 +257,12 @@ class Dispatcher:
             return special(*args, **kwargs)
         name = getattr(func, "__name__", "")
         target = self._device_target(func, kwargs)
-        tensors = list(_tensors((args, kwargs)))
-        emulated = any(self.is_emulated(t) for t in tensors)
+        emulated = any(isinstance(t, self._mark) for t in tensors)
         if emulated:
             self._check_devices(name, args, tensors)
         on_device = target == "cuda" or (target is None and emulated)
-        self.refuse_dispatch(tensors, on_device)
+        if not ordinary:
+            self.refuse_dispatch(tensors, on_device)
         generator = kwargs.get("generator")
         if generator is not None:
             self._check_generator(generator, on_device)
@@ -385,8 +387,9 @@ class Dispatcher:
             if any(self.is_emulated(t) for t in _tensors(args[1:2])):
                 raise RuntimeError("indices should be either on cpu or on the same device as the indexed tensor (cpu)")
             return
-        counted = [t for t in tensors if self.is_emulated(t) or (t.device.type == "cpu" and t.dim() > 0)]
-        if any(not self.is_emulated(t) for t in counted):
+        mark = self._mark
+        counted = [t for t in tensors if isinstance(t, mark) or (t.device.type == "cpu" and t.dim() > 0)]
+        if any(not isinstance(t, mark) for t in counted):
             raise mixed_devices_error()
 
     def _check_convolution(self, args: tuple) -> None:
