@@ -50,6 +50,7 @@ from devlint.torchfacts.names import (
     LOSS_TENSOR_ARGUMENTS,
     MESH_DEVICE_TYPE,
     MOVES,
+    NUMPY_HOST_COPIES,
     PIN_MEMORY_POSITION,
     POSITIONAL_DEVICE_FUNCTIONS,
     PROCESS_GROUP_BACKEND,
@@ -430,10 +431,15 @@ def non_blocking_device_to_host(facts: Facts) -> bool:
 
 
 def numpy_on_device_tensor(facts: Facts) -> bool:
-    # DEV304 reports `x.numpy()` without `force=` on a value on the device; a value is on the
-    # device only through a `.to`/`.cuda` move or a call given `device=` (devlint.rulekit.value_flow).
+    # DEV304 reports `x.numpy()` without `force=`, and calls that may be one of NUMPY_HOST_COPIES,
+    # on a value on the device; a value is on the device only through a `.to`/`.cuda` move or a
+    # call given `device=` (devlint.rulekit.value_flow).
+    if not (moves(facts) or "device" in facts.keywords):
+        return False
     calls = (call for call in method_calls(facts, "numpy") if keyword(call, "force") is None)
-    return next(calls, None) is not None and (moves(facts) or "device" in facts.keywords)
+    if next(calls, None) is not None:
+        return True
+    return next(calls_to_any(facts, NUMPY_HOST_COPIES), None) is not None
 
 
 def loss_not_on_device(facts: Facts) -> bool:
