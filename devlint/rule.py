@@ -17,6 +17,7 @@ from typing import ClassVar, Literal, Protocol, TypeVar
 
 import libcst as cst
 
+from devlint.analysis.device_params import Signature
 from devlint.analysis.reader import FileReader
 from devlint.analysis.semantic import Scope
 from devlint.analysis.tracker import ScopeTracker
@@ -92,6 +93,12 @@ class RuleContext(FileReader, Protocol):
 
     def render(self, original: cst.CSTNode, new: cst.CSTNode) -> str:
         """The source of ``new`` as it reads where ``original`` stands, block indentation included."""
+        ...
+
+    def imported_signature(self, reference: str) -> Signature | None:
+        """Which parameters reach a device sink (devlint.analysis.device_params) of the function
+        another module of the project defines and the file imports as ``reference``
+        (``load_state_dict``, ``model.load``), where the run read it; else None."""
         ...
 
     def indexed(self, key: Hashable, build: Callable[[], T]) -> T:

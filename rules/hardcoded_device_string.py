@@ -15,6 +15,7 @@ from devlint.fixes import FixPlan, Replace
 from devlint.rule import FixFactory, Invalid, Rule, Site
 from devlint.rulekit.accelerator import ACCELERATOR, AVAILABLE, accelerator_choice, accelerator_fstring, index_choice
 from devlint.rulekit.calls import keyword, names_in, positional, receiver_is_foreign
+from devlint.rulekit.device_params import callee_signature, param_reaches, reaching_arguments
 from devlint.torchfacts.names import (
     DEVICE_KEYWORDS,
     DEVICE_METHODS,
@@ -342,6 +343,32 @@ class HardcodedDeviceString(Rule):
         if method == "cuda" and plain:
             self._note_use(plain[0].value)
             self._note_placement(plain[0].value)
+        if not (torch_call or device_method) and (qualname is None or not qualname.startswith("torch.")):
+            self._own_function_call(node)
+
+    def _own_function_call(self, node: cst.Call) -> None:
+        """`load_state_dict(path, location="cuda")` where the program's own function gives
+        `location` to `torch.load(map_location=...)`, `.to()`, `torch.device()` or safetensors'
+        `device=` (devlint.analysis.device_params), in this file or in another module of the
+        project that the file imports."""
+        # Only a CUDA string given as an argument is looked up: the index of the functions is
+        # built for files that give one, not for every call of every file.
+        if not any(cuda_literal(arg.value) is not None for arg in node.args):
+            return
+        found = callee_signature(self.ctx, node)
+        if found is None:
+            return
+        callee, signature = found
+        for param, value in reaching_arguments(signature, node):
+            literal = cuda_literal(value)
+            if literal is None:
+                continue
+            self.report(
+                value,
+                f"{self._code(value)} given as `{param}` of `{callee}`, which places tensors with it, "
+                "hardcodes the CUDA device; choose CUDA only when it is available",
+                fix=lambda site, literal=literal: self._guard_fix(literal),
+            )
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         # `with torch.device(d):` places every tensor made in the block
@@ -352,12 +379,18 @@ class HardcodedDeviceString(Rule):
                 self._note_placement(plain[0].value)
 
     def visit_Param(self, node: cst.Param) -> None:
-        if node.default is None or not self._is_device_param(node):
+        if node.default is None:
             return
         literal = cuda_literal(node.default)
         if literal is None:
             return
-        self._report_default(literal, f"{node.name.value}={self._code(literal.node)}", lambda site: self._default_fix(literal))
+        shown = f"{node.name.value}={self._code(literal.node)}"
+        if self._is_device_param(node):
+            self._report_default(literal, shown, lambda site: self._default_fix(literal))
+        elif param_reaches(self.ctx, node):
+            # a parameter of any name that the function places tensors with, perhaps through
+            # another of the file's functions
+            self._report_default(literal, shown, lambda site: self._guard_fix(literal))
 
     def _report_default(self, literal: _Literal, shown: str, fix: FixFactory) -> None:
         self.report(

@@ -44,7 +44,6 @@ from devlint.torchfacts.names import (
     DEVICE_KEYWORDS,
     DEVICE_METHODS,
     DEVICE_MODULE,
-    DEVICE_PARAM_NAMES,
     LEGACY_TENSOR_TYPES,
     LOOP_WRAPPERS,
     LOSS_TENSOR_ARGUMENTS,
@@ -181,18 +180,20 @@ def hardcoded_device_string(facts: Facts) -> bool:
     #   (`visit_Param`);
     # - as the value of an assignment to a name (or `self.x`) the file uses as a device (`finish`):
     #   the first positional of a call, or the value of `device=`, `map_location=` or `type=`
-    #   (`_note_use`).
+    #   (`_note_use`);
+    # - as the default of any parameter of the file's own functions, or an argument of a call
+    #   that is not torch's, whose parameter reaches a device sink (devlint.analysis.device_params):
+    #   here any parameter default, and any argument of a callee not imported from torch.
     if not any(value == "cuda" or value.startswith("cuda:") for value in facts.strings):
         return False
-    for arg, default in facts.defaults:
-        if is_cuda_literal(default) and (
-            arg.arg in DEVICE_PARAM_NAMES
-            or arg.arg.endswith("_device")
-            or (arg.annotation is not None and may_be(facts, arg.annotation, "torch.device"))
-        ):
-            return True
+    if any(is_cuda_literal(default) for _, default in facts.defaults):
+        return True
     calls = facts.all_calls()
     for call in calls:
+        if not from_torch(facts, call.func) and any(
+            is_cuda_literal(value) for value in [*call.args, *(given.value for given in call.keywords)]
+        ):
+            return True
         plain = positional(call)
         if plain and is_cuda_literal(plain[0]):
             func = call.func
