@@ -114,7 +114,9 @@ class Invalid:
     (``None``: the rule offers no fix here). ``unsafe`` applies unsafe fixes too;
     ``torch_version`` lints as a project with that `torch-version` (default: devlint's);
     ``imported``: constants the code imports from other modules of its project, as a run would
-    read them (the name that reaches each in the code, the source of its value)."""
+    read them (the name that reaches each in the code, the source of its value);
+    ``imported_functions``: functions it imports from them, likewise (the name that reaches each,
+    ending in the function's own name, and the source of its module's imports and definition)."""
 
     code: str
     fixed: str | None = None
@@ -122,6 +124,7 @@ class Invalid:
     count: int = 1
     torch_version: tuple[int, int] | None = None
     imported: tuple[tuple[str, str], ...] = ()
+    imported_functions: tuple[tuple[str, str], ...] = ()
 
 
 class Rule:

@@ -88,8 +88,11 @@ class HardcodedDeviceString(Rule):
     name = "hardcoded-device-string"
     what = (
         'Flags `"cuda"` / `"cuda:N"` given as a device: `torch.device("cuda")`, `device="cuda"` in torch '
-        'factories and layers, `.to("cuda")`, `map_location="cuda"`, device parameter defaults, and '
-        "variables set to such a string and then used as a device."
+        'factories and layers, `.to("cuda")`, `map_location="cuda"`, device parameter defaults, '
+        "variables set to such a string and then used as a device, and such a string given to (or the "
+        "default of) a parameter of the program's own function that the function places tensors with "
+        '(`load_state_dict(path, location="cuda")` where `location` reaches `torch.load(map_location=...)`).'
+
     )
     why = (
         'A literal `"cuda"` device fails with "Torch not compiled with CUDA enabled" or "no CUDA GPUs '
@@ -134,7 +137,18 @@ class HardcodedDeviceString(Rule):
         '`device == "cuda"` keep working. A variable is reported only when the file uses it as a device '
         '(`.to(name)`, `device=name`, `torch.device(name)`). `device = torch.device("cuda")` inside '
         "`if torch.cuda.is_available():` is the statement form of the guarded idiom and is not reported. "
-        "No fix inside an f-string's replacement field, where the new quotes could end the string."
+        "No fix inside an f-string's replacement field, where the new quotes could end the string. "
+        "The program's own functions: a parameter (of any name) *reaches a device sink* where the "
+        "function gives it unchanged, or as `torch.device(name)`, to `.to()`, `torch.device()`, "
+        "`torch.load`'s `map_location`, another torch call's `device=`, safetensors' `load_file` or "
+        "`safe_open` `device=`, or to such a parameter of another of the module's functions "
+        "(`self.m(...)` for a method); a parameter the function rebinds reaches nothing. A CUDA string "
+        "given to such a parameter, in the file or, where the function is imported from another module "
+        "of the project (ControlNet's `from cldm.model import load_state_dict`), read from that module, "
+        'becomes `"cuda" if torch.cuda.is_available() else "cpu"` (DEV604\'s form where it is selected), '
+        "and so does the parameter's own CUDA default: a string still, exact on CUDA. Only functions "
+        "defined at module level (or methods of module-level classes) are followed; of another module, "
+        "only the function itself, not the functions it calls in turn."
     )
     triggers = ("cuda",)
     quiet_where_cuda_is_known = True
@@ -173,6 +187,12 @@ class HardcodedDeviceString(Rule):
         # an instance attribute no tensor is placed with, another object's attribute
         'import torch\n\nclass Build:\n    def __init__(self, config):\n        self.backend = "cuda"\n'
         '        config.device = "cuda"\n        print(self.backend)\n',
+        # the program's own functions that only look at the string, or rebind it first, or
+        # another program's function
+        "import torch\n\n\ndef describe(path, location='cuda'):\n    print(path, location)\n"
+        "    return location == 'cuda'\n\n\ndef load(path, location='cpu'):\n    location = location.split(':')[0]\n"
+        "    return torch.load(path, map_location=location)\n\n\n"
+        "describe('m.pt', 'cuda')\nstate = load('m.pt', location='cuda')\nother = hub.load_state_dict('m.pt', location='cuda')\n",
         # other command-line options
         'import argparse\np = argparse.ArgumentParser()\np.add_argument("--backend", default="cuda")\n'
         'p.add_argument("--device", default="cpu")\n',
@@ -288,6 +308,50 @@ class HardcodedDeviceString(Rule):
             'import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument("--device", default="cuda", help="cuda or cpu")\n',
             'import argparse\nimport torch\nparser = argparse.ArgumentParser()\n'
             'parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cuda or cpu")\n',
+        ),
+        # a string given to the program's own function that places tensors with it (ControlNet's
+        # cldm/model.py), in the file or imported from the project
+        Invalid(
+            "import os\nimport torch\n\n\ndef load_state_dict(ckpt_path, location='cpu'):\n"
+            "    if os.path.splitext(ckpt_path)[1] == '.safetensors':\n        import safetensors.torch\n"
+            "        return safetensors.torch.load_file(ckpt_path, device=location)\n"
+            "    return torch.load(ckpt_path, map_location=torch.device(location))\n\n\n"
+            "state = load_state_dict('./models/control_sd15_canny.pth', location='cuda')\n",
+            "import os\nimport torch\n\n\ndef load_state_dict(ckpt_path, location='cpu'):\n"
+            "    if os.path.splitext(ckpt_path)[1] == '.safetensors':\n        import safetensors.torch\n"
+            "        return safetensors.torch.load_file(ckpt_path, device=location)\n"
+            "    return torch.load(ckpt_path, map_location=torch.device(location))\n\n\n"
+            "state = load_state_dict('./models/control_sd15_canny.pth', location='cuda' if torch.cuda.is_available() else 'cpu')\n",
+        ),
+        Invalid(
+            "from cldm.model import load_state_dict\nimport cldm.model as cm\n\n"
+            "model.load_state_dict(load_state_dict('./models/control_sd15_canny.pth', location='cuda'))\n"
+            'extra = cm.load_state_dict("extra.pth", "cuda:1")\n',
+            "from cldm.model import load_state_dict\nimport cldm.model as cm\nimport torch\n\n"
+            "model.load_state_dict(load_state_dict('./models/control_sd15_canny.pth', "
+            "location='cuda' if torch.cuda.is_available() else 'cpu'))\n"
+            'extra = cm.load_state_dict("extra.pth", "cuda:1" if torch.cuda.is_available() else "cpu")\n',
+            count=2,
+            imported_functions=(
+                ("load_state_dict", "import torch\ndef load_state_dict(ckpt_path, location='cpu'):\n"
+                 "    return torch.load(ckpt_path, map_location=torch.device(location))\n"),
+                ("cm.load_state_dict", "import torch\ndef load_state_dict(ckpt_path, location='cpu'):\n"
+                 "    return torch.load(ckpt_path, map_location=torch.device(location))\n"),
+            ),
+        ),
+        # through another of the module's functions, a method, and a default of any name
+        Invalid(
+            "import torch\n\n\ndef restore(path, where):\n    return torch.load(path, map_location=where)\n\n\n"
+            "class Runner:\n    def __init__(self, net, target='cuda'):\n        self.net = self.place(net, target)\n\n"
+            "    def place(self, net, to):\n        return net.to(to)\n\n    def resume(self, path):\n"
+            "        return restore(path, 'cuda:0'), self.place(self.net, \"cuda\")\n",
+            "import torch\n\n\ndef restore(path, where):\n    return torch.load(path, map_location=where)\n\n\n"
+            "class Runner:\n    def __init__(self, net, target='cuda' if torch.cuda.is_available() else 'cpu'):\n"
+            "        self.net = self.place(net, target)\n\n"
+            "    def place(self, net, to):\n        return net.to(to)\n\n    def resume(self, path):\n"
+            "        return restore(path, 'cuda:0' if torch.cuda.is_available() else 'cpu'), "
+            "self.place(self.net, \"cuda\" if torch.cuda.is_available() else \"cpu\")\n",
+            count=3,
         ),
         # a variable holding a device string, used as a device
         Invalid(
