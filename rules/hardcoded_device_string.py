@@ -92,7 +92,6 @@ class HardcodedDeviceString(Rule):
         "variables set to such a string and then used as a device, and such a string given to (or the "
         "default of) a parameter of the program's own function that the function places tensors with "
         '(`load_state_dict(path, location="cuda")` where `location` reaches `torch.load(map_location=...)`).'
-
     )
     why = (
         'A literal `"cuda"` device fails with "Torch not compiled with CUDA enabled" or "no CUDA GPUs '
