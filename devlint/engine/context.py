@@ -10,6 +10,7 @@ import libcst as cst
 
 from devlint.analysis.constants import ValueReader, foreign
 from devlint.analysis.cuda_regions import CudaRegions
+from devlint.analysis.device_params import Signature, signature_of
 from devlint.analysis.devices import DeviceFinder, free_name
 from devlint.analysis.reaching import Flows, declared_names
 from devlint.analysis.semantic import SemanticModel, dotted_name
@@ -172,6 +173,12 @@ class FileContext:
         if any(binding.kind != "import" for binding in self.model.module_scope.bindings.get(reference.split(".")[0], [])):
             return None
         return self.imported_definition(reference)
+
+    def imported_signature(self, reference: str) -> Signature | None:
+        function = self.imported.function(reference)
+        if function is None:
+            return None
+        return self.indexed(("imported-signature", reference), lambda: signature_of(function.source, function.name))
 
     def imported_definition(self, reference: str) -> tuple[ValueReader, cst.BaseExpression] | None:
         """The constant another module of the project binds ``reference`` (``BACKEND``,
