@@ -98,6 +98,24 @@ def append_arg(node: cst.Call, new: cst.Arg) -> cst.Call:
     return node.with_changes(args=[*args[:-1], last.with_changes(comma=separator), new])
 
 
+def kept_args(node: cst.Call, kept: list[cst.Arg]) -> list[cst.Arg]:
+    """``kept`` (some of ``node``'s arguments, in order) ending as the call's arguments ended: where
+    the last argument is dropped, the last one kept takes its comma (a trailing one, or none) and
+    the line break before the closing parenthesis, so no ``x, )`` is left behind."""
+    if not kept or not node.args or kept[-1] is node.args[-1]:
+        return kept
+    last = node.args[-1]
+    return [*kept[:-1], kept[-1].with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)]
+
+
+def in_slots(node: cst.Call, args: list[cst.Arg]) -> list[cst.Arg]:
+    """``args`` (as many as ``node`` has, reordered) in ``node``'s layout: each takes the comma
+    and the whitespace after it of the argument that stood in its place, so a call written one
+    argument a line stays so and a trailing comma stays last."""
+    assert len(args) == len(node.args)
+    return [new.with_changes(comma=old.comma, whitespace_after_arg=old.whitespace_after_arg) for new, old in zip(args, node.args)]
+
+
 def code_in_place(ctx: RuleContext, original: cst.CSTNode, new: cst.CSTNode) -> str:
     """The source of ``new`` as it reads where ``original`` stands (see ``RuleContext.render``)."""
     return ctx.render(original, new)
