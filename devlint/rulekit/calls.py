@@ -46,7 +46,8 @@ def names_in(node: cst.CSTNode) -> set[str]:
     """Every plain name an expression mentions (the receiver of a call, say).
 
     The value of a ``device=`` argument is left out: it names where the data goes, not the data,
-    so ``torch.zeros(2, device=device).cuda()`` may still reuse ``device``. So is a tensor whose
+    so ``torch.zeros(2, device=device).cuda()`` may still reuse ``device``, and so are the arguments
+    of ``.to(...)`` (``x.to(device).cuda()``). So is a tensor whose
     metadata only is read (``x.shape``, ``x.size(0)``, ``x.dtype``): ``torch.ones(x.shape[0]).cuda()``
     holds none of ``x``'s data, and inside ``forward`` may go to ``x.device``.
     """
@@ -61,6 +62,10 @@ def names_in(node: cst.CSTNode) -> set[str]:
                 stack.append(current.value)
         elif isinstance(current, cst.Arg) and current.keyword is not None and current.keyword.value == "device":
             continue
+        elif isinstance(current, cst.Call) and method_call(current, "to") is not None:
+            # `.to(...)`'s arguments say where (or as what) the data goes, as `device=` does: the
+            # `.to(device)` an earlier fix wrote into a nested `.cuda().cuda()` keeps `device` usable.
+            stack.append(current.func.value)  # type: ignore[attr-defined]
         else:
             stack.extend(current.children)
     return found
