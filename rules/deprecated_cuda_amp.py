@@ -50,7 +50,8 @@ class DeprecatedCudaAmp(Rule):
         "a GradScaler gets no fix (its message says so; no device-generic scaler exists there), while "
         "autocast, whose `torch.amp` form exists from 1.13, still does. "
         "The fix is never made in code guarded for a torch older than 2.4. An import from "
-        "`torch.cuda.amp` that becomes unused is left for your import linter."
+        "`torch.cuda.amp` the fixes leave unused goes with them (not in a package's `__init__.py`, "
+        "nor a name `__all__` or a string annotation names)."
     )
     # Every finding names `autocast` or `GradScaler` somewhere: the call, its import, or an alias.
     triggers = ("autocast", "GradScaler")
@@ -84,7 +85,7 @@ class DeprecatedCudaAmp(Rule):
         Invalid(
             "from torch.cuda.amp import autocast, GradScaler as Scaler\n\n@autocast()\ndef forward(x):\n"
             "    return x\n\nscaler = Scaler(enabled=False)\n",
-            "from torch.cuda.amp import autocast, GradScaler as Scaler\nimport torch\n" + DEVICE + "\n\n"
+            "import torch\n" + DEVICE + "\n\n"
             f"@torch.amp.autocast(device.type, {OFF})\ndef forward(x):\n    return x\n\n"
             "scaler = torch.amp.GradScaler(device.type, enabled=False)\n",
             count=2,
@@ -93,7 +94,7 @@ class DeprecatedCudaAmp(Rule):
         Invalid(
             "from torch.cuda import amp\n\ndef step(x, device: torch.device):\n    with amp.autocast(\n        dtype=dtype,\n    ):\n"
             "        return x\n",
-            "from torch.cuda import amp\nimport torch\n\ndef step(x, device: torch.device):\n    with torch.amp.autocast(\n"
+            "import torch\n\ndef step(x, device: torch.device):\n    with torch.amp.autocast(\n"
             '        device.type,\n        dtype=dtype,\n        enabled=device.type != "cpu",\n    ):\n        return x\n',
             torch_version=(2, 5),
         ),
@@ -102,7 +103,7 @@ class DeprecatedCudaAmp(Rule):
         # before torch 2.5, autocast raises for "mps": a device that may be one keeps AMP to CUDA
         Invalid(
             "from torch.cuda import amp\n\ndef step(x, device: torch.device):\n    with amp.autocast():\n        return x\n",
-            "from torch.cuda import amp\nimport torch\n\ndef step(x, device: torch.device):\n"
+            "import torch\n\ndef step(x, device: torch.device):\n"
             '    with torch.amp.autocast("cuda" if device.type == "cuda" else "cpu", enabled=device.type == "cuda"):\n'
             "        return x\n",
         ),
