@@ -49,6 +49,9 @@ class ImportNames:
     lines: tuple[int, int]
     names: tuple[tuple[int, int], ...]
     end: int
+    # What the whole lines become when every name goes: nothing, or ``pass`` where the statement
+    # is the only one of its block.
+    emptied: str = ""
 
 
 @dataclass(frozen=True)

@@ -239,7 +239,7 @@ def without_names(text: str, statement: ImportNames, going: set[int]) -> tuple[i
     names = statement.names
     kept = [i for i in range(len(names)) if i not in going]
     if not kept:
-        return statement.lines[0], statement.lines[1], ""
+        return statement.lines[0], statement.lines[1], statement.emptied
     tail = text[names[-1][1] : statement.end]
     pieces: list[str] = []
     for position, i in enumerate(kept):

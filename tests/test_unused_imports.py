@@ -116,8 +116,10 @@ def test_an_unsafe_fix_left_out_keeps_its_import() -> None:
         "import torch\nfrom torch.cuda.amp import GradScaler\nscaler: 'GradScaler' = GradScaler()\n",
         # `__all__` built from something the file cannot see
         "import torch\nimport other\nfrom torch.cuda.amp import autocast\n__all__ = other.names\nwith autocast():\n    pass\n",
-        # an import that may not run (under try or if)
+        # a fallback binds it too
         "import torch\ntry:\n    from torch.cuda.amp import autocast\nexcept ImportError:\n    autocast = None\nwith autocast():\n    pass\n",
+        # an attribute of a class
+        "import torch\n\n\nclass Net:\n    from torch.cuda.amp import autocast\n\n    def f(self):\n        with autocast():\n            pass\n",
     ],
 )
 def test_an_import_that_may_be_read_otherwise_stays(source) -> None:
@@ -141,6 +143,17 @@ def test_an_import_in_a_function_goes_and_a_module_alias_too() -> None:
     assert unused(text) == set()
     assert "amp" not in imported(text) and "GradScaler" not in imported(text)
     assert "    scaler = torch.amp.GradScaler(" in text
+
+
+def test_an_import_under_if_goes_and_an_emptied_block_gets_pass() -> None:
+    source = (
+        "import torch\nif torch.__version__ >= '1.6':\n    from torch.cuda.amp import autocast\n"
+        "if True:\n    from torch.cuda.amp import GradScaler\n    print('amp')\n"
+        "with autocast():\n    scaler = GradScaler()\n"
+    )
+    text = fixed(source, VERSIONS[0])
+    assert "if torch.__version__ >= '1.6':\n    pass\nif True:\n    print('amp')\n" in text
+    assert unused(text) == set()
 
 
 def _apply_edits(text: str, edits: tuple[Edit, ...]) -> str:

@@ -9,9 +9,10 @@ remove it between them (devlint.fixes.apply_fixes), and a fix left out (unsafe, 
 another rule) keeps its use and so the import.
 
 Only what is certainly unused goes: a name of a torch module (importing it again costs nothing,
-so removing it loses no side effect) that no other code of the file names, bound only by import
-statements that stand alone on their lines in the module or a function body (not under ``if``,
-``try`` or a class), not re-exported (a package's ``__init__.py``, ``__all__``, ``import a as
+so removing it loses no side effect) that no other code of the file names (an ``except
+ImportError:`` fallback that assigns it is such code), bound only by import statements that
+stand alone on their lines outside a class body (an import that is its block's only statement
+becomes ``pass``), not re-exported (a package's ``__init__.py``, ``__all__``, ``import a as
 a``), and named in no string annotation. Every question is answered from indexes built once per
 file: the name's nodes (``SemanticModel.name_nodes``), and the strings that may name it.
 """
@@ -26,7 +27,7 @@ from pathlib import PurePath
 import libcst as cst
 
 from devlint.analysis.semantic import SemanticModel, dotted_name, string_value
-from devlint.analysis.tree import descendants
+from devlint.analysis.tree import ancestors, descendants
 from devlint.engine.positions import Positions
 from devlint.findings import ImportNames, Release
 from devlint.fixes import FixPlan, LineIndex
@@ -91,7 +92,7 @@ class UnusedImports:
     def releases(self, names: Mapping[str, frozenset[int]], positions: Positions, lines: LineIndex) -> tuple[Release, ...]:
         """``names``' uses as releases of the statements that import them."""
         return tuple(
-            Release(_spans(statement, positions, lines), index, uses, len(self._bound_name(name).uses))
+            Release(_spans(statement, positions, lines, self.sole(statement)), index, uses, len(self._bound_name(name).uses))
             for name, uses in names.items()
             for statement, index in self._bound(name)
         )
@@ -141,10 +142,24 @@ class UnusedImports:
             return None
         if module is None or not (module == "torch" or module.startswith("torch.")) or dotted_name(alias.name) == name and alias.asname is not None:
             return None
-        block = self._parents.get(line)
-        if not (block is self._module or (isinstance(block, cst.IndentedBlock) and isinstance(self._parents.get(block), cst.FunctionDef))):
+        if self._in_class(line):
             return None
         return line, list(small.names).index(alias)  # type: ignore[union-attr]
+
+    def _in_class(self, line: cst.SimpleStatementLine) -> bool:
+        """An import in a class body (under ``if`` there too) binds an attribute of the class,
+        which code anywhere may read."""
+        for node in ancestors(self._parents, line):
+            if isinstance(node, (cst.FunctionDef, cst.Module)):
+                return False
+            if isinstance(node, cst.ClassDef):
+                return True
+        return False
+
+    def sole(self, statement: cst.SimpleStatementLine) -> bool:
+        """``statement`` is the only statement of its block (the module's excepted)."""
+        block = self._parents.get(statement)
+        return isinstance(block, cst.IndentedBlock) and len(block.body) == 1
 
     def _in_strings(self, name: str) -> bool:
         """``name`` may be named by a string: a string annotation, ``__all__``, ``cast("T", x)``;
@@ -203,7 +218,7 @@ def _names(code: str, name: str) -> bool:
     return re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", code) is not None
 
 
-def _spans(statement: cst.SimpleStatementLine, positions: Positions, lines: LineIndex) -> ImportNames:
+def _spans(statement: cst.SimpleStatementLine, positions: Positions, lines: LineIndex, sole: bool) -> ImportNames:
     small = statement.body[0]
     assert isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar)
     span = positions[statement]
@@ -215,4 +230,9 @@ def _spans(statement: cst.SimpleStatementLine, positions: Positions, lines: Line
     end = positions[small]
     close = lines.offset(end.end.line, end.end.column)
     parenthesised = isinstance(small, cst.ImportFrom) and small.rpar is not None
-    return ImportNames(whole, tuple(names), close - 1 if parenthesised else names[-1][1])
+    emptied = ""
+    if sole:
+        # A block needs a statement: the import's lines become one `pass`, ending as they did.
+        ending = lines.text[whole[0] : whole[1]]
+        emptied = lines.indent(span.start.line) + "pass" + ending[len(ending.rstrip("\r\n")) :]
+    return ImportNames(whole, tuple(names), close - 1 if parenthesised else names[-1][1], emptied)
