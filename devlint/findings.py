@@ -56,12 +56,13 @@ class ImportNames:
 
 @dataclass(frozen=True)
 class Release:
-    """Uses of a name an import binds that a fix removes: the import of the name goes once every
-    use of it is gone, by this fix alone or with the others applied in the same round."""
+    """Uses of a name imports bind that a fix removes: the imports of the name go once every use
+    of it is gone, by this fix alone or with the others applied in the same round."""
 
-    statement: ImportNames
-    # Which of the statement's names.
-    index: int
+    name: str
+    # Each import of the name: the statement and which of its names it is. One tuple, shared by
+    # every release of the name in a file.
+    bindings: tuple[tuple[ImportNames, int], ...]
     # The uses this fix removes, by their order among the name's uses in the file.
     uses: frozenset[int]
     # How many uses the name has in the file.

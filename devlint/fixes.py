@@ -214,16 +214,19 @@ def unused_import_edits(text: str, releases: list[Release]) -> list[Edit]:
     """The edits removing every imported name all of whose uses ``releases`` remove together."""
     if not releases:
         return []
-    removed: dict[tuple[ImportNames, int], set[int]] = {}
-    counts: dict[tuple[ImportNames, int], int] = {}
+    # By the name and its first import: the same for every release of one name, and cheap to
+    # compare however many imports the name has.
+    removed: dict[tuple[str, tuple[ImportNames, int]], set[int]] = {}
+    first: dict[tuple[str, tuple[ImportNames, int]], Release] = {}
     for release in releases:
-        key = (release.statement, release.index)
+        key = (release.name, release.bindings[0])
         removed.setdefault(key, set()).update(release.uses)
-        counts[key] = release.count
+        first.setdefault(key, release)
     going: dict[ImportNames, set[int]] = {}
-    for (statement, index), uses in removed.items():
-        if len(uses) >= counts[(statement, index)]:
-            going.setdefault(statement, set()).add(index)
+    for key, uses in removed.items():
+        if len(uses) >= first[key].count:
+            for statement, index in first[key].bindings:
+                going.setdefault(statement, set()).add(index)
     if not going:
         return []
     lines = LineIndex(text)

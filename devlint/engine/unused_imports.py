@@ -60,6 +60,7 @@ class UnusedImports:
         )
         self._names: dict[str, _Name | None] = {}
         self._strings: tuple[frozenset[str], bool] | None = None
+        self._placed: dict[str, tuple[tuple[ImportNames, int], ...]] = {}
 
     def released(self, plan: FixPlan, code: Callable[[cst.CSTNode], str]) -> dict[str, frozenset[int]]:
         """The names whose uses ``plan`` removes, each with those uses (by order); ``code``
@@ -91,11 +92,13 @@ class UnusedImports:
 
     def releases(self, names: Mapping[str, frozenset[int]], positions: Positions, lines: LineIndex) -> tuple[Release, ...]:
         """``names``' uses as releases of the statements that import them."""
-        return tuple(
-            Release(_spans(statement, positions, lines, self.sole(statement)), index, uses, len(self._bound_name(name).uses))
-            for name, uses in names.items()
-            for statement, index in self._bound(name)
-        )
+        return tuple(Release(name, self._spans(name, positions, lines), uses, len(self._bound_name(name).uses)) for name, uses in names.items())
+
+    def _spans(self, name: str, positions: Positions, lines: LineIndex) -> tuple[tuple[ImportNames, int], ...]:
+        """The imports of ``name`` as spans of the text, worked out once for every fix."""
+        if name not in self._placed:
+            self._placed[name] = tuple((_spans(s, positions, lines, self.sole(s)), index) for s, index in self._bound(name))
+        return self._placed[name]
 
     def _bound(self, name: str) -> tuple[tuple[cst.SimpleStatementLine, int], ...]:
         return self._bound_name(name).bindings
