@@ -90,6 +90,13 @@ class DeprecatedCudaAmp(Rule):
             "scaler = torch.amp.GradScaler(device.type, enabled=False)\n",
             count=2,
         ),
+        # the import goes with the fixes that leave it unused; a name still read stays
+        Invalid(
+            HEAD + "from torch.cuda.amp import (\n    autocast,\n    GradScaler,  # isinstance reads it\n)\n\n"
+            "with autocast():\n    pass\nassert isinstance(scaler, GradScaler)\n",
+            HEAD + "from torch.cuda.amp import (\n    GradScaler,  # isinstance reads it\n)\n" + DEVICE + "\n"
+            f"with torch.amp.autocast(device.type, {OFF}):\n    pass\nassert isinstance(scaler, GradScaler)\n",
+        ),
         # a call laid out one argument a line keeps that layout
         Invalid(
             "from torch.cuda import amp\n\ndef step(x, device: torch.device):\n    with amp.autocast(\n        dtype=dtype,\n    ):\n"
