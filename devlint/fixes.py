@@ -8,6 +8,7 @@ line endings, tabs, encoding. Edits that overlap are applied over several rounds
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -191,10 +192,17 @@ def apply_fixes(text: str, fixes: list[Fix]) -> tuple[str, int]:
             releasing.append(fix)
     # The imports the applied fixes leave unused together, decided once they are all known:
     # two fixes that each remove one of a name's two uses remove its import between them.
-    for edit in unused_import_edits(text, [release for fix in releasing for release in fix.releases]):
-        if not taken.overlaps(edit):
-            accepted.append(edit)
-            taken.add(edit)
+    removals = unused_import_edits(text, [release for fix in releasing for release in fix.releases])
+    if removals:
+        # Against the text the accepted edits replace, not the spans they hold: a guard holds
+        # the line break before its statement, the last character of an import line above it.
+        written = _Spans()
+        for edit in accepted:
+            written.add(dataclasses.replace(edit, held=None))
+        for edit in removals:
+            if not written.overlaps(edit):
+                accepted.append(edit)
+                written.add(edit)
     # By the text each edit replaces first: the span it holds (``Edit.held``) may reach before an
     # earlier edit of the same fix. Insertions at one offset go by the span they held, then by
     # their rank (a module's imports, then its definitions, then its functions), then in the

@@ -156,6 +156,14 @@ def test_an_import_under_if_goes_and_an_emptied_block_gets_pass() -> None:
     assert unused(text) == set()
 
 
+@pytest.mark.parametrize("settings", VERSIONS, ids=["2.4", "2.9"])
+def test_a_guarded_statement_right_after_the_import_takes_it_along(settings) -> None:
+    # the guard holds the line break before its statement, the import line's last character
+    source = "import torch\nfrom torch.cuda import synchronize\nsynchronize()\nx = 1\n"
+    text = fixed(source, settings)
+    assert "from torch.cuda" not in text and unused(text) == set()
+
+
 def _apply_edits(text: str, edits: tuple[Edit, ...]) -> str:
     """The edits applied as a consumer of the JSON output or an editor applies them."""
     for edit in sorted(edits, key=lambda e: (e.start_offset, e.end_offset), reverse=True):
