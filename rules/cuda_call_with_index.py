@@ -14,6 +14,7 @@ from devlint.rule import Invalid, Rule, Site
 from devlint.rulekit.accelerator import accelerator_choice
 from devlint.rulekit.calls import (
     arg,
+    closed,
     code_in_place,
     delegates_to_own_method,
     duck_typed,
@@ -197,9 +198,10 @@ class CudaCallWithIndex(Rule):
             'old.to("cuda:0" if torch.cuda.is_available() else "cpu")\n',
             count=2,
         ),
-        # a device keyword after another argument moves to the front; the call keeps its layout
+        # a device keyword after another argument moves to the front; the call keeps its layout,
+        # less a trailing comma before the `)`
         Invalid(
-            "import torch\nx = x.cuda(\n    non_blocking=True,\n    device=0\n)\ny = y.cuda(non_blocking=True, device=0)\n",
+            "import torch\nx = x.cuda(\n    non_blocking=True,\n    device=0\n)\ny = y.cuda(non_blocking=True, device=0, )\n",
             'import torch\nx = x.to(\n    "cuda:0" if torch.cuda.is_available() else "cpu",\n    non_blocking=True\n)\n'
             'y = y.to("cuda:0" if torch.cuda.is_available() else "cpu", non_blocking=True)\n',
             count=2,
@@ -406,7 +408,7 @@ class CudaCallWithIndex(Rule):
         (line breaks, trailing comma) of the original arguments is kept."""
         first = given.with_changes(value=device, keyword=None, equal=cst.MaybeSentinel.DEFAULT)
         if len(rest) == len(node.args) - 1:
-            return node.with_changes(func=node.func.with_changes(attr=cst.Name("to")), args=in_slots(node, [first, *rest]))
+            return closed(node.with_changes(func=node.func.with_changes(attr=cst.Name("to")), args=in_slots(node, [first, *rest])))
         return with_args(node, "to", [first.with_changes(comma=cst.MaybeSentinel.DEFAULT), *rest])
 
     def _is_device_variable(self, value: cst.BaseExpression, site: Site) -> bool:

@@ -81,6 +81,16 @@ class DeprecatedCudaAmp(Rule):
             'with torch.amp.autocast(device.type, enabled=use_amp and device.type != "cpu", dtype=torch.bfloat16):\n    pass\n',
             count=2,
         ),
+        # a trailing comma before the `)` of a rewritten call goes; one before a line break stays
+        Invalid(
+            HEAD + DEVICE + "scaler = torch.cuda.amp.GradScaler(enabled=use_amp,)\n"
+            "with torch.cuda.amp.autocast(enabled=False, ):\n    pass\n"
+            "with torch.cuda.amp.autocast(\n    enabled=False,\n):\n    pass\n",
+            HEAD + DEVICE + 'scaler = torch.amp.GradScaler(device.type, enabled=use_amp and device.type != "cpu")\n'
+            "with torch.amp.autocast(device.type, enabled=False):\n    pass\n"
+            "with torch.amp.autocast(\n    device.type,\n    enabled=False,\n):\n    pass\n",
+            count=3,
+        ),
         # imported names and aliases, a decorator
         Invalid(
             "from torch.cuda.amp import autocast, GradScaler as Scaler\n\n@autocast()\ndef forward(x):\n"

@@ -113,6 +113,18 @@ def kept_args(node: cst.Call, kept: list[cst.Arg]) -> list[cst.Arg]:
     return [*kept[:-1], kept[-1].with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)]
 
 
+def closed(node: cst.Call) -> cst.Call:
+    """``node`` without a comma between its last argument and a ``)`` on the same line: a call a
+    fix reorders reads ``f(a, b)``, never ``f(a, b, )``. A trailing comma before a line break
+    (one argument a line) stays."""
+    if not node.args:
+        return node
+    last = node.args[-1]
+    if not (isinstance(last.comma, cst.Comma) and isinstance(last.comma.whitespace_after, cst.SimpleWhitespace)):
+        return node
+    return node.with_changes(args=[*node.args[:-1], last.with_changes(comma=cst.MaybeSentinel.DEFAULT)])
+
+
 def in_slots(node: cst.Call, args: list[cst.Arg]) -> list[cst.Arg]:
     """``args`` (as many as ``node`` has, reordered) in ``node``'s layout: each takes the comma
     and the whitespace after it of the argument that stood in its place, so a call written one
