@@ -192,6 +192,19 @@ class CudaDeviceType(Rule):
         HEAD + 'ok = x.device == torch.device("cpu")\n',
     )
     INVALID = (
+        # the device type given last: the argument before it ends the call as it did, with no
+        # `x, )` left behind, on one line or one argument a line
+        Invalid(
+            HEAD + 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            'with torch.autocast(enabled=False, device_type="cuda"):\n    pass\n'
+            'with torch.autocast(\n    dtype=torch.bfloat16,\n    device_type="cuda"\n):\n    pass\n'
+            'scaler = torch.amp.GradScaler(enabled=use_amp, device="cuda",\n)\n',
+            HEAD + 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            'with torch.autocast(device_type=device.type, enabled=False):\n    pass\n'
+            'with torch.autocast(\n    device_type=device.type,\n    dtype=torch.bfloat16,\n    enabled=device.type != "cpu"\n):\n    pass\n'
+            'scaler = torch.amp.GradScaler(device=device.type, enabled=use_amp and device.type != "cpu",\n)\n',
+            count=3,
+        ),
         Invalid(
             HEAD + 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             'with torch.autocast("cuda", dtype=torch.float16):\n    pass\n',
