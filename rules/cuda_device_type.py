@@ -256,6 +256,8 @@ class CudaDeviceType(Rule):
         ),
         # other AMP device_type="cuda" arguments: reported, no fix
         Invalid(HEAD + '@torch.amp.custom_fwd(device_type="cuda")\ndef forward(ctx, x):\n    return x\n'),
+        # the type given by position and by keyword (a TypeError either way): reported, no fix
+        Invalid(HEAD + 'with torch.amp.autocast(True, device_type="cuda"):\n    pass\n'),
         # a name that may hold autocast (Stable Diffusion's txt2img): reported, no fix
         Invalid(
             "from contextlib import nullcontext\nfrom torch import autocast\n"
@@ -636,6 +638,11 @@ class CudaDeviceType(Rule):
         elif literal_is(value, "cuda"):
             message = '`"cuda"` as the device type turns AMP off on every other accelerator; pass the device type in use'
         else:
+            return
+        if given is not None and plain:
+            # the type given twice, at its position and by keyword: the call raises TypeError
+            # before the fix as after, and a rewrite would repeat the keyword CPython rejects
+            self.report(node, message)
             return
         self.report(node, message, fix=lambda site: self._fix(node, call, site))
 

@@ -203,8 +203,9 @@ def fix_text(
 
 def _refuse_what_cpython_rejects(original: str, fixed: str) -> None:
     """LibCST accepts syntax newer than the running interpreter (quotes reused inside an
-    f-string, PEP 701): a fix must not turn a file this Python compiles into one it rejects."""
-    error = cpython_error(fixed)
-    if error is not None and cpython_error(original) is None:
+    f-string, PEP 701), and leaves to the compiler what CPython's parser lets through (a keyword
+    repeated): a fix must not turn a file this Python compiles into one it rejects."""
+    error = cpython_error(fixed, whole=True)
+    if error is not None and cpython_error(original, whole=True) is None:
         where = f" at line {error.row}" if error.row is not None else ""
         raise ParseError(f"internal error: a fix produced code this Python rejects ({error.message}{where}); file left unchanged")
