@@ -9,6 +9,7 @@ must open with that step, and every path, name and command the two documents giv
 from __future__ import annotations
 
 import ast
+import fnmatch
 import re
 from pathlib import Path
 
@@ -55,10 +56,24 @@ def _code_spans(text: str) -> list[str]:
     return fenced + re.findall(r"`([^`\n]+)`", re.sub(r"```.*?```", "", text, flags=re.S))
 
 
+# What commands make and git ignores (a bench's venv, trees it exports): named, never committed.
+_MADE = tuple(line.rstrip("/") for line in (ROOT / ".gitignore").read_text().splitlines() if line and "*" in line)
+
+
+def _made_by_a_command(word: str) -> bool:
+    parts = word.split("/")
+    prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    return word.startswith(("/tmp/", "$")) or any(fnmatch.fnmatch(p, pattern) for p in prefixes for pattern in _MADE)
+
+
 def _path_like(span: str) -> list[str]:
     # Paths of the repository; ``.venv/bin/...`` is where the README's command puts the environment.
-    words = [word.strip("'\"") for word in span.split()]
-    return [w for w in words if ("/" in w or w.endswith((".py", ".md"))) and "<" not in w and not w.startswith(".venv/")]
+    words = [word.strip("'\"[],()").split("=")[-1] for word in span.split()]
+    return [
+        w
+        for w in words
+        if ("/" in w or w.endswith((".py", ".md"))) and "<" not in w and not w.startswith(".venv/") and not _made_by_a_command(w)
+    ]
 
 
 def test_contributing_lists_the_layers_the_import_test_allows() -> None:

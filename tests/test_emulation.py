@@ -1290,8 +1290,11 @@ def _check(outcome: Any, expected: Any) -> None:
 
 @pytest.fixture
 def environment(monkeypatch):
-    """Each case starts with CUDA_VISIBLE_DEVICES as the case says, and leaves it as it was."""
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    """Each case starts with CUDA_VISIBLE_DEVICES as the case says, and leaves it as it was. A
+    variable absent at the start is recorded only through a set: a case that sets it itself
+    (`os.environ[...] = ""`) would otherwise leave it behind for the next test of the worker."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     return monkeypatch
 
 

@@ -518,7 +518,9 @@ def test_bundled_programs_verify_under_emulation(bundled_and_pairs) -> None:
     status, report = bundled_and_pairs
     rows = {stem: row for stem, row in _rows(report).items() if row["path"].startswith("fixtures/programs/")}
     assert set(rows) == set(EXPECTED_WITHOUT_GPU)
-    assert report["summary"]["not_compared"] == 1  # leftover_cpu_tensor's cpu run: see below
+    # leftover_cpu_tensor's cpu run (see below), and the cpu and cuda runs of the module the pair
+    # dev103_own_loader imports, which prints and returns nothing
+    assert report["summary"]["not_compared"] == 3
     for stem, cells in EXPECTED_WITHOUT_GPU.items():
         assert _cells(rows[stem]) == cells, stem
         runs = rows[stem]["runs"]
@@ -540,6 +542,10 @@ def test_fixture_pairs_verify_on_any_machine(bundled_and_pairs) -> None:
     )
     for stem, row in rows.items():
         runs = row["runs"]
+        if stem == "_checkpoints":
+            # a module a pair imports that prints and returns nothing: it runs, nothing to compare
+            assert {runs[mode]["reason"] for mode in ("cpu", "cuda")} == {"nothing to compare"}, (stem, runs)
+            continue
         started = ("pass (on cuda", "pass (emulated cuda", "skipped (original fails: ")
         assert runs["original"]["cell"].startswith(started), (stem, runs["original"])
         for mode in ("cpu", "cuda"):
