@@ -824,6 +824,41 @@ def _saved_outputs_in_custom_backward() -> Any:
     return _SavesItsOutput.seen, str(x.grad.device), x.grad.tolist()
 
 
+def _gradcheck_on_the_device() -> Any:
+    # gradcheck's undefined-grad check wraps each output in UndefinedGrad (a C++ node): its clone
+    # is on the output's device; then gradcheck and gradgradcheck pass, as on a GPU
+    x = torch.rand(2, 3, dtype=torch.float64, device="cuda", requires_grad=True)
+    undefined = torch._C._functions.UndefinedGrad()(x * 2)
+    checks = torch.autograd.gradcheck(torch.sin, (x,)), torch.autograd.gradgradcheck(torch.sin, (x,))
+    return str(undefined.device), checks
+
+
+def _grad_of_inputs_on_two_devices() -> Any:
+    # the engine holds each gradient to its own input: a CPU leaf moved into a CUDA graph gets a
+    # CPU gradient (kornia's rgb_shift gradcheck: CPU shifts, a CUDA image)
+    a = torch.ones(3, device="cuda", requires_grad=True)
+    b = torch.full((1,), 2.0, requires_grad=True)
+    ga, gb = torch.autograd.grad((a * b.to(a)).sum(), [a, b])
+    (a * b.to(a)).sum().backward(inputs=[a, b])
+    shift = torch.tensor([0.5], dtype=torch.float64, requires_grad=True)
+    image = torch.rand(2, 3, dtype=torch.float64, device="cuda", requires_grad=True)
+    passes = torch.autograd.gradcheck(lambda i, s: i + s.to(i), (image, shift))
+    return [str(t.device) for t in (ga, gb, a.grad, b.grad)], ga.tolist(), gb.tolist(), passes
+
+
+def _root_gradient_on_the_cpu() -> Any:
+    # a gradient for a CUDA output must be on the device (engine.cpp, validate_outputs)
+    x = torch.ones(3, device="cuda", requires_grad=True)
+    return torch.autograd.grad(x * 2, x, torch.ones(3))
+
+
+def _root_gradient_without_dimensions() -> Any:
+    # ... unless it has no dimension: the engine moves it to the output's device
+    x = torch.ones(3, device="cuda", requires_grad=True)
+    (grad,) = torch.autograd.grad((x * 2).sum(), x, torch.tensor(1.0))
+    return str(grad.device), grad.tolist()
+
+
 def _gradients_in_custom_backward_and_hooks() -> Any:
     x = torch.ones(2, 3, device="cuda", requires_grad=True)
     _Twice.apply(x).sum().backward()
@@ -902,6 +937,15 @@ CASES: dict[str, Case] = {
     "a custom Function's saved output": Case(
         _saved_outputs_in_custom_backward, (("cuda:0", "cuda:0"), "cuda:0", [1.0, 1.0])
     ),
+    "gradcheck and gradgradcheck on the device": Case(_gradcheck_on_the_device, ("cuda:0", (True, True))),
+    "autograd.grad of inputs on two devices": Case(
+        _grad_of_inputs_on_two_devices, (["cuda:0", "cpu", "cuda:0", "cpu"], [2.0] * 3, [3.0], True)
+    ),
+    "a root gradient on another device than its output": Case(
+        _root_gradient_on_the_cpu,
+        Raises(RuntimeError, r"^invalid gradient at index 0 - expected device cuda:0 but got cpu$"),
+    ),
+    "a root gradient without dimensions": Case(_root_gradient_without_dimensions, ("cuda:0", [2.0] * 3)),
     "the device-mix message names the GPU first": Case(_mixed_operands, ("cuda:0 and cpu!", "cuda:0 and cpu!")),
     "a CPU default device": Case(
         _cpu_default_device,

@@ -41,7 +41,7 @@ from typing import Any
 
 import torch
 
-from . import build, cuda_api, legacy, rng, storage
+from . import build, cuda_api, gradients, legacy, rng, storage
 from .machine import EmulationUnsupportedError, Machine
 from .memory import Memory
 from .patches import Patches
@@ -90,6 +90,7 @@ class Emulation:
         cuda_api.install(self._patches, self.machine, self.dispatcher)
         legacy.install(self._patches, self.machine, self.dispatcher, self._default)
         storage.install(self._patches, self.machine)
+        gradients.install(self._patches, self.dispatcher)
         build.install(self._patches, self.machine)
         self._install_compile()
         self._install_threads()

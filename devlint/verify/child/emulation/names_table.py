@@ -47,6 +47,8 @@ FIRST: dict[str, tuple[int, int] | None] = {
     'torch._C._accelerator_setDeviceIndex': (2, 6),
     'torch._C._accelerator_setStream': (2, 6),
     'torch._C._accelerator_synchronizeDevice': (2, 6),
+    'torch._C._functions': (2, 4),
+    'torch._C._functions.UndefinedGrad': (2, 4),
     'torch._C._get_accelerator': (2, 4),
     'torch._C._has_cuda': (2, 4),
     'torch._C._nn._parse_to': (2, 4),
