@@ -859,6 +859,49 @@ def _root_gradient_without_dimensions() -> Any:
     return str(grad.device), grad.tolist()
 
 
+def _scaled_sum(x: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor, float]:
+    total = torch.zeros(x.shape, device=x.device)
+    for _ in range(n):
+        total = total + x * 2
+    if x.dim() == 0:
+        raise ValueError(f"expected a vector, got {x}")
+    return total, x.cpu(), float(total.sum().item())
+
+
+def _reads_is_cuda(x: torch.Tensor) -> bool:
+    return x.is_cuda
+
+
+class _Scaler(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(3, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(x).relu() + 1
+
+
+def _torchscript_results() -> Any:
+    # the interpreter runs ATen ops on the inputs' device: results computed from the device are
+    # on it, a .cpu() inside is on the host (kornia's and captum's test_jit)
+    x = torch.ones(2, 3, device="cuda")
+    total, host, value = torch.jit.script(_scaled_sum)(x, 2)
+    traced = torch.jit.trace(lambda t: t * 2, x)(x)
+    scripted = torch.jit.script(_Scaler().cuda())(x)
+    moved_after = torch.jit.script(_Scaler()).cuda()(x)
+    traced_module = torch.jit.trace(_Scaler().cuda(), x)(x)
+    devices = [str(t.device) for t in (total, host, traced, scripted, moved_after, traced_module)]
+    return devices, total.tolist(), value, torch.jit.script(_scaled_sum)(torch.ones(3), 1)[0].device.type
+
+
+def _torchscript_reads_the_device() -> Any:
+    return torch.jit.script(_reads_is_cuda)(torch.ones(3, device="cuda"))
+
+
+def _torchscript_mixes_devices() -> Any:
+    return torch.jit.script(_Scaler())(torch.ones(2, 3, device="cuda"))
+
+
 def _gradients_in_custom_backward_and_hooks() -> Any:
     x = torch.ones(2, 3, device="cuda", requires_grad=True)
     _Twice.apply(x).sum().backward()
@@ -946,6 +989,22 @@ CASES: dict[str, Case] = {
         Raises(RuntimeError, r"^invalid gradient at index 0 - expected device cuda:0 but got cpu$"),
     ),
     "a root gradient without dimensions": Case(_root_gradient_without_dimensions, ("cuda:0", [2.0] * 3)),
+    "TorchScript results on the device": Case(
+        _torchscript_results,
+        (["cuda:0", "cpu", "cuda:0", "cuda:0", "cuda:0", "cuda:0"], [[4.0] * 3] * 2, 24.0, "cpu"),
+    ),
+    "TorchScript that reads the device": Case(
+        _torchscript_reads_the_device,
+        Raises(EmulationUnsupportedError, r"^not emulated: TorchScript on the device \(prim::is_cuda of a tensor on the device"),
+        on_gpu=True,
+        reason="not emulated: the interpreter would read the CPU its data is on",
+    ),
+    "TorchScript mixing devices": Case(
+        _torchscript_mixes_devices,
+        Raises(EmulationUnsupportedError, r"^not emulated: TorchScript on the device \(aten::linear of tensors on the device and on the host\)"),
+        on_gpu=Raises(RuntimeError, "Expected all tensors to be on the same device"),
+        reason="not emulated: where a host tensor inside a graph meets a device one is not followed",
+    ),
     "the device-mix message names the GPU first": Case(_mixed_operands, ("cuda:0 and cpu!", "cuda:0 and cpu!")),
     "a CPU default device": Case(
         _cpu_default_device,
