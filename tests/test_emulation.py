@@ -19,7 +19,7 @@ import textwrap
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 import pytest
@@ -872,6 +872,16 @@ def _reads_is_cuda(x: torch.Tensor) -> bool:
     return x.is_cuda
 
 
+def _branches_on_the_device(x: torch.Tensor, bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+    # kornia's color conversions pick a kernel by `image.device.type`; the interpreter would
+    # read the CPU its data is on and take the other branch
+    if bias is not None:
+        x = x + bias
+    if x.device.type == "cpu":
+        return x + 1
+    return x + 2
+
+
 class _Scaler(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -896,6 +906,40 @@ def _torchscript_results() -> Any:
 
 def _torchscript_reads_the_device() -> Any:
     return torch.jit.script(_reads_is_cuda)(torch.ones(3, device="cuda"))
+
+
+def _minus_optional(x: torch.Tensor, shift: Optional[torch.Tensor] = None) -> torch.Tensor:
+    if shift is None:
+        offset = torch.zeros_like(x)
+    else:
+        offset = shift.clone()
+    return (x - offset).flip(0)
+
+
+def _stacked(x: torch.Tensor, n: int) -> torch.Tensor:
+    parts: list[torch.Tensor] = []
+    for i in range(n):
+        parts.append(x * i)
+    return torch.stack(parts)
+
+
+def _stacked_on_host(x: torch.Tensor, n: int) -> torch.Tensor:
+    parts: list[torch.Tensor] = []
+    for _ in range(n):
+        parts.append(torch.ones(x.shape))
+    return torch.stack(parts)
+
+
+def _torchscript_lists_and_optionals() -> Any:
+    # an Optional argument left None, a list filled in a loop: from the device, or made on the host
+    x = torch.ones(3, device="cuda")
+    minus, stacked, on_host = (torch.jit.script(f) for f in (_minus_optional, _stacked, _stacked_on_host))
+    results = minus(x), minus(x, x), stacked(x, 3), on_host(x, 2)
+    return [str(t.device) for t in results], results[2].tolist()
+
+
+def _torchscript_branches_on_the_device() -> Any:
+    return torch.jit.script(_branches_on_the_device)(torch.zeros(2, device="cuda")).tolist()
 
 
 def _torchscript_mixes_devices() -> Any:
@@ -998,6 +1042,15 @@ CASES: dict[str, Case] = {
         Raises(EmulationUnsupportedError, r"^not emulated: TorchScript on the device \(prim::is_cuda of a tensor on the device"),
         on_gpu=True,
         reason="not emulated: the interpreter would read the CPU its data is on",
+    ),
+    "TorchScript lists and optional arguments": Case(
+        _torchscript_lists_and_optionals, (["cuda:0", "cuda:0", "cuda:0", "cpu"], [[0.0] * 3, [1.0] * 3, [2.0] * 3])
+    ),
+    "TorchScript that branches on the device": Case(
+        _torchscript_branches_on_the_device,
+        Raises(EmulationUnsupportedError, r"^not emulated: TorchScript on the device \(prim::type reads the device of a tensor on the device\)"),
+        on_gpu=[2.0, 2.0],
+        reason="not emulated: the interpreter would read the CPU its data is on and take the other branch",
     ),
     "TorchScript mixing devices": Case(
         _torchscript_mixes_devices,

@@ -54,7 +54,10 @@ _STRUCTURE = frozenset(
     {"prim::ListConstruct", "prim::ListUnpack", "prim::TupleConstruct", "prim::TupleUnpack", "prim::TupleIndex"}
     | {"prim::TupleSlice", "prim::DictConstruct", "prim::unchecked_cast", "prim::data", "aten::__getitem__"}
     | {"aten::append", "aten::list", "aten::dict", "aten::values", "aten::detach", "prim::ListIndex"}
+    | {"aten::extend", "aten::insert", "aten::_set_item"}
 )
+# Of those, the ones that add to the list or dict given first.
+_MUTATIONS = frozenset({"aten::append", "aten::extend", "aten::insert", "aten::_set_item"})
 # Opaque inside the graph: Python, calls not inlined, other threads.
 _OPAQUE = frozenset({"prim::PythonOp", "prim::CallFunction", "prim::CallMethod", "prim::fork", "aten::wait"})
 
@@ -160,6 +163,12 @@ class _Flow:
         held = frozenset().union(*(self.get(value) for value in inputs))
         if kind in _OPAQUE:
             raise _refuse(f"{kind} inside a scripted or traced function")
+        if any(_is_device(value) and DEVICE in self.get(value) for value in inputs) and not (
+            kind.startswith("aten::") and any(_bears_tensor(value) for value in outputs)
+        ):
+            # only an op that makes or moves tensors may take the device (`device=x.device`);
+            # anything else would see the CPU (`x.device.type == "cpu"` branches the other way)
+            raise _refuse(f"{kind} reads the device of a tensor on the device")
         if kind == "prim::If":
             self._branches(node, outputs)
         elif kind == "prim::Loop":
@@ -199,6 +208,8 @@ class _Flow:
     def _structure(self, kind: str, inputs: list[Any], outputs: list[Any], held: Label) -> None:
         if kind == "prim::TupleConstruct":
             self.elements[outputs[0].unique()] = [self.get(value) for value in inputs]
+        if kind in _MUTATIONS:
+            self.labels[inputs[0].unique()] = held  # the list now holds the new items too
         self._set(outputs, held)
 
     def _branches(self, node: Any, outputs: list[Any]) -> None:
@@ -216,9 +227,11 @@ class _Flow:
         while True:
             for value, label in zip(list(body.inputs())[1:], carried):
                 self.labels[value.unique()] = label
+            before = dict(self.labels)
             self.block(body.nodes())
             after = [have | self.get(value) for have, value in zip(carried, list(body.outputs())[1:])]
-            if after == carried:
+            # again until nothing changes: the body may also add to a list made before the loop
+            if after == carried and self.labels == before:
                 break
             carried = after
         for value, label in zip(outputs, carried):
@@ -251,8 +264,6 @@ class _Flow:
         devices = [self.get(value) for value in inputs if _is_device(value) and self.get(value)]
         tensors = [self.get(value) for value in inputs if _bears_tensor(value)]
         operands = frozenset().union(*tensors) if tensors else NONE
-        if any(DEVICE in label for label in devices) and not any(_bears_tensor(value) for value in outputs):
-            raise _refuse(f"{kind} reads the device of a tensor on the device")
         if kind in _HOST_RESULTS:
             if DEVICE in operands:
                 raise _refuse(f"{kind} on the device")
@@ -267,6 +278,8 @@ class _Flow:
             result = tensors[0]
         elif not tensors:
             result = frozenset({HOST})  # a factory without a device: the CPU, on a GPU too
+        elif not operands:
+            result = NONE  # computed from None (an Optional argument not given): never runs
         elif DEVICE in operands:
             if HOST in operands:
                 raise _refuse(f"{kind} of tensors on the device and on the host")
