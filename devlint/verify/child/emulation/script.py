@@ -14,8 +14,8 @@ the run stops with ``not emulated: TorchScript on the device (...)`` rather than
 a device named inside the graph (a traced graph records the CPU that emulation ran on for
 ``"cuda"``), a device or ``is_cuda`` read (the interpreter would read ``cpu``), a CUDA op, a move
 off the device mixed with device operands, a tensor constant with dimensions, a Python or opaque
-call inside the graph, and, once the program has used the device, a host-tensor copy that a trace
-may have recorded for ``.cuda()``.
+call inside the graph, and a host-tensor copy that a trace may have recorded for ``.cuda()``.
+Until the program has put a tensor on the device, calls run as they are: nothing is on it.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from .machine import EmulationUnsupportedError
 from .patches import Patches
 from .tensor import Dispatcher
 
-DEVICE, HOST, SCALAR, CONSTANT = "device", "host", "host scalar", "constant"
+DEVICE, HOST, SCALAR, CONSTANT, ABSENT = "device", "host", "host scalar", "constant", "no device"
 Label = frozenset
 NONE: Label = frozenset()
 
@@ -89,26 +89,37 @@ def _refusing(trace: Callable[..., Any]) -> Callable[..., Any]:
 
 def _placing(original: Callable[..., Any], dispatcher: Dispatcher, graphs: dict[int, tuple[Any, Any]]) -> Callable[..., Any]:
     def __call__(function: Any, *args: Any, **kwargs: Any) -> Any:
-        cached = graphs.get(id(function))
-        if cached is None or cached[0] is not function:
-            # the inlined graph is built anew at each read; the function is kept so its id stays its own
-            cached = graphs[id(function)] = (function, function.inlined_graph)
-        graph = cached[1]
-        owner = getattr(function, "owner", None)
-        names = [argument.name for argument in function.schema.arguments]
-        given = _bind(names[1:] if owner is not None else names, args, kwargs)
-        flow = _Flow(dispatcher, strict=dispatcher.machine.initialized)
-        inputs = list(graph.inputs())
-        if owner is not None:
-            flow.objects[inputs[0].unique()] = owner
-            inputs = inputs[1:]
-        for value, name in zip(inputs, names[1:] if owner is not None else names):
-            flow.labels[value.unique()] = flow.label_of(given.get(name))
-        results = flow.run(graph)
-        result = original(function, *args, **kwargs)
-        return _place(dispatcher, result, results)
+        if not dispatcher.machine.initialized:
+            return original(function, *args, **kwargs)  # no tensor is on the device yet
+        try:
+            placing = _follow(function, args, kwargs, dispatcher, graphs)
+        except EmulationUnsupportedError:
+            raise
+        except Exception as error:  # noqa: BLE001 - a graph this module cannot read is not emulated
+            raise _refuse(f"a graph emulation cannot follow: {type(error).__name__}: {error}") from error
+        return _place(dispatcher, original(function, *args, **kwargs), placing)
 
     return __call__
+
+
+def _follow(function: Any, args: tuple, kwargs: dict, dispatcher: Dispatcher, graphs: dict[int, tuple[Any, Any]]) -> list[Any]:
+    """The labels of the graph's outputs for this call (see _Flow)."""
+    cached = graphs.get(id(function))
+    if cached is None or cached[0] is not function:
+        # the inlined graph is built anew at each read; the function is kept so its id stays its own
+        cached = graphs[id(function)] = (function, function.inlined_graph)
+    graph = cached[1]
+    owner = getattr(function, "owner", None)  # a method's module
+    names = [argument.name for argument in function.schema.arguments][1 if owner is not None else 0 :]
+    given = _bind(names, args, kwargs)
+    flow = _Flow(dispatcher)
+    inputs = list(graph.inputs())
+    if owner is not None:
+        flow.objects[inputs[0].unique()] = owner
+        inputs = inputs[1:]
+    for value, name in zip(inputs, names):
+        flow.labels[value.unique()] = flow.label_of(given.get(name), _is_device(value))
+    return flow.run(graph)
 
 
 def _bind(names: list[str], args: tuple, kwargs: dict) -> dict[str, Any]:
@@ -127,16 +138,21 @@ class _Flow:
     CONSTANT (a tensor the graph holds: where it came from is not recorded). Device values carry
     the label of the tensor they were read from."""
 
-    def __init__(self, dispatcher: Dispatcher, strict: bool) -> None:
+    def __init__(self, dispatcher: Dispatcher) -> None:
         self.dispatcher = dispatcher
-        # once the program used the device, a host value in a graph may be emulation's stand-in
-        # for a device one (a trace records what ran)
-        self.strict = strict
         self.labels: dict[int, Label] = {}
         self.objects: dict[int, Any] = {}
         self.elements: dict[int, list[Label]] = {}
 
-    def label_of(self, value: Any) -> Label:
+    def label_of(self, value: Any, device: bool = False) -> Label:
+        """The label of a value the call gives the graph (an argument, a module attribute);
+        ``device``: the graph takes it as a device."""
+        if device:
+            if value is None:
+                return frozenset({ABSENT})
+            if torch.device(value).type != "cpu":
+                raise _refuse(f"a device given to a scripted or traced function: {value}")
+            return frozenset({HOST})
         found: set[str] = set()
         for tensor in _tensors(value):
             if self.dispatcher.is_emulated(tensor):
@@ -242,16 +258,15 @@ class _Flow:
         if owner is None:
             raise _refuse("an attribute of an object the call cannot see")
         found = owner.getattr(node.s("name"))
-        if _bears_tensor(output):
-            self.labels[output.unique()] = self.label_of(found)
+        if _bears_tensor(output) or _is_device(output):
+            self.labels[output.unique()] = self.label_of(found, _is_device(output))
         else:
             self.objects[output.unique()] = found
 
     def _constant(self, output: Any) -> None:
         if _is_device(output):
-            if self.strict:
-                raise _refuse("a device named inside a scripted or traced function")
-            self.labels[output.unique()] = frozenset({HOST})
+            # a traced graph records the device that ran, the CPU under emulation
+            raise _refuse("a device named inside a scripted or traced function")
         elif _bears_tensor(output):
             value = output.toIValue()
             if any(tensor.dim() > 0 for tensor in _tensors(value)):
@@ -261,7 +276,10 @@ class _Flow:
     def _op(self, kind: str, inputs: list[Any], outputs: list[Any], held: Label) -> None:
         if kind == "aten::cuda" or kind.startswith("aten::_cudnn") or kind.startswith("aten::cudnn"):
             raise _refuse(f"{kind}")
-        devices = [self.get(value) for value in inputs if _is_device(value) and self.get(value)]
+        given = [self.get(value) for value in inputs if _is_device(value)]
+        if not all(given):
+            raise _refuse(f"a device {kind} takes from where emulation cannot follow")
+        devices = [label - {ABSENT} for label in given if label - {ABSENT}]
         tensors = [self.get(value) for value in inputs if _bears_tensor(value)]
         operands = frozenset().union(*tensors) if tensors else NONE
         if kind in _HOST_RESULTS:
@@ -284,7 +302,7 @@ class _Flow:
             if HOST in operands:
                 raise _refuse(f"{kind} of tensors on the device and on the host")
             result = frozenset({DEVICE})
-        elif self.strict and kind == "aten::to" and HOST in operands:
+        elif kind == "aten::to" and HOST in operands:
             # a trace of `.cuda()` under emulation records the CPU copy it ran
             raise _refuse("a copy of a host tensor that a trace may have recorded for a move to the device")
         else:
@@ -340,7 +358,7 @@ def _placed(dispatcher: Dispatcher, value: Any, label: Any) -> Any:
             raise _refuse("a device tensor's text as a result (printed for the CPU it runs on)")
         return value
     if DEVICE not in label:
-        if CONSTANT in label and dispatcher.machine.initialized:
+        if CONSTANT in label:
             raise _refuse("a tensor constant as a result")
         return _copied_off(dispatcher, value)
     if label != frozenset({DEVICE}):
