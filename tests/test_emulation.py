@@ -938,6 +938,18 @@ def _torchscript_lists_and_optionals() -> Any:
     return [str(t.device) for t in results], results[2].tolist()
 
 
+def _to_device_of(host: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    return host.to(like.device)
+
+
+def _torchscript_moves_a_host_argument() -> Any:
+    # the interpreter's `to` of a CPU tensor to the CPU hands back the argument itself: the
+    # caller's tensor stays on the host, the result is on the device
+    host = torch.zeros(2)
+    moved = torch.jit.script(_to_device_of)(host, torch.ones(1, device="cuda"))
+    return str(moved.device), str(host.device), moved is host
+
+
 def _torchscript_branches_on_the_device() -> Any:
     return torch.jit.script(_branches_on_the_device)(torch.zeros(2, device="cuda")).tolist()
 
@@ -1045,6 +1057,9 @@ CASES: dict[str, Case] = {
     ),
     "TorchScript lists and optional arguments": Case(
         _torchscript_lists_and_optionals, (["cuda:0", "cuda:0", "cuda:0", "cpu"], [[0.0] * 3, [1.0] * 3, [2.0] * 3])
+    ),
+    "TorchScript moving a host argument to the device": Case(
+        _torchscript_moves_a_host_argument, ("cuda:0", "cpu", False)
     ),
     "TorchScript that branches on the device": Case(
         _torchscript_branches_on_the_device,

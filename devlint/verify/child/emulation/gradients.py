@@ -63,8 +63,8 @@ def _engine_call(dispatcher: Dispatcher, func: Callable[..., Any]) -> Callable[.
         # the call had a tensor there.
         any_emulated = any(dispatcher.is_emulated(t) for t in (*_sequence(given.get(roots)), *inputs))
         return tuple(
-            _place(dispatcher, gradient, dispatcher.is_emulated(given_input) if isinstance(given_input, torch.Tensor) else any_emulated)
-            for gradient, given_input in zip(result, inputs)
+            _place(dispatcher, gradient, dispatcher.is_emulated(given) if isinstance(given, torch.Tensor) else any_emulated)
+            for gradient, given in zip(result, inputs)
         )
 
     return call

@@ -62,8 +62,11 @@ _MUTATIONS = frozenset({"aten::append", "aten::extend", "aten::insert", "aten::_
 _OPAQUE = frozenset({"prim::PythonOp", "prim::CallFunction", "prim::CallMethod", "prim::fork", "aten::wait"})
 
 
+Graphs = dict[int, tuple[Any, Any]]  # id of a function -> (the function, its inlined graph)
+
+
 def install(patches: Patches, dispatcher: Dispatcher) -> None:
-    graphs: dict[int, tuple[Any, Any]] = {}
+    graphs: Graphs = {}
     function_call = torch.jit.ScriptFunction.__call__
     method_call = torch._C.ScriptMethod.__call__
     patches.set(torch.jit.ScriptFunction, "__call__", _placing(function_call, dispatcher, graphs))
@@ -87,23 +90,24 @@ def _refusing(trace: Callable[..., Any]) -> Callable[..., Any]:
     return traced
 
 
-def _placing(original: Callable[..., Any], dispatcher: Dispatcher, graphs: dict[int, tuple[Any, Any]]) -> Callable[..., Any]:
+def _placing(original: Callable[..., Any], dispatcher: Dispatcher, graphs: Graphs) -> Callable[..., Any]:
     def __call__(function: Any, *args: Any, **kwargs: Any) -> Any:
         if not dispatcher.machine.initialized:
             return original(function, *args, **kwargs)  # no tensor is on the device yet
         try:
-            placing = _follow(function, args, kwargs, dispatcher, graphs)
+            placing, known = _follow(function, args, kwargs, dispatcher, graphs)
         except EmulationUnsupportedError:
             raise
         except Exception as error:  # noqa: BLE001 - a graph this module cannot read is not emulated
             raise _refuse(f"a graph emulation cannot follow: {type(error).__name__}: {error}") from error
-        return _place(dispatcher, original(function, *args, **kwargs), placing)
+        return _place(dispatcher, original(function, *args, **kwargs), placing, known)
 
     return __call__
 
 
-def _follow(function: Any, args: tuple, kwargs: dict, dispatcher: Dispatcher, graphs: dict[int, tuple[Any, Any]]) -> list[Any]:
-    """The labels of the graph's outputs for this call (see _Flow)."""
+def _follow(function: Any, args: tuple, kwargs: dict, dispatcher: Dispatcher, graphs: Graphs) -> tuple[list[Any], tuple]:
+    """The labels of the graph's outputs for this call (see _Flow), and the tensors the graph was
+    given (arguments, attributes): a result that is one of them is not changed in place."""
     cached = graphs.get(id(function))
     if cached is None or cached[0] is not function:
         # the inlined graph is built anew at each read; the function is kept so its id stays its own
@@ -119,7 +123,7 @@ def _follow(function: Any, args: tuple, kwargs: dict, dispatcher: Dispatcher, gr
         inputs = inputs[1:]
     for value, name in zip(inputs, names):
         flow.labels[value.unique()] = flow.label_of(given.get(name), _is_device(value))
-    return flow.run(graph)
+    return flow.run(graph), (*_tensors((args, kwargs)), *flow.attributes)
 
 
 def _bind(names: list[str], args: tuple, kwargs: dict) -> dict[str, Any]:
@@ -143,6 +147,7 @@ class _Flow:
         self.labels: dict[int, Label] = {}
         self.objects: dict[int, Any] = {}
         self.elements: dict[int, list[Label]] = {}
+        self.attributes: list[torch.Tensor] = []
 
     def label_of(self, value: Any, device: bool = False) -> Label:
         """The label of a value the call gives the graph (an argument, a module attribute);
@@ -258,6 +263,7 @@ class _Flow:
         if owner is None:
             raise _refuse("an attribute of an object the call cannot see")
         found = owner.getattr(node.s("name"))
+        self.attributes.extend(_tensors(found))
         if _bears_tensor(output) or _is_device(output):
             self.labels[output.unique()] = self.label_of(found, _is_device(output))
         else:
@@ -293,6 +299,9 @@ class _Flow:
         elif kind in ("aten::to", "aten::type_as") and len(tensors) > 1:
             result = tensors[1]  # to(other), type_as(other): the other tensor's device
         elif kind in _CROSS_DEVICE and tensors:
+            if kind != "aten::copy_" and DEVICE in operands and DEVICE not in tensors[0]:
+                # indices on the device for a host tensor: CUDA refuses
+                raise _refuse(f"{kind} of a host tensor with operands on the device")
             result = tensors[0]
         elif not tensors:
             result = frozenset({HOST})  # a factory without a device: the CPU, on a GPU too
@@ -342,16 +351,16 @@ def _tensors(value: Any) -> Iterator[torch.Tensor]:
             yield from _tensors(item)
 
 
-def _place(dispatcher: Dispatcher, result: Any, labels: list[Any]) -> Any:
+def _place(dispatcher: Dispatcher, result: Any, labels: list[Any], known: tuple) -> Any:
     """The call's result with each tensor where its label says."""
     label = labels[0] if len(labels) == 1 else labels
-    return _placed(dispatcher, result, label)
+    return _placed(dispatcher, result, label, known)
 
 
-def _placed(dispatcher: Dispatcher, value: Any, label: Any) -> Any:
+def _placed(dispatcher: Dispatcher, value: Any, label: Any, known: tuple) -> Any:
     if isinstance(label, list):
         if isinstance(value, tuple) and len(value) == len(label):
-            return tuple(_placed(dispatcher, item, part) for item, part in zip(value, label))
+            return tuple(_placed(dispatcher, item, part, known) for item, part in zip(value, label))
         label = frozenset().union(*label) if label else NONE
     if not any(True for _ in _tensors(value)):
         if isinstance(value, str) and DEVICE in label:
@@ -363,15 +372,16 @@ def _placed(dispatcher: Dispatcher, value: Any, label: Any) -> Any:
         return _copied_off(dispatcher, value)
     if label != frozenset({DEVICE}):
         raise _refuse("a result that may be on the device or on the host")
-    return _wrapped(dispatcher, value)
+    return _wrapped(dispatcher, value, known)
 
 
-def _wrapped(dispatcher: Dispatcher, value: Any) -> Any:
+def _wrapped(dispatcher: Dispatcher, value: Any, known: tuple) -> Any:
     if isinstance(value, dict):
-        return {key: _wrapped(dispatcher, item) for key, item in value.items()}
+        return {key: _wrapped(dispatcher, item, known) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(_wrapped(dispatcher, item) for item in value)
-    return dispatcher.wrap(value) if isinstance(value, torch.Tensor) else value
+        return type(value)(_wrapped(dispatcher, item, known) for item in value)
+    # a host tensor the graph was given (`host.to(x.device)` returns it) stays the caller's
+    return dispatcher.wrap(value, known) if isinstance(value, torch.Tensor) else value
 
 
 def _copied_off(dispatcher: Dispatcher, value: Any) -> Any:
