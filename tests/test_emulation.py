@@ -909,10 +909,13 @@ def _torchscript_reads_the_device() -> Any:
 
 
 def _minus_optional(x: torch.Tensor, shift: Optional[torch.Tensor] = None) -> torch.Tensor:
+    # kornia's morphology: both branches fill the offset with a scalar where x is 0
     if shift is None:
         offset = torch.zeros_like(x)
+        offset[x == 0] = -5.0
     else:
         offset = shift.clone()
+        offset[x == 0] = -5.0
     return (x - offset).flip(0)
 
 

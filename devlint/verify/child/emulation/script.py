@@ -199,7 +199,8 @@ class _Flow:
         elif kind == "prim::Constant":
             self._constant(outputs[0])
         elif kind == "prim::device":
-            self.labels[outputs[0].unique()] = held
+            # of a tensor computed from None (a branch that never runs): no device either
+            self.labels[outputs[0].unique()] = held or frozenset({ABSENT})
         elif kind in _DEVICE_READS:
             if DEVICE in held:
                 raise _refuse(f"{kind} of a tensor on the device reads the CPU it runs on")
@@ -299,7 +300,7 @@ class _Flow:
         elif kind in ("aten::to", "aten::type_as") and len(tensors) > 1:
             result = tensors[1]  # to(other), type_as(other): the other tensor's device
         elif kind in _CROSS_DEVICE and tensors:
-            if kind != "aten::copy_" and DEVICE in operands and DEVICE not in tensors[0]:
+            if kind != "aten::copy_" and DEVICE in operands and tensors[0] and DEVICE not in tensors[0]:
                 # indices on the device for a host tensor: CUDA refuses
                 raise _refuse(f"{kind} of a host tensor with operands on the device")
             result = tensors[0]
