@@ -41,10 +41,45 @@ class Edit:
 
 
 @dataclass(frozen=True)
+class ImportNames:
+    """An import statement's names as spans of the text, so that any of them can be removed: the
+    statement's whole lines (their line break included), each name's span (``a as b``, without
+    its comma), and where the text after the last name ends (before a closing parenthesis)."""
+
+    lines: tuple[int, int]
+    names: tuple[tuple[int, int], ...]
+    end: int
+    # What the whole lines become when every name goes: nothing, or ``pass`` where the statement
+    # is the only one of its block.
+    emptied: str = ""
+
+
+@dataclass(frozen=True)
+class Release:
+    """Uses of a name imports bind that a fix removes: the imports of the name go once every use
+    of it is gone, by this fix alone or with the others applied in the same round."""
+
+    name: str
+    # Each import of the name: the statement and which of its names it is. One tuple, shared by
+    # every release of the name in a file.
+    bindings: tuple[tuple[ImportNames, int], ...]
+    # The uses this fix removes, by their order among the name's uses in the file.
+    uses: frozenset[int]
+    # How many uses the name has in the file.
+    count: int
+
+
+@dataclass(frozen=True)
 class Fix:
     applicability: Applicability
     message: str
     edits: tuple[Edit, ...]
+    # The uses of imported names this fix removes (devlint.engine.unused_imports).
+    releases: tuple[Release, ...] = ()
+    # Of ``edits``, those removing the imports this fix alone leaves unused: a consumer applying
+    # this one fix gets them; ``devlint.fixes.apply_fixes`` decides them anew from ``releases``
+    # for the fixes it applies together.
+    unused_imports: tuple[Edit, ...] = ()
 
 
 @dataclass

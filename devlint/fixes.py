@@ -8,11 +8,12 @@ line endings, tabs, encoding. Edits that overlap are applied over several rounds
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from devlint.findings import Applicability, Edit, Fix, Finding, Location
+from devlint.findings import Applicability, Edit, Fix, Finding, ImportNames, Location, Release
 
 if TYPE_CHECKING:
     # Only named in annotations: applying edits and finding lines must not cost LibCST's import.
@@ -176,8 +177,10 @@ def apply_fixes(text: str, fixes: list[Fix]) -> tuple[str, int]:
     taken = _Spans()
     seen: set[tuple[int, int, str]] = set()
     applied = 0
+    releasing: list[Fix] = []
     for fix in fixes:
-        new_edits = [e for e in fix.edits if (e.start_offset, e.end_offset, e.content) not in seen]
+        own = [e for e in fix.edits if e not in fix.unused_imports] if fix.unused_imports else fix.edits
+        new_edits = [e for e in own if (e.start_offset, e.end_offset, e.content) not in seen]
         if any(taken.overlaps(e) for e in new_edits):
             continue
         for e in new_edits:
@@ -185,6 +188,21 @@ def apply_fixes(text: str, fixes: list[Fix]) -> tuple[str, int]:
             accepted.append(e)
             taken.add(e)
         applied += 1
+        if fix.releases:
+            releasing.append(fix)
+    # The imports the applied fixes leave unused together, decided once they are all known:
+    # two fixes that each remove one of a name's two uses remove its import between them.
+    removals = unused_import_edits(text, [release for fix in releasing for release in fix.releases])
+    if removals:
+        # Against the text the accepted edits replace, not the spans they hold: a guard holds
+        # the line break before its statement, the last character of an import line above it.
+        written = _Spans()
+        for edit in accepted:
+            written.add(dataclasses.replace(edit, held=None))
+        for edit in removals:
+            if not written.overlaps(edit):
+                accepted.append(edit)
+                written.add(edit)
     # By the text each edit replaces first: the span it holds (``Edit.held``) may reach before an
     # earlier edit of the same fix. Insertions at one offset go by the span they held, then by
     # their rank (a module's imports, then its definitions, then its functions), then in the
@@ -198,6 +216,52 @@ def apply_fixes(text: str, fixes: list[Fix]) -> tuple[str, int]:
         cursor = edit.end_offset
     pieces.append(text[cursor:])
     return "".join(pieces), applied
+
+
+def unused_import_edits(text: str, releases: list[Release]) -> list[Edit]:
+    """The edits removing every imported name all of whose uses ``releases`` remove together."""
+    if not releases:
+        return []
+    # By the name and its first import: the same for every release of one name, and cheap to
+    # compare however many imports the name has.
+    removed: dict[tuple[str, tuple[ImportNames, int]], set[int]] = {}
+    first: dict[tuple[str, tuple[ImportNames, int]], Release] = {}
+    for release in releases:
+        key = (release.name, release.bindings[0])
+        removed.setdefault(key, set()).update(release.uses)
+        first.setdefault(key, release)
+    going: dict[ImportNames, set[int]] = {}
+    for key, uses in removed.items():
+        if len(uses) >= first[key].count:
+            for statement, index in first[key].bindings:
+                going.setdefault(statement, set()).add(index)
+    if not going:
+        return []
+    lines = LineIndex(text)
+    return [lines.edit(*without_names(text, statement, indexes)) for statement, indexes in going.items()]
+
+
+def without_names(text: str, statement: ImportNames, going: set[int]) -> tuple[int, int, str]:
+    """The span of ``statement`` and its text with the names at ``going`` removed: its whole
+    lines when every name goes, else the names that stay, each followed by the separator that
+    followed it (the last by what followed the last name: a trailing comma, a line break before
+    the parenthesis; one a line, its own comment kept), so the layout stays and no comma is left
+    dangling."""
+    names = statement.names
+    kept = [i for i in range(len(names)) if i not in going]
+    if not kept:
+        return statement.lines[0], statement.lines[1], statement.emptied
+    tail = text[names[-1][1] : statement.end]
+    pieces: list[str] = []
+    for position, i in enumerate(kept):
+        pieces.append(text[names[i][0] : names[i][1]])
+        after = text[names[i][1] : names[i + 1][0]] if i + 1 < len(names) else tail
+        if position == len(kept) - 1 and i + 1 < len(names):
+            # The last name now: its own line's end (a comment on it), then the closing
+            # parenthesis' indentation; on one line, what followed the last name.
+            after = after[: after.rfind("\n") + 1] + tail[tail.rfind("\n") + 1 :] if "\n" in after and "\n" in tail else tail
+        pieces.append(after)
+    return names[0][0], statement.end, "".join(pieces)
 
 
 class _Spans:

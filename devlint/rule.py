@@ -17,6 +17,7 @@ from typing import ClassVar, Literal, Protocol, TypeVar
 
 import libcst as cst
 
+from devlint.analysis.device_params import Signature
 from devlint.analysis.reader import FileReader
 from devlint.analysis.semantic import Scope
 from devlint.analysis.tracker import ScopeTracker
@@ -94,6 +95,12 @@ class RuleContext(FileReader, Protocol):
         """The source of ``new`` as it reads where ``original`` stands, block indentation included."""
         ...
 
+    def imported_signature(self, reference: str) -> Signature | None:
+        """Which parameters reach a device sink (devlint.analysis.device_params) of the function
+        another module of the project defines and the file imports as ``reference``
+        (``load_state_dict``, ``model.load``), where the run read it; else None."""
+        ...
+
     def indexed(self, key: Hashable, build: Callable[[], T]) -> T:
         """What ``build`` computes about the file, once per ``key``: a fact a rule asks about the
         module at every finding (the checks of a block, the uses of a name) is indexed once,
@@ -107,7 +114,9 @@ class Invalid:
     (``None``: the rule offers no fix here). ``unsafe`` applies unsafe fixes too;
     ``torch_version`` lints as a project with that `torch-version` (default: devlint's);
     ``imported``: constants the code imports from other modules of its project, as a run would
-    read them (the name that reaches each in the code, the source of its value)."""
+    read them (the name that reaches each in the code, the source of its value);
+    ``imported_functions``: functions it imports from them, likewise (the name that reaches each,
+    ending in the function's own name, and the source of its module's imports and definition)."""
 
     code: str
     fixed: str | None = None
@@ -115,6 +124,7 @@ class Invalid:
     count: int = 1
     torch_version: tuple[int, int] | None = None
     imported: tuple[tuple[str, str], ...] = ()
+    imported_functions: tuple[tuple[str, str], ...] = ()
 
 
 class Rule:

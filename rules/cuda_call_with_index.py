@@ -14,10 +14,12 @@ from devlint.rule import Invalid, Rule, Site
 from devlint.rulekit.accelerator import accelerator_choice, index_choice
 from devlint.rulekit.calls import (
     arg,
+    closed,
     code_in_place,
     delegates_to_own_method,
     duck_typed,
     forwards_own_parameter,
+    in_slots,
     is_storage,
     keyword,
     map_location_lambda,
@@ -199,6 +201,14 @@ class CudaCallWithIndex(Rule):
             "import torch\nmodule.cuda(device=1)\nold.cuda(device_id=0)\n",
             'import torch\nmodule.to("cuda:1" if torch.cuda.is_available() else "cpu")\n'
             'old.to("cuda:0" if torch.cuda.is_available() else "cpu")\n',
+            count=2,
+        ),
+        # a device keyword after another argument moves to the front; the call keeps its layout,
+        # less a trailing comma before the `)`
+        Invalid(
+            "import torch\nx = x.cuda(\n    non_blocking=True,\n    device=0\n)\ny = y.cuda(non_blocking=True, device=0, )\n",
+            'import torch\nx = x.to(\n    "cuda:0" if torch.cuda.is_available() else "cpu",\n    non_blocking=True\n)\n'
+            'y = y.to("cuda:0" if torch.cuda.is_available() else "cpu", non_blocking=True)\n',
             count=2,
         ),
         # the later positionals of Tensor.cuda become keywords of .to
@@ -403,11 +413,11 @@ class CudaCallWithIndex(Rule):
 
     @staticmethod
     def _to_call(node: cst.Call, given: cst.Arg, device: cst.BaseExpression, rest: list[cst.Arg]) -> cst.Call:
-        """``.to(device, *rest)``; when the device argument came first, the layout (line breaks,
-        trailing comma) of the original arguments is kept."""
+        """``.to(device, *rest)``; when only the device argument moved to the front, the layout
+        (line breaks, trailing comma) of the original arguments is kept."""
         first = given.with_changes(value=device, keyword=None, equal=cst.MaybeSentinel.DEFAULT)
-        if node.args[0] is given and len(rest) == len(node.args) - 1:
-            return node.with_changes(func=node.func.with_changes(attr=cst.Name("to")), args=[first, *rest])
+        if len(rest) == len(node.args) - 1:
+            return closed(node.with_changes(func=node.func.with_changes(attr=cst.Name("to")), args=in_slots(node, [first, *rest])))
         return with_args(node, "to", [first.with_changes(comma=cst.MaybeSentinel.DEFAULT), *rest])
 
     def _is_device_variable(self, value: cst.BaseExpression, site: Site) -> bool:

@@ -110,8 +110,10 @@ class CudaDeviceType(Rule):
         "safe: wherever the test holds the name is what it was, the project's setting stays in force "
         "and the other module is left as it is; a local copy of such a name (`backend = BACKEND`), where "
         "every binding of the copy that reaches the call is the copy or `\"nccl\"`, is guarded the same way; and "
-        "the default of the program's own `--backend` option is reported without a fix (the user's "
-        "choice: a run without CUDA passes `--backend gloo`). Another accelerator gets gloo / the CPU, where the "
+        "a backend held in an attribute (`backend=args.dist_backend`, `cfg.backend`) where every value "
+        "the file gives that attribute is `\"nccl\"` (the default of the program's own `--dist_backend` "
+        "option, `args.dist_backend = \"nccl\"`) has each of those literals guarded the same way: a "
+        "backend the user passes on the command line still wins. Another accelerator gets gloo / the CPU, where the "
         "original failed; its own backend comes from `torch.distributed.get_default_backend_for_device` "
         "(torch 2.6), which devlint does not write. Not reported: a backend or mesh chosen per device "
         '(under `if torch.cuda.is_available():` or `if device.type == "cuda":`, or in an `if` with '
@@ -172,6 +174,12 @@ class CudaDeviceType(Rule):
         'if args.cpu:\n    args.comm = "gloo"\n'
         "dist.init_process_group(backend=args.backend)\ndist.init_process_group(backend=args.dist_backend)\n"
         "dist.init_process_group(backend=args.comm)\n",
+        # a backend attribute the program also sets to gloo, or sets to nccl only where CUDA is known
+        "import torch\n\n\ndef init(cfg):\n    cfg.dist_backend = 'nccl'\n    if cfg.cpu:\n"
+        "        cfg.dist_backend = 'gloo'\n    torch.distributed.init_process_group(backend=cfg.dist_backend)\n",
+        "import torch\n\n\ndef init(cfg):\n    cfg.backend = 'gloo'\n    torch.distributed.init_process_group(cfg.backend)\n",
+        "import torch\n\n\ndef init(cfg):\n    if torch.cuda.is_available():\n        cfg.backend = 'nccl'\n"
+        "    torch.distributed.init_process_group(cfg.backend)\n",
         # another library's init_process_group; another device type
         'import deepspeed\ndeepspeed.init_distributed(dist_backend="nccl")\nmesh = other.init_device_mesh("cuda", (2,))\n',
         'from torch.distributed import init_device_mesh\nmesh = init_device_mesh("cpu", (2,))\n',
@@ -184,6 +192,19 @@ class CudaDeviceType(Rule):
         HEAD + 'ok = x.device == torch.device("cpu")\n',
     )
     INVALID = (
+        # the device type given last: the argument before it ends the call as it did, with no
+        # `x, )` left behind, on one line or one argument a line
+        Invalid(
+            HEAD + 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            'with torch.autocast(enabled=False, device_type="cuda"):\n    pass\n'
+            'with torch.autocast(\n    dtype=torch.bfloat16,\n    device_type="cuda"\n):\n    pass\n'
+            'scaler = torch.amp.GradScaler(enabled=use_amp, device="cuda",\n)\n',
+            HEAD + 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            'with torch.autocast(device_type=device.type, enabled=False):\n    pass\n'
+            'with torch.autocast(\n    device_type=device.type,\n    dtype=torch.bfloat16,\n    enabled=device.type != "cpu"\n):\n    pass\n'
+            'scaler = torch.amp.GradScaler(device=device.type, enabled=use_amp and device.type != "cpu",\n)\n',
+            count=3,
+        ),
         Invalid(
             HEAD + 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             'with torch.autocast("cuda", dtype=torch.float16):\n    pass\n',
@@ -235,6 +256,8 @@ class CudaDeviceType(Rule):
         ),
         # other AMP device_type="cuda" arguments: reported, no fix
         Invalid(HEAD + '@torch.amp.custom_fwd(device_type="cuda")\ndef forward(ctx, x):\n    return x\n'),
+        # the type given by position and by keyword (a TypeError either way): reported, no fix
+        Invalid(HEAD + 'with torch.amp.autocast(True, device_type="cuda"):\n    pass\n'),
         # a name that may hold autocast (Stable Diffusion's txt2img): reported, no fix
         Invalid(
             "from contextlib import nullcontext\nfrom torch import autocast\n"
@@ -294,11 +317,23 @@ class CudaDeviceType(Rule):
             count=2,
             imported=(("BACKEND", '"nccl"'), ("WORKERS", '"nccl"')),
         ),
-        # the program's own option: the user's choice, reported without a fix
+        # a backend held in an attribute: the default of the program's own option, or the value the
+        # program gives it; a backend the user passes still wins
         Invalid(
             "import argparse\nimport torch.distributed as dist\nparser = argparse.ArgumentParser()\n"
             'parser.add_argument("--backend", default="nccl")\nargs = parser.parse_args()\n'
-            "dist.init_process_group(backend=args.backend)\n"
+            "dist.init_process_group(backend=args.backend)\n",
+            "import argparse\nimport torch.distributed as dist\nimport torch\nparser = argparse.ArgumentParser()\n"
+            'parser.add_argument("--backend", default="nccl" if torch.cuda.is_available() else "gloo")\n'
+            "args = parser.parse_args()\ndist.init_process_group(backend=args.backend)\n",
+        ),
+        Invalid(
+            "import torch\n\n\ndef init_distributed_mode(args):\n    torch.cuda.set_device(args.gpu)\n"
+            "    args.dist_backend = 'nccl'\n    torch.distributed.init_process_group(backend=args.dist_backend, "
+            "init_method=args.dist_url)\n",
+            "import torch\n\n\ndef init_distributed_mode(args):\n    torch.cuda.set_device(args.gpu)\n"
+            "    args.dist_backend = 'nccl' if torch.cuda.is_available() else 'gloo'\n"
+            "    torch.distributed.init_process_group(backend=args.dist_backend, init_method=args.dist_url)\n",
         ),
         # a tensor's device never equals the index-less CUDA device
         Invalid(
@@ -362,8 +397,8 @@ class CudaDeviceType(Rule):
         """`init_process_group(backend="nccl")`, `new_group(ranks, backend="nccl")`; the backend
         may come through a name bound to `"nccl"` on every path that reaches the call (a module
         constant, a local assigned before it), through a name imported from another module of the
-        project that binds it to `"nccl"`, or a copy of one, or be the default of the program's
-        own option."""
+        project that binds it to `"nccl"`, or a copy of one, or be an attribute the program gives
+        only `"nccl"` (its own option's default, `args.dist_backend = "nccl"`)."""
         value = _argument(node, "backend", position)
         if value is None or self._chosen(node):
             return
@@ -386,7 +421,7 @@ class CudaDeviceType(Rule):
                 fix=lambda site: self._kept_name(value),
             )
         else:
-            self._backend_option(value)
+            self._backend_setting(value)
 
     def _held(self, name: cst.Name, scope: Scope, site: cst.CSTNode, hops: int) -> str | None:
         """What makes ``name`` hold `"nccl"` for certain at ``site`` (in ``scope``): ``""`` where
@@ -465,21 +500,42 @@ class CudaDeviceType(Rule):
             requires=ACCELERATOR if accelerator else (0, 0),
         )
 
-    def _backend_option(self, value: cst.BaseExpression) -> None:
-        """`args.backend` of an argparse `--backend` option whose default is `"nccl"`: the user's
-        explicit choice, as DEV201 treats `--device`. Reported without a fix: on a CPU machine the
-        program runs with `--backend gloo`, and the option is the program's own interface."""
-        if not (isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name)):
+    def _backend_setting(self, value: cst.BaseExpression) -> None:
+        """`args.dist_backend` (`cfg.backend`, any `x.attr`) where every value the file gives that
+        attribute is `"nccl"`: the default of the program's own `--dist_backend` option, the
+        assignments `args.dist_backend = "nccl"` (mae's `init_distributed_mode`), or both. Each of
+        those literals is guarded: on CUDA the attribute holds what it held, without CUDA gloo; a
+        value the user passes on the command line still wins. An attribute given anything else
+        anywhere in the file (`args.comm = "gloo"`), or `"nccl"` only where a GPU is known, is the
+        program's choice per device: not reported."""
+        if not isinstance(value, cst.Attribute) or dotted_name(value) is None:
             return
-        dest = value.attr.value
-        declared, default = self.ctx.model.option_default(dest)
-        if not declared or default is None or not literal_is(default, CUDA_BACKEND) or self.ctx.model.attribute_assignments(dest):
+        attribute = value.attr.value
+        declared, default = self.ctx.model.option_default(attribute)
+        given = list(self.ctx.model.attribute_assignments(attribute))
+        if declared:
+            if default is None:
+                return
+            given.append(default)
+        if not given or not all(literal_is(held, CUDA_BACKEND) for held in given):
             return
+        if any(under_device_check(self.ctx, held) for held in given):
+            return
+        where = "the program's own option" if declared else "set by the program"
         self.report(
             value,
-            f'`{self.ctx.code(value)}`, the program\'s own option, defaults to `"{CUDA_BACKEND}"`, which runs on CUDA '
-            f'only; a run without CUDA must pass "{CPU_BACKEND}"',
+            f'`{self.ctx.code(value)}`, {where}, holds `"{CUDA_BACKEND}"`, which runs on CUDA only; '
+            f'use "{CPU_BACKEND}" where CUDA is missing',
+            fix=lambda site: self._guarded_all(given),
         )
+
+    def _guarded_all(self, literals: list[cst.BaseExpression]) -> FixPlan:
+        """Every literal guarded as ``_guarded`` guards one, in one fix."""
+        plans = [self._guarded(literal, CPU_BACKEND) for literal in literals]
+        edits = [edit for plan in plans for edit in plan.replacements]
+        first = plans[0]
+        message = first.message if len(plans) == 1 else f"{first.message} (and {len(plans) - 1} more)"
+        return FixPlan(message, edits, "safe", needs_torch=True, requires=first.requires)
 
     def _chosen(self, node: cst.Call) -> bool:
         """The call runs only where there is a GPU (`if torch.cuda.is_available():`,
@@ -582,6 +638,11 @@ class CudaDeviceType(Rule):
         elif literal_is(value, "cuda"):
             message = '`"cuda"` as the device type turns AMP off on every other accelerator; pass the device type in use'
         else:
+            return
+        if given is not None and plain:
+            # the type given twice, at its position and by keyword: the call raises TypeError
+            # before the fix as after, and a rewrite would repeat the keyword CPython rejects
+            self.report(node, message)
             return
         self.report(node, message, fix=lambda site: self._fix(node, call, site))
 

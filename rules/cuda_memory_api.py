@@ -196,7 +196,7 @@ class CudaMemoryApi(WholeChoiceRule):
         ),
         Invalid(
             "from torch.cuda import OutOfMemoryError as OOM\ntry:\n    run()\nexcept OOM:\n    pass\n",
-            "from torch.cuda import OutOfMemoryError as OOM\nimport torch\ntry:\n    run()\nexcept torch.OutOfMemoryError:\n    pass\n",
+            "import torch\ntry:\n    run()\nexcept torch.OutOfMemoryError:\n    pass\n",
             torch_version=OUT_OF_MEMORY,
         ),
     )

@@ -50,7 +50,8 @@ class DeprecatedCudaAmp(Rule):
         "a GradScaler gets no fix (its message says so; no device-generic scaler exists there), while "
         "autocast, whose `torch.amp` form exists from 1.13, still does. "
         "The fix is never made in code guarded for a torch older than 2.4. An import from "
-        "`torch.cuda.amp` that becomes unused is left for your import linter."
+        "`torch.cuda.amp` the fixes leave unused goes with them (not in a package's `__init__.py`, "
+        "nor a name `__all__` or a string annotation names)."
     )
     # Every finding names `autocast` or `GradScaler` somewhere: the call, its import, or an alias.
     triggers = ("autocast", "GradScaler")
@@ -80,20 +81,37 @@ class DeprecatedCudaAmp(Rule):
             'with torch.amp.autocast(device.type, enabled=use_amp and device.type != "cpu", dtype=torch.bfloat16):\n    pass\n',
             count=2,
         ),
+        # a trailing comma before the `)` of a rewritten call goes; one before a line break stays
+        Invalid(
+            HEAD + DEVICE + "scaler = torch.cuda.amp.GradScaler(enabled=use_amp,)\n"
+            "with torch.cuda.amp.autocast(enabled=False, ):\n    pass\n"
+            "with torch.cuda.amp.autocast(\n    enabled=False,\n):\n    pass\n",
+            HEAD + DEVICE + 'scaler = torch.amp.GradScaler(device.type, enabled=use_amp and device.type != "cpu")\n'
+            "with torch.amp.autocast(device.type, enabled=False):\n    pass\n"
+            "with torch.amp.autocast(\n    device.type,\n    enabled=False,\n):\n    pass\n",
+            count=3,
+        ),
         # imported names and aliases, a decorator
         Invalid(
             "from torch.cuda.amp import autocast, GradScaler as Scaler\n\n@autocast()\ndef forward(x):\n"
             "    return x\n\nscaler = Scaler(enabled=False)\n",
-            "from torch.cuda.amp import autocast, GradScaler as Scaler\nimport torch\n" + DEVICE + "\n\n"
+            "import torch\n" + DEVICE + "\n\n"
             f"@torch.amp.autocast(device.type, {OFF})\ndef forward(x):\n    return x\n\n"
             "scaler = torch.amp.GradScaler(device.type, enabled=False)\n",
             count=2,
+        ),
+        # the import goes with the fixes that leave it unused; a name still read stays
+        Invalid(
+            HEAD + "from torch.cuda.amp import (\n    autocast,\n    GradScaler,  # isinstance reads it\n)\n\n"
+            "with autocast():\n    pass\nassert isinstance(scaler, GradScaler)\n",
+            HEAD + "from torch.cuda.amp import (\n    GradScaler,  # isinstance reads it\n)\n" + DEVICE + "\n"
+            f"with torch.amp.autocast(device.type, {OFF}):\n    pass\nassert isinstance(scaler, GradScaler)\n",
         ),
         # a call laid out one argument a line keeps that layout
         Invalid(
             "from torch.cuda import amp\n\ndef step(x, device: torch.device):\n    with amp.autocast(\n        dtype=dtype,\n    ):\n"
             "        return x\n",
-            "from torch.cuda import amp\nimport torch\n\ndef step(x, device: torch.device):\n    with torch.amp.autocast(\n"
+            "import torch\n\ndef step(x, device: torch.device):\n    with torch.amp.autocast(\n"
             '        device.type,\n        dtype=dtype,\n        enabled=device.type != "cpu",\n    ):\n        return x\n',
             torch_version=(2, 5),
         ),
@@ -102,7 +120,7 @@ class DeprecatedCudaAmp(Rule):
         # before torch 2.5, autocast raises for "mps": a device that may be one keeps AMP to CUDA
         Invalid(
             "from torch.cuda import amp\n\ndef step(x, device: torch.device):\n    with amp.autocast():\n        return x\n",
-            "from torch.cuda import amp\nimport torch\n\ndef step(x, device: torch.device):\n"
+            "import torch\n\ndef step(x, device: torch.device):\n"
             '    with torch.amp.autocast("cuda" if device.type == "cuda" else "cpu", enabled=device.type == "cuda"):\n'
             "        return x\n",
         ),

@@ -15,6 +15,7 @@ from devlint.fixes import FixPlan, Replace
 from devlint.rule import FixFactory, Invalid, Rule, Site
 from devlint.rulekit.accelerator import ACCELERATOR, AVAILABLE, accelerator_choice, accelerator_fstring, index_choice
 from devlint.rulekit.calls import keyword, names_in, positional, receiver_is_foreign
+from devlint.rulekit.device_params import callee_signature, param_reaches, reaching_arguments
 from devlint.torchfacts.names import (
     DEVICE_KEYWORDS,
     DEVICE_METHODS,
@@ -87,8 +88,10 @@ class HardcodedDeviceString(Rule):
     name = "hardcoded-device-string"
     what = (
         'Flags `"cuda"` / `"cuda:N"` given as a device: `torch.device("cuda")`, `device="cuda"` in torch '
-        'factories and layers, `.to("cuda")`, `map_location="cuda"`, device parameter defaults, and '
-        "variables set to such a string and then used as a device."
+        'factories and layers, `.to("cuda")`, `map_location="cuda"`, device parameter defaults, '
+        "variables set to such a string and then used as a device, and such a string given to (or the "
+        "default of) a parameter of the program's own function that the function places tensors with "
+        '(`load_state_dict(path, location="cuda")` where `location` reaches `torch.load(map_location=...)`).'
     )
     why = (
         'A literal `"cuda"` device fails with "Torch not compiled with CUDA enabled" or "no CUDA GPUs '
@@ -133,7 +136,18 @@ class HardcodedDeviceString(Rule):
         '`device == "cuda"` keep working. A variable is reported only when the file uses it as a device '
         '(`.to(name)`, `device=name`, `torch.device(name)`). `device = torch.device("cuda")` inside '
         "`if torch.cuda.is_available():` is the statement form of the guarded idiom and is not reported. "
-        "No fix inside an f-string's replacement field, where the new quotes could end the string."
+        "No fix inside an f-string's replacement field, where the new quotes could end the string. "
+        "The program's own functions: a parameter (of any name) *reaches a device sink* where the "
+        "function gives it unchanged, or as `torch.device(name)`, to `.to()`, `torch.device()`, "
+        "`torch.load`'s `map_location`, another torch call's `device=`, safetensors' `load_file` or "
+        "`safe_open` `device=`, or to such a parameter of another of the module's functions "
+        "(`self.m(...)` for a method); a parameter the function rebinds reaches nothing. A CUDA string "
+        "given to such a parameter, in the file or, where the function is imported from another module "
+        "of the project (ControlNet's `from cldm.model import load_state_dict`), read from that module, "
+        'becomes `"cuda" if torch.cuda.is_available() else "cpu"` (DEV604\'s form where it is selected), '
+        "and so does the parameter's own CUDA default: a string still, exact on CUDA. Only functions "
+        "defined at module level (or methods of module-level classes) are followed; of another module, "
+        "only the function itself, not the functions it calls in turn."
     )
     triggers = ("cuda",)
     quiet_where_cuda_is_known = True
@@ -172,6 +186,12 @@ class HardcodedDeviceString(Rule):
         # an instance attribute no tensor is placed with, another object's attribute
         'import torch\n\nclass Build:\n    def __init__(self, config):\n        self.backend = "cuda"\n'
         '        config.device = "cuda"\n        print(self.backend)\n',
+        # the program's own functions that only look at the string, or rebind it first, or
+        # another program's function
+        "import torch\n\n\ndef describe(path, location='cuda'):\n    print(path, location)\n"
+        "    return location == 'cuda'\n\n\ndef load(path, location='cpu'):\n    location = location.split(':')[0]\n"
+        "    return torch.load(path, map_location=location)\n\n\n"
+        "describe('m.pt', 'cuda')\nstate = load('m.pt', location='cuda')\nother = hub.load_state_dict('m.pt', location='cuda')\n",
         # other command-line options
         'import argparse\np = argparse.ArgumentParser()\np.add_argument("--backend", default="cuda")\n'
         'p.add_argument("--device", default="cpu")\n',
@@ -288,6 +308,50 @@ class HardcodedDeviceString(Rule):
             'import argparse\nimport torch\nparser = argparse.ArgumentParser()\n'
             'parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cuda or cpu")\n',
         ),
+        # a string given to the program's own function that places tensors with it (ControlNet's
+        # cldm/model.py), in the file or imported from the project
+        Invalid(
+            "import os\nimport torch\n\n\ndef load_state_dict(ckpt_path, location='cpu'):\n"
+            "    if os.path.splitext(ckpt_path)[1] == '.safetensors':\n        import safetensors.torch\n"
+            "        return safetensors.torch.load_file(ckpt_path, device=location)\n"
+            "    return torch.load(ckpt_path, map_location=torch.device(location))\n\n\n"
+            "state = load_state_dict('./models/control_sd15_canny.pth', location='cuda')\n",
+            "import os\nimport torch\n\n\ndef load_state_dict(ckpt_path, location='cpu'):\n"
+            "    if os.path.splitext(ckpt_path)[1] == '.safetensors':\n        import safetensors.torch\n"
+            "        return safetensors.torch.load_file(ckpt_path, device=location)\n"
+            "    return torch.load(ckpt_path, map_location=torch.device(location))\n\n\n"
+            "state = load_state_dict('./models/control_sd15_canny.pth', location='cuda' if torch.cuda.is_available() else 'cpu')\n",
+        ),
+        Invalid(
+            "from cldm.model import load_state_dict\nimport cldm.model as cm\n\n"
+            "model.load_state_dict(load_state_dict('./models/control_sd15_canny.pth', location='cuda'))\n"
+            'extra = cm.load_state_dict("extra.pth", "cuda:1")\n',
+            "from cldm.model import load_state_dict\nimport cldm.model as cm\nimport torch\n\n"
+            "model.load_state_dict(load_state_dict('./models/control_sd15_canny.pth', "
+            "location='cuda' if torch.cuda.is_available() else 'cpu'))\n"
+            'extra = cm.load_state_dict("extra.pth", "cuda:1" if torch.cuda.is_available() else "cpu")\n',
+            count=2,
+            imported_functions=(
+                ("load_state_dict", "import torch\ndef load_state_dict(ckpt_path, location='cpu'):\n"
+                 "    return torch.load(ckpt_path, map_location=torch.device(location))\n"),
+                ("cm.load_state_dict", "import torch\ndef load_state_dict(ckpt_path, location='cpu'):\n"
+                 "    return torch.load(ckpt_path, map_location=torch.device(location))\n"),
+            ),
+        ),
+        # through another of the module's functions, a method, and a default of any name
+        Invalid(
+            "import torch\n\n\ndef restore(path, where):\n    return torch.load(path, map_location=where)\n\n\n"
+            "class Runner:\n    def __init__(self, net, target='cuda'):\n        self.net = self.place(net, target)\n\n"
+            "    def place(self, net, to):\n        return net.to(to)\n\n    def resume(self, path):\n"
+            "        return restore(path, 'cuda:0'), self.place(self.net, \"cuda\")\n",
+            "import torch\n\n\ndef restore(path, where):\n    return torch.load(path, map_location=where)\n\n\n"
+            "class Runner:\n    def __init__(self, net, target='cuda' if torch.cuda.is_available() else 'cpu'):\n"
+            "        self.net = self.place(net, target)\n\n"
+            "    def place(self, net, to):\n        return net.to(to)\n\n    def resume(self, path):\n"
+            "        return restore(path, 'cuda:0' if torch.cuda.is_available() else 'cpu'), "
+            "self.place(self.net, \"cuda\" if torch.cuda.is_available() else \"cpu\")\n",
+            count=3,
+        ),
         # a variable holding a device string, used as a device
         Invalid(
             'import torch\nDEVICE = "cuda:0"\nmodel = model.to(DEVICE)\n',
@@ -342,6 +406,32 @@ class HardcodedDeviceString(Rule):
         if method == "cuda" and plain:
             self._note_use(plain[0].value)
             self._note_placement(plain[0].value)
+        if not (torch_call or device_method) and (qualname is None or not qualname.startswith("torch.")):
+            self._own_function_call(node)
+
+    def _own_function_call(self, node: cst.Call) -> None:
+        """`load_state_dict(path, location="cuda")` where the program's own function gives
+        `location` to `torch.load(map_location=...)`, `.to()`, `torch.device()` or safetensors'
+        `device=` (devlint.analysis.device_params), in this file or in another module of the
+        project that the file imports."""
+        # Only a CUDA string given as an argument is looked up: the index of the functions is
+        # built for files that give one, not for every call of every file.
+        if not any(cuda_literal(arg.value) is not None for arg in node.args):
+            return
+        found = callee_signature(self.ctx, node)
+        if found is None:
+            return
+        callee, signature = found
+        for param, value in reaching_arguments(signature, node):
+            literal = cuda_literal(value)
+            if literal is None:
+                continue
+            self.report(
+                value,
+                f"{self._code(value)} given as `{param}` of `{callee}`, which places tensors with it, "
+                "hardcodes the CUDA device; choose CUDA only when it is available",
+                fix=lambda site, literal=literal: self._guard_fix(literal),
+            )
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         # `with torch.device(d):` places every tensor made in the block
@@ -352,12 +442,18 @@ class HardcodedDeviceString(Rule):
                 self._note_placement(plain[0].value)
 
     def visit_Param(self, node: cst.Param) -> None:
-        if node.default is None or not self._is_device_param(node):
+        if node.default is None:
             return
         literal = cuda_literal(node.default)
         if literal is None:
             return
-        self._report_default(literal, f"{node.name.value}={self._code(literal.node)}", lambda site: self._default_fix(literal))
+        shown = f"{node.name.value}={self._code(literal.node)}"
+        if self._is_device_param(node):
+            self._report_default(literal, shown, lambda site: self._default_fix(literal))
+        elif param_reaches(self.ctx, node):
+            # a parameter of any name that the function places tensors with, perhaps through
+            # another of the file's functions
+            self._report_default(literal, shown, lambda site: self._guard_fix(literal))
 
     def _report_default(self, literal: _Literal, shown: str, fix: FixFactory) -> None:
         self.report(

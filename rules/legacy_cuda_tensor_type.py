@@ -104,15 +104,16 @@ class LegacyCudaTensorType(Rule):
         # aliases through imports
         Invalid(
             "import torch as t\nfrom torch import cuda\nx = t.cuda.DoubleTensor(2)\ny = cuda.HalfTensor(2, 2)\n",
-            "import torch as t\nfrom torch import cuda\n" + DEVICE.replace("torch.", "t.")
+            "import torch as t\n" + DEVICE.replace("torch.", "t.")
             + "x = t.empty(2, dtype=t.float64, device=device)\n"
             "y = t.empty(2, 2, dtype=t.float16, device=device)\n",
             count=2,
         ),
-        # the import itself is reported (no fix), the call through it is fixed
+        # the import itself is reported (no fix), the call through it is fixed, and the import
+        # it leaves unused goes with it
         Invalid(
             "import torch\nfrom torch.cuda import FloatTensor as CF\nx = CF(8)\n",
-            "import torch\nfrom torch.cuda import FloatTensor as CF\n" + DEVICE
+            "import torch\n" + DEVICE
             + "x = torch.empty(8, dtype=torch.float32, device=device)\n",
             count=2,
         ),

@@ -1,4 +1,5 @@
-"""DEV304 numpy-on-device-tensor: `.numpy()` on a tensor that lives on the device."""
+"""DEV304 numpy-on-device-tensor: `.numpy()` on a tensor that lives on the device, or numpy's
+copy (`np.array`, `np.concatenate`, ...) of such a tensor or of a list of them."""
 
 from __future__ import annotations
 
@@ -6,10 +7,12 @@ import libcst as cst
 
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid
-from devlint.rulekit.calls import keyword, method_call
-from devlint.rulekit.value_flow import FlowRule, Kind
+from devlint.rulekit.calls import keyword, method_call, positional
+from devlint.rulekit.value_flow import GATHERED, FlowRule, Kind
+from devlint.torchfacts.names import NUMPY_HOST_COPIES
 
 HEAD = "import torch\n"
+NUMPY = "import numpy as np\nimport torch\n"
 # after the imports, a blank line first (as isort leaves code there)
 DEVICE = '\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
 
@@ -17,21 +20,33 @@ DEVICE = '\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu"
 class NumpyOnDeviceTensor(FlowRule):
     code = "DEV304"
     name = "numpy-on-device-tensor"
-    what = "Flags `.numpy()` on a tensor that lives on the device."
+    what = (
+        "Flags `.numpy()` on a tensor that lives on the device, and numpy's copy of such a tensor or of a "
+        "list of them (`np.array`, `np.asarray`, `np.concatenate`, `np.stack`, `np.vstack`, `np.hstack`)."
+    )
     why = (
         "`.numpy()` only works on CPU tensors: on a CUDA (or MPS, XPU) tensor it raises "
-        "`TypeError: can't convert cuda:0 device type tensor to numpy`. Code that runs on a "
+        "`TypeError: can't convert cuda:0 device type tensor to numpy`. numpy's functions convert a "
+        "tensor (each tensor of a list) the same way, and fail the same way. Code that runs on a "
         "CPU-only machine breaks the first time it meets a GPU."
     )
-    example = "preds = model(x.to(device)).argmax(1)\nlabels = preds.numpy()"
-    use_instead = "preds = model(x.to(device)).argmax(1)\nlabels = preds.cpu().numpy()"
+    example = (
+        "preds = model(x.to(device)).argmax(1)\nlabels = preds.numpy()\n\nscores = []\nfor x in batches:\n"
+        "    scores.append(model(x.to(device)))\ntable = np.concatenate(scores)"
+    )
+    use_instead = (
+        "preds = model(x.to(device)).argmax(1)\nlabels = preds.cpu().numpy()\n\nscores = []\nfor x in batches:\n"
+        "    scores.append(model(x.to(device)))\ntable = np.concatenate([t.cpu() for t in scores])"
+    )
     fix_availability = "safe"
     fix_note = (
         "Safe: inserts `.cpu()` before `.numpy()`; on a CPU tensor `.cpu()` returns the tensor "
         "itself. A value is on the device when it was moved there in the same function "
         "(`.to(device)`, `.cuda()`), created there (`device=device`), computed from such a value, "
         "returned by a module that was moved, or joined (`torch.cat`, `torch.stack`) from a list "
-        "that such values were appended to."
+        "that such values were appended to. numpy's copy of such a tensor gets `.cpu()` "
+        "(`np.array(x.cpu())`); of such a list, each element does (`np.concatenate([t.cpu() for t in "
+        "preds])`), which leaves the list itself, and every other use of it, on the device."
     )
     triggers = ("numpy",)
 
@@ -56,6 +71,11 @@ class NumpyOnDeviceTensor(FlowRule):
         HEAD + DEVICE + "model = Net().to(device)\npreds = []\nfor x in batches:\n"
         "    preds.append(model(x.to(device)).argmax(1).cpu())\n    seen = []\n    seen.append(torch.ones(2))\n"
         "labels = torch.cat(preds).numpy()\nshown = torch.stack(seen).numpy()\n",
+        # numpy's copies of host values: lists of CPU tensors, of `.cpu()` copies, of Python numbers
+        NUMPY + DEVICE + "model = Net().to(device)\nkept, losses, seen = [], [], []\nfor x in batches:\n"
+        "    out = model(x.to(device))\n    kept.append(out.cpu())\n    losses.append(out.sum().item())\n"
+        "    seen.append(torch.ones(2))\nall_out = np.concatenate(kept)\nmean = np.array(losses).mean()\n"
+        "shown = np.stack(seen)\nhost = np.asarray(torch.cat(kept))\n",
     )
     INVALID = (
         Invalid(
@@ -88,6 +108,24 @@ class NumpyOnDeviceTensor(FlowRule):
             "first = torch.stack(preds)[0].cpu().numpy()\n",
             count=2,
         ),
+        # numpy's copy of a list of device results: each element comes back first
+        Invalid(
+            NUMPY + DEVICE + "model = Net().to(device)\npreds = []\nfor x in batches:\n"
+            "    preds.append(model(x.to(device)).argmax(1))\nlabels = np.concatenate(preds)\n"
+            "table = np.stack(preds, axis=1)\n",
+            NUMPY + DEVICE + "model = Net().to(device)\npreds = []\nfor x in batches:\n"
+            "    preds.append(model(x.to(device)).argmax(1))\nlabels = np.concatenate([t.cpu() for t in preds])\n"
+            "table = np.stack([t.cpu() for t in preds], axis=1)\n",
+            count=2,
+        ),
+        # numpy's copy of a device tensor, joined or not
+        Invalid(
+            NUMPY + DEVICE + "t = []\nfor x in batches:\n    t.append(x.to(device) * 2)\n"
+            "joined = np.array(torch.cat(t))\nboth = np.asarray(t)\n",
+            NUMPY + DEVICE + "t = []\nfor x in batches:\n    t.append(x.to(device) * 2)\n"
+            "joined = np.array(torch.cat(t).cpu())\nboth = np.asarray([item.cpu() for item in t])\n",
+            count=2,
+        ),
         # two reads, one finding each
         Invalid(
             HEAD + 'x, y = a.to("cuda"), b.cuda()\nprint(x.numpy(), y[0].numpy())\n',
@@ -97,6 +135,9 @@ class NumpyOnDeviceTensor(FlowRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.model.qualname(node.func) in NUMPY_HOST_COPIES:
+            self._numpy_copy(node)
+            return
         attribute = method_call(node, "numpy")
         if attribute is None or keyword(node, "force") is not None:
             return
@@ -108,4 +149,31 @@ class NumpyOnDeviceTensor(FlowRule):
             "`.numpy()` on a tensor that lives on the device fails; call `.cpu()` first",
             fix=lambda site: FixPlan("Insert `.cpu()` before `.numpy()`", [Replace(attribute.attr, "cpu().numpy")]),
             start=attribute.attr,
+        )
+
+    def _numpy_copy(self, node: cst.Call) -> None:
+        """`np.array(x)` of a device tensor `x`, `np.concatenate(results)` of a list that device
+        tensors were appended to. Only a name or a call is read: a slice of a list is a list, an
+        element a tensor, and the fix of one would break the other."""
+        plain = positional(node)
+        value = plain[0].value if plain else None
+        if not isinstance(value, (cst.Name, cst.Call)):
+            return
+        found = self.flow.value(value)
+        if found is None or found.kind is not Kind.DEVICE:
+            return
+        function = self.ctx.code(node.func)
+        if found is GATHERED:
+            assert isinstance(value, cst.Name)
+            # the comprehension's own variable: any name but the list's
+            item = "item" if value.value == "t" else "t"
+            copy = f"[{item}.cpu() for {item} in {value.value}]"
+            message = f"`{function}` of a list of tensors on the device fails; move each to the host first"
+        else:
+            copy = f"{self.ctx.code(value)}.cpu()"
+            message = f"`{function}` of a tensor on the device fails; call `.cpu()` first"
+        self.report(
+            node,
+            message,
+            fix=lambda site: FixPlan(f"Replace `{self.ctx.code(value)}` with `{copy}`", [Replace(value, copy)]),
         )

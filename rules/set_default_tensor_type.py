@@ -81,12 +81,12 @@ class SetDefaultTensorType(Rule):
         Invalid(
             "import torch as t\nfrom torch.cuda import HalfTensor\n\ndef setup():\n"
             "    t.set_default_tensor_type(HalfTensor)\n",
-            "import torch as t\nfrom torch.cuda import HalfTensor\n" + DEVICE.replace("torch.", "t.") + "\n\ndef setup():\n"
+            "import torch as t\n" + DEVICE.replace("torch.", "t.") + "\n\ndef setup():\n"
             "    t.set_default_dtype(t.float16)\n    t.set_default_device(device)\n",
         ),
         Invalid(
             "from torch import set_default_tensor_type, cuda\nif use_gpu:\n    set_default_tensor_type(cuda.DoubleTensor)\n",
-            "from torch import set_default_tensor_type, cuda\nimport torch\n" + DEVICE + "if use_gpu:\n"
+            "import torch\n" + DEVICE + "if use_gpu:\n"
             "    torch.set_default_dtype(torch.float64)\n    torch.set_default_device(device)\n",
         ),
         # a CPU type after a CUDA one elsewhere in the file: the device goes back to the CPU too

@@ -9,6 +9,7 @@ computes in float32, what emulation does not model), the case says so and gives 
 
 from __future__ import annotations
 
+import _thread
 import copy
 import io
 import os
@@ -973,11 +974,168 @@ def _gradients_in_custom_backward_and_hooks() -> Any:
 
 
 class _Tagged(torch.Tensor):
-    pass
+    """A subclass with torch's default __torch_function__: every result of a call on it is one."""
 
 
-def _own_tensor_subclass_on_cuda() -> Any:
-    return type(torch.ones(2).as_subclass(_Tagged).cuda()).__name__
+def _names(*tensors: torch.Tensor) -> list[str]:
+    return [type(t).__name__ for t in tensors]
+
+
+def _subclass_keeps_its_class() -> Any:
+    # Tensor.__torch_function__ (torch/_tensor.py) converts each result to the class, on any device
+    t = torch.arange(3.0).as_subclass(_Tagged)
+    moved = [t.cuda(), t.to("cuda"), t.to(torch.device("cuda", 0), torch.float64), torch.zeros_like(t, device="cuda")]
+    on, other = moved[0], torch.ones(3, device="cuda")
+    computed = [on + 1, other - on, on * other, torch.cat([on, other]), on.sum(), on[1:], on.exp().log(), on.data]
+    back = (on * 2).cpu()
+    return (
+        _names(*moved, *computed),
+        _where(*moved, *computed),
+        all(isinstance(x, _Tagged) for x in (*moved, *computed)),
+        (on.is_cuda, on.get_device(), _values(computed[1]), on.as_subclass(torch.Tensor).device.type),
+        (type(back).__name__, str(back.device), back.tolist()),
+        repr(on + 1),
+    )
+
+
+class _Made(torch.Tensor):
+    """Made with torch.Tensor._make_subclass, carrying a note."""
+
+    @staticmethod
+    def __new__(cls, data: torch.Tensor, note: str) -> Any:
+        made = torch.Tensor._make_subclass(cls, data, data.requires_grad)
+        made.note = note
+        return made
+
+
+class _Aliased(torch.Tensor):
+    """Made with Tensor.__new__ of a tensor: an alias of it."""
+
+    def __new__(cls, data: torch.Tensor) -> Any:
+        return super().__new__(cls, data)
+
+
+def _made_subclasses() -> Any:
+    data = torch.arange(2.0, device="cuda")
+    made, aliased = _Made(data, "kept"), _Aliased(data)
+    data.add_(1)  # both share the data
+    try:
+        torch.add(made, aliased)
+        mixed = "added"
+    except TypeError as error:  # neither class is a subclass of the other: each handler declines
+        mixed = str(error)
+    back = made.cpu()
+    return (
+        _names(made, aliased, made * 2, aliased * 2),
+        _where(made, aliased, made * 2, aliased * 2),
+        (made.note, _values(made), _values(aliased)),
+        mixed,
+        (type(back).__name__, str(back.device), hasattr(back, "note")),
+    )
+
+
+def _flat(value: Any) -> list:
+    if isinstance(value, (list, tuple)):
+        return [leaf for item in value for leaf in _flat(item)]
+    if isinstance(value, dict):
+        return _flat(list(value.values()))
+    return [value]
+
+
+def _unwrap(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return type(value)(_unwrap(item) for item in value)
+    if isinstance(value, dict):
+        return {key: _unwrap(item) for key, item in value.items()}
+    return value.plain if isinstance(value, _Traced) else value
+
+
+class _Traced(torch.Tensor):
+    """Carries the set of sources every result came from through each call, as pyro's
+    ProvenanceTensor does: unwraps its arguments, calls, wraps the results."""
+
+    @staticmethod
+    def __new__(cls, data: torch.Tensor, sources: frozenset) -> Any:
+        if not sources:
+            return data
+        made = data.as_subclass(cls)
+        made.plain, made.sources = data, sources
+        return made
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):  # type: ignore[override]
+        sources = frozenset().union(*(t.sources for t in _flat([args, kwargs or {}]) if isinstance(t, _Traced)))
+        result = func(*_unwrap(args), **_unwrap(kwargs or {}))
+        if isinstance(result, (tuple, list)):
+            return type(result)(_Traced(r, sources) if isinstance(r, torch.Tensor) else r for r in result)
+        return _Traced(result, sources) if isinstance(result, torch.Tensor) else result
+
+
+def _traced_subclass() -> Any:
+    x = _Traced(torch.arange(3.0), frozenset({"x"}))
+    y = _Traced(torch.ones(3), frozenset({"y"}))
+    on = x.cuda()
+    mixed = on * y.to("cuda") + torch.ones(3, device="cuda")
+    parts = torch.stack([on, mixed]).max(dim=0)
+    back = parts.values.cpu()
+    # pyro's test_provenance_tensor: torch.as_tensor reads its data as data (no __torch_function__)
+    converted = torch.as_tensor(x, device="cuda", dtype=torch.float64)
+    results = (on, mixed, parts.values, parts.indices)
+    return (
+        _names(*results, back, converted),
+        _where(*results, back, converted),
+        [sorted(r.sources) for r in (*results, back)],
+        (_values(mixed), _values(parts.indices), back.tolist(), _values(converted)),
+        (type(on.plain).__name__, str(on.plain.device)),
+    )
+
+
+def _subclass_in_a_bare_thread() -> Any:
+    # a thread started below threading.Thread (its run() is where emulation enters its mode)
+    on, found, done = torch.arange(2.0).as_subclass(_Tagged).cuda(), [], threading.Event()
+
+    def work() -> None:
+        found.append(on * 2)
+        done.set()
+
+    _thread.start_new_thread(work, ())
+    done.wait(60)
+    return _names(*found), _where(*found), _values(found[0])
+
+
+def _subclass_meets_a_cpu_tensor() -> Any:
+    return _Traced(torch.ones(3), frozenset({"x"})).cuda() + torch.ones(3)
+
+
+def _subclass_saved_and_printed() -> Any:
+    t = torch.arange(2.0).as_subclass(_Tagged).cuda()
+    t.unit = "m"
+    buffer = io.BytesIO()
+    torch.save(t, buffer)
+    loaded = [torch.load(io.BytesIO(buffer.getvalue()), map_location=where, weights_only=False) for where in (None, "cpu")]
+    return (_names(*loaded), _where(*loaded), [x.unit for x in loaded], repr(t), f"{t.sum()}")
+
+
+class _Dispatching(torch.Tensor):
+    """A wrapper subclass whose __torch_dispatch__ computes on the tensor it wraps."""
+
+    @staticmethod
+    def __new__(cls, elem: torch.Tensor) -> Any:
+        return torch.Tensor._make_wrapper_subclass(cls, elem.shape, dtype=elem.dtype, device=elem.device)
+
+    def __init__(self, elem: torch.Tensor) -> None:
+        self.elem = elem
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        inner = torch.utils._pytree.tree_map_only(cls, lambda t: t.elem, (args, kwargs or {}))
+        return torch.utils._pytree.tree_map_only(torch.Tensor, cls, func(*inner[0], **inner[1]))
+
+
+def _dispatching_subclass_on_cuda() -> Any:
+    return type(_Dispatching(torch.ones(2)).cuda()).__name__
 
 
 def _record_stream() -> Any:
@@ -1226,11 +1384,56 @@ CASES: dict[str, Case] = {
     "custom Function backward, module backward hooks, DataParallel backward": Case(
         _gradients_in_custom_backward_and_hooks, ("cuda:0", [["cuda:0", "cuda:0"]], "cuda:0")
     ),
-    "a program's own tensor subclass on cuda": Case(
-        _own_tensor_subclass_on_cuda,
-        Raises(EmulationUnsupportedError, r"^not emulated: a tensor subclass on the device \(.*_Tagged\)"),
-        on_gpu="_Tagged",
-        reason="not emulated: an emulated tensor's class is emulation's, so the run stops rather than drop the program's",
+    "a program's tensor subclass keeps its class on cuda": Case(
+        _subclass_keeps_its_class,
+        (
+            ["_Tagged"] * 12,
+            ["cuda:0"] * 12,
+            True,
+            (True, 0, [1.0, 0.0, -1.0], "cuda"),
+            ("_Tagged", "cpu", [0.0, 2.0, 4.0]),
+            "_Tagged([1., 2., 3.], device='cuda:0')",
+        ),
+    ),
+    "subclasses made with _make_subclass and Tensor.__new__ on cuda": Case(
+        _made_subclasses,
+        (
+            ["_Made", "_Aliased"] * 2,
+            ["cuda:0"] * 4,
+            ("kept", [1.0, 2.0], [1.0, 2.0]),
+            # torch's C++ dispatch, in torch 2.4 to 2.14 alike
+            "Multiple dispatch failed for 'torch.add'; all __torch_function__ handlers returned NotImplemented:\n\n"
+            f"  - tensor subclass {_Made}\n  - tensor subclass {_Aliased}\n\n"
+            "For more information, try re-running with TORCH_LOGS=not_implemented",
+            ("_Made", "cpu", False),
+        ),
+    ),
+    "a __torch_function__ subclass carrying sources (pyro's ProvenanceTensor)": Case(
+        _traced_subclass,
+        (
+            ["_Traced"] * 5 + ["Tensor"],
+            ["cuda:0"] * 4 + ["cpu", "cuda:0"],
+            [["x"], ["x", "y"], ["x", "y"], ["x", "y"], ["x", "y"]],
+            ([1.0, 2.0, 3.0], [1, 1, 1], [1.0, 2.0, 3.0], [0.0, 1.0, 2.0]),
+            ("Tensor", "cuda:0"),
+        ),
+    ),
+    "a subclass on cuda in a thread emulation's mode does not reach": Case(
+        _subclass_in_a_bare_thread, (["_Tagged"], ["cuda:0"], [0.0, 2.0])
+    ),
+    "a subclass on cuda meeting a cpu tensor": Case(_subclass_meets_a_cpu_tensor, Raises(RuntimeError, SAME_DEVICE)),
+    "a subclass on cuda saved, loaded and printed": Case(
+        _subclass_saved_and_printed,
+        (["_Tagged"] * 2, ["cuda:0", "cpu"], ["m", "m"], "_Tagged([0., 1.], device='cuda:0')", "_Tagged(1., device='cuda:0')"),
+    ),
+    "a __torch_dispatch__ subclass on cuda": Case(
+        _dispatching_subclass_on_cuda,
+        Raises(
+            EmulationUnsupportedError,
+            r"^not emulated: a tensor subclass with __torch_dispatch__ on the device \(.*_Dispatching\)",
+        ),
+        on_gpu="_Dispatching",
+        reason="not emulated: its handler runs at ATen's dispatcher, below the torch-function layer emulation works in",
     ),
     "record_stream of a tensor made on a side stream": Case(_record_stream, [2.0, 2.0]),
     "an allocation past the device's memory": Case(_out_of_memory, ("OutOfMemoryError", True)),

@@ -340,3 +340,25 @@ def test_two_fix_runs_at_once_lose_nothing(tmp_path: Path) -> None:
             assert all("changed on disk since it was read" in line for line in err.splitlines() if line.startswith("devlint: error:")), err
         assert {rel: (folder / rel).read_text() for rel in originals} == fixed
         assert leftovers(folder) == []
+
+
+def test_a_fix_the_compiler_would_reject_leaves_the_file_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CPython's parser accepts `f(a=1, a=2)`; only its compiler rejects the repeated keyword. A
+    fixed text is compiled whole, so such a fix is refused and the file keeps its bytes."""
+    import devlint.engine.lint as lint
+
+    real = lint.apply_fixes
+
+    def repeating(text: str, fixes: list) -> tuple[str, int]:
+        fixed, count = real(text, fixes)
+        return fixed + "print(sep='', sep='')\n", count
+
+    monkeypatch.setattr(lint, "apply_fixes", repeating)
+    target = tmp_path / "train.py"
+    target.write_text(CUDA)
+    code, _, err = run(capsys, "fix", str(target))
+    assert code == 2
+    assert "keyword argument repeated" in err and "file left unchanged" in err
+    assert target.read_text() == CUDA

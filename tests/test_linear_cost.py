@@ -91,3 +91,15 @@ def test_each_rule_alone_costs_linear_work(rule: type[Rule]) -> None:
     for version in ((2, 4), (2, 9)):
         small, large = _ratio([rule], "function", "fix", blocks=3, version=version)
         assert large <= LIMIT * small, f"{rule.code} at {version}: {large} calls at 4N against {small} at N: {large / small:.2f}x"
+
+
+def test_one_name_imported_in_every_function_costs_linear_work() -> None:
+    # Every fix removes a use of `autocast`, which every function imports: the imports a fix may
+    # leave unused are worked out once per name, not once per fix (devlint.engine.unused_imports).
+    def work(n: int) -> Callable[[], object]:
+        block = "\n\ndef step_{i}(model, x):\n    from torch.cuda.amp import autocast\n    with autocast():\n        return model(x)\n"
+        text = "import torch\n" + "".join(block.format(i=i) for i in range(n))
+        return lambda: fix_text(text, "generated.py", all_rules(), FixSettings(torch_version=(2, 9)))
+
+    small, large = _calls(work(20)), _calls(work(80))
+    assert large <= LIMIT * small, f"{large} calls at 4N against {small} at N: {large / small:.2f}x"

@@ -7,7 +7,7 @@ import libcst as cst
 import pytest
 
 from devlint.engine.lint import fix_text, lint_text
-from devlint.project import Constant, ImportedConstants
+from devlint.project import Constant, Function, ImportedConstants
 from devlint.registry import all_rules
 from devlint.settings import FixSettings
 
@@ -38,7 +38,10 @@ def test_valid_example_is_silent(case) -> None:
 def test_invalid_example_is_flagged_and_fixed_exactly(case) -> None:
     rule, _, example = case
     settings = FixSettings() if example.torch_version is None else FixSettings(torch_version=example.torch_version)
-    imported = ImportedConstants(tuple((reference, Constant(source)) for reference, source in example.imported))
+    imported = ImportedConstants(
+        tuple((reference, Constant(source)) for reference, source in example.imported),
+        tuple((reference, Function(reference.rsplit(".", 1)[-1], source)) for reference, source in example.imported_functions),
+    )
     findings = lint_text(example.code, "example.py", [rule], settings, imported=imported)
     assert [f.code for f in findings] == [rule.code] * example.count
     result = fix_text(example.code, "example.py", [rule], settings, unsafe=example.unsafe, imported=imported)

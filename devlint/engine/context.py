@@ -10,6 +10,7 @@ import libcst as cst
 
 from devlint.analysis.constants import ValueReader, foreign
 from devlint.analysis.cuda_regions import CudaRegions
+from devlint.analysis.device_params import Signature, signature_of
 from devlint.analysis.devices import DeviceFinder, free_name
 from devlint.analysis.reaching import Flows, declared_names
 from devlint.analysis.semantic import SemanticModel, dotted_name
@@ -22,8 +23,9 @@ from devlint.engine.positions import positions as node_positions
 from devlint.engine.render import code_at_indent, in_file_style
 from devlint.engine.reuse import Check, FileFacts, Kept, Window, report_key, window
 from devlint.engine.torch_imports import renamed_torch
-from devlint.findings import Edit, Finding, Fix, Location
-from devlint.fixes import DeviceRef, FixPlan, HelperRef, LineIndex, Replace
+from devlint.engine.unused_imports import UnusedImports
+from devlint.findings import Edit, Finding, Fix, Location, Release
+from devlint.fixes import DeviceRef, FixPlan, HelperRef, LineIndex, Replace, unused_import_edits
 from devlint.project import NONE, ImportedConstants
 from devlint.rule import FixFactory, Report, Rule, Site
 from devlint.settings import FixSettings
@@ -173,6 +175,12 @@ class FileContext:
             return None
         return self.imported_definition(reference)
 
+    def imported_signature(self, reference: str) -> Signature | None:
+        function = self.imported.function(reference)
+        if function is None:
+            return None
+        return self.indexed(("imported-signature", reference), lambda: signature_of(function.source, function.name))
+
     def imported_definition(self, reference: str) -> tuple[ValueReader, cst.BaseExpression] | None:
         """The constant another module of the project binds ``reference`` (``BACKEND``,
         ``config.BACKEND``) to, as the file's imports of its first name give it, for a caller that
@@ -268,7 +276,9 @@ class FileContext:
         changed after all (the statements did not move as the edit says, or the insertions differ)."""
         taken = reused[2] if reused is not None else {}
         planned = [(None, "") if i in taken else self._plan(report) for i, report in enumerate(self.reports)]
-        positions = self._positions(planned, lines, taken)
+        imports = UnusedImports(self.filename, self.module, self.model, self.parents)
+        released = [imports.released(plan, self.code) if plan is not None else {} for plan, _ in planned]
+        positions = self._positions(planned, lines, taken, imports.statements({name: () for names in released for name in names}))
         spans = tuple((lines.offset(p.start.line, p.start.column), lines.offset(p.end.line, p.end.column)) for p in map(positions.__getitem__, self.module.body))
         if reused is not None and list(spans) != reused[1].expected(reused[0].spans):
             return None
@@ -298,22 +308,30 @@ class FileContext:
                     return None
                 entry = dataclasses.replace(taken[i], finding=finding, statement=at)
             else:
-                finding = self._finding(report, note, self._fix(plan, spot, placement.module, source), source)
+                fix = self._fix(plan, spot, placement.module, source)
+                if fix is not None and released[i]:
+                    fix = _releasing(fix, imports.releases(released[i], positions, lines), lines)
+                finding = self._finding(report, note, fix, source)
                 entry = Kept(finding, needs[i] is not None, plan is not None and _uses_definition(plan), at, plan.helper if plan is not None else None)
             findings.append(finding)
-            if spot is None:
+            # A fix that removes uses of imported names read the uses of the whole file: an edit
+            # anywhere may add one, so it is built anew.
+            if spot is None and (finding.fix is None or not finding.fix.releases):
                 kept[report_key(report.rule.code, report.node, report.start, report.message, report.lead)] = entry
         if facts is not None:
             self.check = Check(lines, self.rule_codes, self.settings, tuple(self.module.body), spans, facts, placement.module, kept)
         findings.sort(key=Finding.sort_key)
         return findings
 
-    def _positions(self, planned: list[tuple[FixPlan | None, str]], lines: LineIndex, taken: Container[int] = ()) -> Positions:
+    def _positions(
+        self, planned: list[tuple[FixPlan | None, str]], lines: LineIndex, taken: Container[int] = (), imports: Iterable[cst.CSTNode] = ()
+    ) -> Positions:
         # Only these nodes' positions are needed (devlint.engine.positions; any other is still
         # found): none of the findings taken over from the last check (``taken``).
         wanted = [node for i, report in enumerate(self.reports) if i not in taken for node in (report.start, report.node)]
         replaces = [r for plan, _ in planned if plan is not None for r in plan.replacements]
         wanted += [n for r in replaces for n in (r.node, r.until, r.through, *r.holds) if n is not None]
+        wanted += imports
         return node_positions(
             self.module, lines, [*wanted, *self.module.body], strict=self.stitched, prints=self.prints, top=self._top_level
         )
@@ -439,6 +457,14 @@ class FileContext:
             low = min(low, lines.offset(other.start.line, other.start.column))
             high = max(high, lines.offset(other.end.line, other.end.column))
         return dataclasses.replace(edit, held=(min(low, start), max(high, end)))
+
+
+def _releasing(fix: Fix, releases: tuple[Release, ...], lines: LineIndex) -> Fix:
+    """``fix`` with the uses of imported names it removes, and the edits removing the imports it
+    alone leaves unused (devlint.engine.unused_imports)."""
+    alone = tuple(unused_import_edits(lines.text, list(releases)))
+    edits = tuple(sorted((*fix.edits, *alone), key=lambda e: e.start_offset))
+    return dataclasses.replace(fix, edits=edits, releases=releases, unused_imports=alone)
 
 
 def _uses_definition(plan: FixPlan) -> bool:

@@ -150,6 +150,12 @@ class FixResult:
     text: str
     applied: int
     remaining: list[Finding]
+    # Of ``applied``, those of rounds after the first: findings a fix revealed, and fixes held
+    # back by an overlapping one. `check` counts what the first round offers, so the summary
+    # says these apart.
+    later: int = 0
+    # The rounds that applied a fix.
+    rounds: int = 0
 
 
 def fix_text(
@@ -168,7 +174,7 @@ def fix_text(
     ``screened``: the rules the screen already chose for ``text`` (the first round walks them
     without screening the same text again; later rounds screen the rewritten text); ``imported``:
     as for lint_text (a fix never edits another module, so every round reads the same)."""
-    applied = 0
+    applied = later = rounds = 0
     original = text
     if screened is None:
         findings = lint_text(text, filename, rules, settings, gate=gate, imported=imported)
@@ -188,15 +194,18 @@ def fix_text(
             raise ParseError(f"internal error: a fix produced code that does not parse ({error.message}); file left unchanged") from None
         text = new_text
         applied += count
+        later += count if rounds else 0
+        rounds += 1
     if applied:
         _refuse_what_cpython_rejects(original, text)
-    return FixResult(text, applied, findings)
+    return FixResult(text, applied, findings, later, rounds)
 
 
 def _refuse_what_cpython_rejects(original: str, fixed: str) -> None:
     """LibCST accepts syntax newer than the running interpreter (quotes reused inside an
-    f-string, PEP 701): a fix must not turn a file this Python compiles into one it rejects."""
-    error = cpython_error(fixed)
-    if error is not None and cpython_error(original) is None:
+    f-string, PEP 701), and leaves to the compiler what CPython's parser lets through (a keyword
+    repeated): a fix must not turn a file this Python compiles into one it rejects."""
+    error = cpython_error(fixed, whole=True)
+    if error is not None and cpython_error(original, whole=True) is None:
         where = f" at line {error.row}" if error.row is not None else ""
         raise ParseError(f"internal error: a fix produced code this Python rejects ({error.message}{where}); file left unchanged")

@@ -22,6 +22,10 @@ class RunReport:
     findings: list[Finding]
     errors: list[FileError] = field(default_factory=list)
     fixes_applied: int = 0
+    # Of fixes_applied, those of later fix rounds (fixes the first ones revealed or held back),
+    # and the most rounds any file took to apply its fixes.
+    fixes_later: int = 0
+    fix_rounds: int = 0
     files_checked: int = 0
     show_fixes: bool = True
     # The names of the files checked, for formats that list clean files too (junit).
@@ -57,8 +61,19 @@ def summary(report: RunReport) -> str:
 
 def fixed_line(report: RunReport) -> str | None:
     """``Fixed N findings.`` after a fix that changed something."""
-    count = report.fixes_applied
-    return f"Fixed {count} finding{'s' if count != 1 else ''}." if count else None
+    if not report.fixes_applied:
+        return None
+    return f"Fixed {fixed_count(report.fixes_applied, report.fixes_later, report.fix_rounds)}."
+
+
+def fixed_count(count: int, later: int, rounds: int) -> str:
+    """``N findings``, and how many of them later fix rounds fixed: `check` counts the fixes the
+    first round offers, so ``15 findings (1 in a second round)`` is how its "14 fixable" and the
+    fix of a finding the first fixes revealed add up."""
+    text = f"{count} finding{'s' if count != 1 else ''}"
+    if later:
+        text += f" ({later} in {'a second round' if rounds <= 2 else 'later rounds'})"
+    return text
 
 
 def closing_lines(report: RunReport) -> list[tuple[str, str]]:

@@ -44,12 +44,12 @@ from devlint.torchfacts.names import (
     DEVICE_KEYWORDS,
     DEVICE_METHODS,
     DEVICE_MODULE,
-    DEVICE_PARAM_NAMES,
     LEGACY_TENSOR_TYPES,
     LOOP_WRAPPERS,
     LOSS_TENSOR_ARGUMENTS,
     MESH_DEVICE_TYPE,
     MOVES,
+    NUMPY_HOST_COPIES,
     PIN_MEMORY_POSITION,
     POSITIONAL_DEVICE_FUNCTIONS,
     PROCESS_GROUP_BACKEND,
@@ -180,18 +180,20 @@ def hardcoded_device_string(facts: Facts) -> bool:
     #   (`visit_Param`);
     # - as the value of an assignment to a name (or `self.x`) the file uses as a device (`finish`):
     #   the first positional of a call, or the value of `device=`, `map_location=` or `type=`
-    #   (`_note_use`).
+    #   (`_note_use`);
+    # - as the default of any parameter of the file's own functions, or an argument of a call
+    #   that is not torch's, whose parameter reaches a device sink (devlint.analysis.device_params):
+    #   here any parameter default, and any argument of a callee not imported from torch.
     if not any(value == "cuda" or value.startswith("cuda:") for value in facts.strings):
         return False
-    for arg, default in facts.defaults:
-        if is_cuda_literal(default) and (
-            arg.arg in DEVICE_PARAM_NAMES
-            or arg.arg.endswith("_device")
-            or (arg.annotation is not None and may_be(facts, arg.annotation, "torch.device"))
-        ):
-            return True
+    if any(is_cuda_literal(default) for _, default in facts.defaults):
+        return True
     calls = facts.all_calls()
     for call in calls:
+        if not from_torch(facts, call.func) and any(
+            is_cuda_literal(value) for value in [*call.args, *(given.value for given in call.keywords)]
+        ):
+            return True
         plain = positional(call)
         if plain and is_cuda_literal(plain[0]):
             func = call.func
@@ -430,10 +432,15 @@ def non_blocking_device_to_host(facts: Facts) -> bool:
 
 
 def numpy_on_device_tensor(facts: Facts) -> bool:
-    # DEV304 reports `x.numpy()` without `force=` on a value on the device; a value is on the
-    # device only through a `.to`/`.cuda` move or a call given `device=` (devlint.rulekit.value_flow).
+    # DEV304 reports `x.numpy()` without `force=`, and calls that may be one of NUMPY_HOST_COPIES,
+    # on a value on the device; a value is on the device only through a `.to`/`.cuda` move or a
+    # call given `device=` (devlint.rulekit.value_flow).
+    if not (moves(facts) or "device" in facts.keywords):
+        return False
     calls = (call for call in method_calls(facts, "numpy") if keyword(call, "force") is None)
-    return next(calls, None) is not None and (moves(facts) or "device" in facts.keywords)
+    if next(calls, None) is not None:
+        return True
+    return next(calls_to_any(facts, NUMPY_HOST_COPIES), None) is not None
 
 
 def loss_not_on_device(facts: Facts) -> bool:

@@ -26,10 +26,12 @@ def cpython_tree(text: str) -> ast.Module | None:
         return None
 
 
-def cpython_error(text: str) -> ParseError | None:
-    """CPython's message and position for a file LibCST rejects: usually the more precise."""
+def cpython_error(text: str, whole: bool = False) -> ParseError | None:
+    """CPython's message and position for a file LibCST rejects: usually the more precise.
+    ``whole`` compiles to bytecode, which also rejects what only the compiler checks (a keyword
+    argument repeated, ``return`` outside a function): what a fixed file must pass."""
     try:
-        compile(text, "<devlint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        compile(text, "<devlint>", "exec", 0 if whole else ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as error:
         return ParseError(f"syntax error: {error.msg}", error.lineno, error.offset)
     except (ValueError, RecursionError, MemoryError):

@@ -22,7 +22,7 @@ from devlint.analysis.devices import cuda_device_module, guarded_index, is_cuda_
 from devlint.analysis.semantic import dotted_name, string_value
 from devlint.fixes import DeviceRef, Replace
 from devlint.rule import RuleContext, Site
-from devlint.rulekit.calls import append_arg, arg, code_in_place, imported_qualname, keyword, prepend_arg
+from devlint.rulekit.calls import append_arg, arg, closed, code_in_place, imported_qualname, keyword, kept_args, prepend_arg
 from devlint.rulekit.device_checks import exits
 from devlint.rulekit.guards import guarded
 from devlint.torchfacts.api_versions import SINCE
@@ -307,6 +307,7 @@ def amp_fix_text(ctx: RuleContext, node: cst.Call, func: str | None, call: AmpCa
         # the first positional argument was the device type
         first = next(a for a in node.args if a.keyword is None)
         rest = [a for a in node.args if a is not first]
+    rest = kept_args(node, rest)
     given = [a for a in rest if a.keyword is None]
     names = iter(call.parameters)
     args = [_as_keyword(a, next(names)) if a in given else a for a in rest]
@@ -318,7 +319,7 @@ def amp_fix_text(ctx: RuleContext, node: cst.Call, func: str | None, call: AmpCa
         new = append_arg(new, arg(value, "enabled"))
     device_keyword = keyword(node, call.device_parameter) if call.device_parameter is not None else None
     new = prepend_arg(new, arg(kind, device_keyword.keyword.value if device_keyword is not None else None))
-    return code_in_place(ctx, node, new)
+    return code_in_place(ctx, node, closed(new))
 
 
 def _is_device_argument(argument: cst.Arg, node: cst.Call, call: AmpCall) -> bool:

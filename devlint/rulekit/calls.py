@@ -46,7 +46,8 @@ def names_in(node: cst.CSTNode) -> set[str]:
     """Every plain name an expression mentions (the receiver of a call, say).
 
     The value of a ``device=`` argument is left out: it names where the data goes, not the data,
-    so ``torch.zeros(2, device=device).cuda()`` may still reuse ``device``. So is a tensor whose
+    so ``torch.zeros(2, device=device).cuda()`` may still reuse ``device``, and so are the arguments
+    of ``.to(...)`` (``x.to(device).cuda()``). So is a tensor whose
     metadata only is read (``x.shape``, ``x.size(0)``, ``x.dtype``): ``torch.ones(x.shape[0]).cuda()``
     holds none of ``x``'s data, and inside ``forward`` may go to ``x.device``.
     """
@@ -61,6 +62,10 @@ def names_in(node: cst.CSTNode) -> set[str]:
                 stack.append(current.value)
         elif isinstance(current, cst.Arg) and current.keyword is not None and current.keyword.value == "device":
             continue
+        elif isinstance(current, cst.Call) and method_call(current, "to") is not None:
+            # `.to(...)`'s arguments say where (or as what) the data goes, as `device=` does: the
+            # `.to(device)` an earlier fix wrote into a nested `.cuda().cuda()` keeps `device` usable.
+            stack.append(current.func.value)  # type: ignore[attr-defined]
         else:
             stack.extend(current.children)
     return found
@@ -96,6 +101,36 @@ def append_arg(node: cst.Call, new: cst.Arg) -> cst.Call:
         new = new.with_changes(whitespace_after_arg=last.whitespace_after_arg)
         last = last.with_changes(whitespace_after_arg=cst.SimpleWhitespace(""))
     return node.with_changes(args=[*args[:-1], last.with_changes(comma=separator), new])
+
+
+def kept_args(node: cst.Call, kept: list[cst.Arg]) -> list[cst.Arg]:
+    """``kept`` (some of ``node``'s arguments, in order) ending as the call's arguments ended: where
+    the last argument is dropped, the last one kept takes its comma (a trailing one, or none) and
+    the line break before the closing parenthesis, so no ``x, )`` is left behind."""
+    if not kept or not node.args or kept[-1] is node.args[-1]:
+        return kept
+    last = node.args[-1]
+    return [*kept[:-1], kept[-1].with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)]
+
+
+def closed(node: cst.Call) -> cst.Call:
+    """``node`` without a comma between its last argument and a ``)`` on the same line: a call a
+    fix reorders reads ``f(a, b)``, never ``f(a, b, )``. A trailing comma before a line break
+    (one argument a line) stays."""
+    if not node.args:
+        return node
+    last = node.args[-1]
+    if not (isinstance(last.comma, cst.Comma) and isinstance(last.comma.whitespace_after, cst.SimpleWhitespace)):
+        return node
+    return node.with_changes(args=[*node.args[:-1], last.with_changes(comma=cst.MaybeSentinel.DEFAULT)])
+
+
+def in_slots(node: cst.Call, args: list[cst.Arg]) -> list[cst.Arg]:
+    """``args`` (as many as ``node`` has, reordered) in ``node``'s layout: each takes the comma
+    and the whitespace after it of the argument that stood in its place, so a call written one
+    argument a line stays so and a trailing comma stays last."""
+    assert len(args) == len(node.args)
+    return [new.with_changes(comma=old.comma, whitespace_after_arg=old.whitespace_after_arg) for new, old in zip(args, node.args)]
 
 
 def code_in_place(ctx: RuleContext, original: cst.CSTNode, new: cst.CSTNode) -> str:

@@ -83,6 +83,9 @@ class Fact:
 
 
 DEVICE = Fact(Kind.DEVICE)
+# A list that device values were appended to: what joins or indexes it is on the device, and a
+# host copy must move each of its elements (``np.array(results)``).
+GATHERED = Fact(Kind.DEVICE)
 MOVED_MODULE = Fact(Kind.MOVED_MODULE)
 DEVICE_DATA = Fact(Kind.DEVICE_DATA)
 
@@ -147,7 +150,7 @@ class Flow:
                 return None
             if isinstance(expr, cst.Attribute) and expr.attr.value in _NOT_TENSORS:
                 return None
-            return base
+            return DEVICE if base is GATHERED else base
         if isinstance(expr, cst.Call):
             return self._call_value(expr)
         if isinstance(expr, cst.BinaryOperation):
@@ -454,7 +457,7 @@ class Flow:
         if method != "append" or not isinstance(receiver, cst.Name) or len(statement.args) != 1:
             return
         if self._binding(receiver.value) is not None and self._device(statement.args[0].value) is DEVICE:
-            self._set(receiver.value, DEVICE)
+            self._set(receiver.value, GATHERED)
 
     def synchronized(self) -> None:
         """A host synchronize: every copy in flight has landed."""

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import BinaryIO, TextIO
 
 from devlint.findings import FileError, Finding
-from devlint.formats import RunReport, concise_line, fixable, where, writers
+from devlint.formats import RunReport, concise_line, fixable, fixed_count, where, writers
 from devlint.formats.baseline import Baseline, BaselineError
 from devlint.formats.baseline import load as load_baseline
 from devlint.formats.baseline import write as write_baseline
@@ -180,6 +180,8 @@ def _conclude(processed: _Processed, known: Baseline | None, options: Options, o
         findings,
         errors,
         fixes_applied=sum(r.fixes_applied for r in processed.results),
+        fixes_later=sum(r.fixes_later for r in processed.results),
+        fix_rounds=max((r.fix_rounds for r in processed.results), default=0),
         files_checked=len(processed.files),
         files=processed.files,
         unsafe_fixes=options.unsafe_fixes,
@@ -220,9 +222,11 @@ def _report_diff(results: list[FileResult], errors: list[FileError], out: TextIO
     diffs = [r.diff for r in results if r.diff]
     for diff in diffs:
         out.write(diff)
-    fixes = sum(r.fixes_applied for r in results)
+    fixes = fixed_count(
+        sum(r.fixes_applied for r in results), sum(r.fixes_later for r in results), max((r.fix_rounds for r in results), default=0)
+    )
     if not options.quiet:
-        err.write(f"Would fix {fixes} finding{'s' if fixes != 1 else ''} in {len(diffs)} file{'s' if len(diffs) != 1 else ''}.\n")
+        err.write(f"Would fix {fixes} in {len(diffs)} file{'s' if len(diffs) != 1 else ''}.\n")
     if errors:
         return EXIT_ERROR
     return EXIT_FINDINGS if diffs and not options.exit_zero else EXIT_CLEAN

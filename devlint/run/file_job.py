@@ -58,7 +58,8 @@ def _process_source(data: bytes, filename: str, job: Job) -> tuple[FileResult, b
     if new is None:
         return FileResult(filename, result.remaining, dependencies=dependencies), None
     diff = unified_diff(filename, decoded.text, result.text) if job.diff else ""
-    return FileResult(filename, result.remaining, fixes_applied=result.applied, diff=diff), new
+    counts = {"fixes_applied": result.applied, "fixes_later": result.later, "fix_rounds": result.rounds}
+    return FileResult(filename, result.remaining, diff=diff, **counts), new
 
 
 def process_file(path: Path, job: Job) -> FileResult:
@@ -81,5 +82,5 @@ def process_data(path: Path, data: bytes, job: Job) -> FileResult:
             write_atomic(path, new, data)
         except WriteError as error:
             result.error = FileError(filename, str(error))
-            result.fixes_applied = 0
+            result.fixes_applied = result.fixes_later = result.fix_rounds = 0
     return result

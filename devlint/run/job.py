@@ -54,6 +54,10 @@ class FileResult:
     findings: list[Finding] = field(default_factory=list)
     error: FileError | None = None
     fixes_applied: int = 0
+    # Of fixes_applied, those of later fix rounds, and how many rounds applied one
+    # (devlint.engine.lint.FixResult).
+    fixes_later: int = 0
+    fix_rounds: int = 0
     diff: str = ""
     # The other files of the project the result depends on (None: none), for the cache.
     dependencies: Dependencies | None = None

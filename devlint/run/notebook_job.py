@@ -46,7 +46,8 @@ def process_notebook(data: bytes, filename: str, job: Job) -> tuple[FileResult, 
     before = {cell.number: cell.source for cell in notebook.cells}
     changed = {number: source for number, source in sources.items() if source != before[number]}
     diff = "".join(cell_diff(filename, n, before[n], changed[n]) for n in sorted(changed)) if job.diff else ""
-    return FileResult(filename, remaining, fixes_applied=result.applied, diff=diff), notebook.with_sources(changed)
+    counts = {"fixes_applied": result.applied, "fixes_later": result.later, "fix_rounds": result.rounds}
+    return FileResult(filename, remaining, diff=diff, **counts), notebook.with_sources(changed)
 
 
 def _parse_error(filename: str, error: ParseError, program: Program | None) -> FileError:

@@ -9,17 +9,22 @@ module resolves the imports and hands it the values as plain data (devlint.proje
 A module is found as the interpreter would find it from the file: a relative import from the
 file's own package; an absolute one from the file's folder, from the folder above the file's
 top-level package, or from the project root (the folder of the configuration file, else where
-the run started), the first of these that holds its first package. Only imported names the
+the run started), the first of these that holds its first package, else the first that holds
+the module in folders without ``__init__.py`` (a namespace package). Only imported names the
 analyses read are looked up: those a test of the file reads (``if``, ``while``, a conditional
 expression), since only a test decides which branch is for an older torch, and those given as
 the backend of a process group (``init_process_group(BACKEND)``, DEV603: ``BACKEND = "nccl"``
-in ``dist_config.py``), or copied into a name given as one (``backend = BACKEND``). Imports
+in ``dist_config.py``), or copied into a name given as one (``backend = BACKEND``), and the
+functions the file calls with a CUDA device string among the arguments (``load_state_dict(path,
+location="cuda")``, whose parameter may reach ``torch.load(map_location=)``: DEV103 reads the
+function, devlint.analysis.device_params). Imports
 inside functions are read as well as the module's own: the result is keyed by the name alone,
 so a name imported in several places is kept only where every import gives it the same meaning
 (which import reaches a given read is the engine's to decide). Of the other module, only
 module-level names bound once, by an assignment of the module itself or by a ``from ... import``
-that is followed in turn, count; at most ``MAX_HOPS`` modules are followed from the file, and
-never one twice.
+that is followed in turn, count (a function: a ``def`` at module level, handed over with the
+module's top-level imports; the functions it calls in turn are not); at most ``MAX_HOPS``
+modules are followed from the file, and never one twice.
 
 The language server checks an unsaved buffer, but the other modules are read from disk: an edit
 of ``compat.py`` counts once it is saved.
@@ -34,8 +39,9 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
 
+from devlint.gate.conditions import is_cuda_literal
 from devlint.gate.facts import descendants
-from devlint.project import NONE, Constant, ImportedConstants
+from devlint.project import NONE, Constant, Function, ImportedConstants
 from devlint.run.cache import content_digest
 from devlint.torchfacts.names import PROCESS_GROUP_BACKEND
 
@@ -47,6 +53,8 @@ _BACKEND_AT = {qualified.rsplit(".", 1)[-1]: position for qualified, position in
 Read = tuple[str, "str | None"]
 # What an import gives a name: a constant, a module (read through `module.NAME`), or nothing known.
 _Meaning = Constant | Path | None
+# What an import gives a name called with a CUDA device: a function, a module, or nothing known.
+_Callee = Function | Path | None
 
 
 @dataclass(frozen=True)
@@ -86,12 +94,14 @@ def imported_constants(
             return NONE, None
     project = _Project(Path(filename).resolve(), Path(root).resolve() if root else None)
     found: dict[str, Constant] = {}
-    for reference, constant in project.references(scan_imports(tree) if scans is None else _merged(scans)):
+    scanned = scan_imports(tree) if scans is None else _merged(scans)
+    for reference, constant in project.references(scanned):
         found.setdefault(reference, constant)
+    functions = dict(project.functions(scanned))
     if not project.reads:
         return NONE, None
     dependencies = Dependencies(origin(filename, root), tuple(sorted(project.reads.items())))
-    return ImportedConstants(tuple(sorted(found.items()))), dependencies
+    return ImportedConstants(tuple(sorted(found.items())), tuple(sorted(functions.items()))), dependencies
 
 
 @dataclass
@@ -100,13 +110,24 @@ class _Module:
 
     text: str
     bindings: dict[str, ast.expr | ast.ImportFrom | None] = field(default_factory=dict)
+    # functions defined once at module level, and the module's top-level imports
+    functions: dict[str, ast.FunctionDef] = field(default_factory=dict)
+    imports: list[ast.Import | ast.ImportFrom] = field(default_factory=list)
 
     @cached_property
     def lines(self) -> list[bytes]:
         # As CPython's parser ends lines (a form feed does not), in UTF-8: ast's columns count bytes.
         return [line.encode() for line in _LINE.findall(self.text)]
 
-    def source(self, node: ast.expr) -> str | None:
+    def function(self, name: str) -> Function | None:
+        """``name``'s definition, with the module's imports before it."""
+        node = self.functions.get(name)
+        parts = [self.source(statement) for statement in [*self.imports, node]] if node is not None else [None]
+        if any(part is None for part in parts):
+            return None
+        return Function(name, "\n".join(parts) + "\n")  # type: ignore[arg-type]
+
+    def source(self, node: ast.expr | ast.stmt) -> str | None:
         """``node``'s text (ast.get_source_segment, without splitting the module again each time)."""
         end_line, end_column = node.end_lineno, node.end_col_offset
         if end_line is None or end_column is None or end_line > len(self.lines):
@@ -176,6 +197,54 @@ class _Project:
             else:
                 yield local, constant
 
+    # -- functions the file calls with a CUDA device ---------------------------------------------------
+
+    def functions(self, scanned: Scan) -> Iterator[tuple[str, Function]]:
+        """``load_state_dict`` after ``from cldm.model import load_state_dict``, ``model.load`` after
+        ``import pkg.model as model``: each function the file calls with a CUDA device string, where
+        every import of its first name gives it the same meaning."""
+        called = scanned.called
+        if not called:
+            return
+        roots = {name.split(".")[0] for name in called}
+        meanings: dict[str, set[_Callee]] = {}
+        for node in scanned.imports:
+            if isinstance(node, ast.ImportFrom):
+                wanted = [alias for alias in node.names if alias.name != "*" and (alias.asname or alias.name) in roots]
+                target = self._find(self.path, node.module or "", node.level) if wanted else None
+                for alias in wanted:
+                    meaning: _Callee = self._function(target, alias.name, MAX_HOPS - 1, frozenset()) if target else None
+                    if meaning is None and target is not None and target.name == "__init__.py":
+                        meaning = self._module_file(target.parent, [alias.name])
+                    meanings.setdefault(alias.asname or alias.name, set()).add(meaning)
+                continue
+            for alias in node.names:
+                local = alias.asname or alias.name
+                if any(name.startswith(local + ".") for name in called):
+                    meanings.setdefault(local, set()).add(self._find(self.path, alias.name, 0))
+        agreed = {local: next(iter(found)) for local, found in meanings.items() if len(found) == 1}
+        for name in sorted(called):
+            meaning = agreed.get(name)
+            if isinstance(meaning, Function):
+                yield name, meaning
+                continue
+            owner, _, attribute = name.rpartition(".")
+            target = agreed.get(owner)
+            function = self._function(target, attribute, MAX_HOPS - 1, frozenset()) if isinstance(target, Path) else None
+            if function is not None:
+                yield name, function
+
+    def _function(self, path: Path, name: str, hops: int, seen: frozenset[tuple[Path, str]]) -> Function | None:
+        module = self._module(path)
+        if module is None or (path, name) in seen:
+            return None
+        bound = module.bindings.get(name)
+        if isinstance(bound, ast.ImportFrom) and hops > 0:
+            target = self._find(path, bound.module or "", bound.level)
+            original = next(alias.name for alias in bound.names if (alias.asname or alias.name) == name)
+            return self._function(target, original, hops - 1, seen | {(path, name)}) if target is not None else None
+        return module.function(name)
+
     # -- constants of other modules -----------------------------------------------------------------
 
     def _constant(self, path: Path, name: str, hops: int, seen: frozenset[tuple[Path, str]]) -> Constant | None:
@@ -215,9 +284,16 @@ class _Project:
             for _ in range(level - 1):
                 base = base.parent
             return self._module_file(base, parts) if parts else self._file(base / "__init__.py")
-        for base in self._bases(path):
+        bases = self._bases(path)
+        for base in bases:
             if self._module_file(base, parts[:1]) is not None:
                 return self._module_file(base, parts)
+        # A folder without `__init__.py` (ControlNet's `cldm/model.py`) is a namespace package,
+        # which the interpreter makes only where no base holds a regular package or module.
+        for base in bases if len(parts) > 1 else ():
+            found = self._module_file(base, parts)
+            if found is not None:
+                return found
         return None
 
     def _bases(self, path: Path) -> list[Path]:
@@ -274,12 +350,17 @@ def _bindings(text: str) -> _Module | None:
             for alias in statement.names:
                 if alias.name != "*":
                     module.bindings[alias.asname or alias.name] = statement
+        elif isinstance(statement, ast.FunctionDef):
+            module.functions[statement.name] = statement
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            module.imports.append(statement)
     # A name bound more than once (or anywhere under a block), or that a function may rebind
     # (`global`), holds no one value.
     rebound = {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names} if "global" in text else set()
     for name, count in counts.items():
         if count > 1 or name in rebound:
             module.bindings[name] = None
+            module.functions.pop(name, None)
     return module
 
 
@@ -312,12 +393,14 @@ class Scan:
     """What ``scan_imports`` reads of a statement: its import statements, every name and dotted
     name (``compat.IS_NEW``) read in the test of an ``if``, a ``while`` or a conditional
     expression in it, or given as the backend of a process group, which of those were given as
-    a backend, and its copies of one name into another (``backend = BACKEND``: target, source)."""
+    a backend, its copies of one name into another (``backend = BACKEND``: target, source), and
+    the callees (dotted) of its calls given a CUDA device string."""
 
     imports: list[ast.Import | ast.ImportFrom]
     tested: frozenset[str]
     backends: frozenset[str] = frozenset()
     copies: frozenset[tuple[str, str]] = frozenset()
+    called: frozenset[str] = frozenset()
 
     @property
     def wanted(self) -> frozenset[str]:
@@ -346,6 +429,7 @@ def scan_imports(node: ast.AST) -> Scan:
     tests: list[ast.expr] = []
     backends: list[ast.expr] = []
     copies: set[tuple[str, str]] = set()
+    called: set[str] = set()
     for each in descendants([node]):
         kind = type(each)
         if kind is ast.If or kind is ast.IfExp or kind is ast.While:
@@ -356,13 +440,16 @@ def scan_imports(node: ast.AST) -> Scan:
             backend = _backend(each)  # type: ignore[arg-type]
             if backend is not None:
                 backends.append(backend)
+            callee = _called_with_cuda(each)  # type: ignore[arg-type]
+            if callee is not None:
+                called.add(callee)
         elif kind is ast.Assign or kind is ast.AnnAssign:
             copy = _copy(each)  # type: ignore[arg-type]
             if copy is not None:
                 copies.add(copy)
     tested = _names(tests)
     given = _names(backends)
-    return Scan(imports, tested | given, given, frozenset(copies))
+    return Scan(imports, tested | given, given, frozenset(copies), frozenset(called))
 
 
 def _names(expressions: list[ast.expr]) -> frozenset[str]:
@@ -393,6 +480,7 @@ def _merged(parts: Sequence[Scan]) -> Scan:
         frozenset().union(*(p.tested for p in parts)),
         frozenset().union(*(p.backends for p in parts)),
         frozenset().union(*(p.copies for p in parts)),
+        frozenset().union(*(p.called for p in parts)),
     )
 
 
@@ -419,3 +507,12 @@ def _backend(call: ast.Call) -> ast.expr | None:
     if given is not None or any(type(arg) is ast.Starred for arg in call.args[: position + 1]):
         return given
     return call.args[position] if len(call.args) > position else None
+
+
+def _called_with_cuda(call: ast.Call) -> str | None:
+    """The dotted callee of ``call`` where one of its arguments is a CUDA device string."""
+    given = [*call.args, *(keyword.value for keyword in call.keywords)]
+    if not any(is_cuda_literal(value) for value in given):
+        return None
+    kind = type(call.func)
+    return _dotted(call.func) if kind is ast.Name or kind is ast.Attribute else None

@@ -43,6 +43,12 @@ CUDA_DEVICE_KEYWORDS = ("device", "device_id")
 # DEV302, DEV401, devlint.analysis.devices, devlint.rulekit.value_flow (DEV301 to DEV304) and the
 # gate conditions of those.
 MOVES = ("to", "cuda")
+# numpy functions that copy their first argument (a tensor, or a list of tensors) to the host
+# through `Tensor.__array__`, which fails for a tensor on the device as `.numpy()` does. DEV304
+# and its gate condition.
+NUMPY_HOST_COPIES = frozenset(
+    {"numpy.array", "numpy.asarray", "numpy.concatenate", "numpy.stack", "numpy.vstack", "numpy.hstack"}
+)
 # The environment variable through which CUDA is told which GPUs a process sees. DEV201 and its
 # gate condition.
 VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"

@@ -11,7 +11,7 @@ This package imports torch and the standard library, nothing of devlint, and is 
   ``Module.cuda()``/``.to()``, checkpoints restored to CUDA) report ``device(type='cuda',
   index=0)`` and ``is_cuda``, print with ``device='cuda:0'``, and compute on the CPU
   (tensor.py, legacy.py, storage.py); gradients, optimizer state and everything computed from
-  them are emulated too;
+  them are emulated too; a program's own tensor subclass keeps its class there (subclasses.py);
 - an operation that receives an emulated tensor and a CPU tensor with at least one dimension
   raises the ``RuntimeError`` CUDA raises; ``.numpy()`` and ``pin_memory()`` of an emulated tensor
   raise CUDA's errors;
@@ -26,7 +26,8 @@ What differs from a GPU, by design: the device's random numbers come from a gene
 synchronously; ``torch.compile`` returns the model as it is. Autocast on the device computes in its
 dtype on the CPU's autocast kernels; memory statistics follow the caching allocator (memory.py);
 a CPU build plays a CUDA build (build.py). What emulation does not model at all (CUDA graphs, NVML
-queries, more than one GPU, autocast of an op with no CPU kernel in that dtype) raises
+queries, more than one GPU, autocast of an op with no CPU kernel in that dtype, a ``__torch_dispatch__``
+subclass on the device) raises
 ``EmulationUnsupportedError`` (``not emulated: ...``); the harness reports a run that meets it as
 not emulated.
 
@@ -44,7 +45,7 @@ from typing import Any
 
 import torch
 
-from . import build, cuda_api, gradients, legacy, rng, script, storage
+from . import build, cuda_api, gradients, legacy, rng, script, storage, subclasses
 from .machine import EmulationUnsupportedError, Machine
 from .memory import Memory
 from .patches import Patches
@@ -96,6 +97,8 @@ class Emulation:
         gradients.install(self._patches, self.dispatcher)
         script.install(self._patches, self.dispatcher)
         build.install(self._patches, self.machine)
+        dispatcher = self.dispatcher
+        subclasses.install(self._patches, dispatcher.subclasses, dispatcher.is_emulated, lambda: dispatcher.inside)
         self._install_compile()
         self._install_threads()
         self._install_module_moves()
@@ -158,13 +161,19 @@ class Emulation:
 
     def _install_parameter(self) -> None:
         """``nn.Parameter(t)`` of an emulated ``t`` is an emulated parameter: a ``Parameter`` by
-        class and by its printing, as on a GPU (torch would hand back a flagged plain tensor)."""
+        class and by its printing, as on a GPU (torch would hand back a flagged plain tensor).
+        A program's subclass of ``Parameter`` made of a plain tensor is made as torch makes it of
+        a plain CUDA tensor, with ``_make_subclass`` (torch/nn/parameter.py)."""
         parameter = torch.nn.Parameter
         original_new = parameter.__new__
         dispatcher = self.dispatcher
 
         def __new__(cls: type, data: Any = None, requires_grad: bool = True) -> Any:
-            if cls is not parameter or not dispatcher.is_emulated(data):
+            if not dispatcher.is_emulated(data):
+                return original_new(cls, data, requires_grad)
+            if cls is not parameter:
+                if type(data) in (dispatcher.cls, dispatcher.parameter_cls):
+                    return torch.Tensor._make_subclass(cls, data, requires_grad)
                 return original_new(cls, data, requires_grad)
             made = data.detach().requires_grad_(requires_grad)
             dispatcher.relabel(made, emulated=False)

@@ -12,7 +12,10 @@ subclass's ``__torch_function__`` in threads the mode does not reach), and:
 - raises CUDA's ``RuntimeError`` when an operation receives an emulated tensor and a CPU tensor
   with at least one dimension (a 0-dim CPU tensor may join, as on CUDA); copies and indexing with
   CPU indices may mix, as on CUDA;
-- makes every tensor computed from an emulated one emulated too, and ``.cpu()`` a plain copy.
+- makes every tensor computed from an emulated one emulated too, and ``.cpu()`` a plain copy;
+- hands a call with a program's tensor subclass to that class's ``__torch_function__`` first, as
+  torch does after the modes (subclasses.py: a subclass on the device is a class of its own that
+  derives from the program's).
 
 While the handler runs torch code, emulated tensors report their true device (``cpu``) to it,
 so torch's own Python code, which reads ``x.device`` to make new tensors, makes CPU ones.
@@ -31,8 +34,8 @@ import torch
 from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 from torch.utils._device import DeviceContext, _device_constructors
 
-from . import autocast
-from .machine import CUDA0, TOTAL_MEMORY, EmulationUnsupportedError, Machine, cuda_index, not_a_cuda_device
+from . import autocast, subclasses
+from .machine import CUDA0, TOTAL_MEMORY, Machine, cuda_index, not_a_cuda_device
 from .memory import Memory
 from .rng import DeviceRandom
 
@@ -135,8 +138,8 @@ class Dispatcher:
         # The class of torch.Generator(device="cuda") under emulation (set by cuda_api.py).
         self.generator_class: type | None = None
         self._local = threading.local()
-        self.cls, self.parameter_cls, self._printing_cls = _tensor_classes(self)
-        self._known = frozenset({*_PLAIN, self.cls, self.parameter_cls, self._printing_cls})
+        self._mark, self.cls, self.parameter_cls, self._printing_cls = _tensor_classes(self)
+        self.subclasses = subclasses.Subclasses(self._mark, self.cls, self.parameter_cls, self.handle)
         self._special: dict[Any, Callable[..., Any]] = {
             torch.Tensor.cuda: self._cuda,
             torch.Tensor.to: self._to,
@@ -196,22 +199,23 @@ class Dispatcher:
             self._local.depth = depth
 
     def is_emulated(self, value: Any) -> bool:
-        return isinstance(value, self.cls)
+        """On the device: of emulation's class or of a program's subclass on the device."""
+        return isinstance(value, self._mark)
 
     def wrap(self, value: Any, inputs: tuple = ()) -> Any:
         """Tensors in ``value`` (nested in tuples and lists) made emulated. A new plain tensor
         changes class in place (an alias would add a node to its autograd history); one of the
         call's ``inputs`` is aliased instead, so that the caller's CPU tensor stays one."""
         if isinstance(value, torch.Tensor):
-            if isinstance(value, self.cls):
+            if isinstance(value, self._mark):
                 return value
             with self.raw():
                 self.memory.track(value)
+                kind = self.subclasses.on_device(type(value))
                 if type(value) in _PLAIN and not any(value is given for given in inputs):
-                    parameter = type(value) is torch.nn.Parameter
-                    value.__class__ = self.parameter_cls if parameter else self.cls
+                    value.__class__ = kind
                     return value
-                return value.as_subclass(self.cls)
+                return value.as_subclass(kind)
         if isinstance(value, (tuple, list)):
             return type(value)(self.wrap(item, inputs) for item in value)
         return value
@@ -219,16 +223,15 @@ class Dispatcher:
     def relabel(self, tensor: torch.Tensor, emulated: bool) -> None:
         """Give ``tensor`` (a parameter or a gradient whose data was replaced in place) the class
         that says where its data now is. A parameter stays one (``isinstance(p, nn.Parameter)``
-        holds for a tensor marked ``_is_param``)."""
+        holds for a tensor marked ``_is_param``); a program's subclass stays one."""
         if self.is_emulated(tensor) == emulated:
             return
-        parameter = isinstance(tensor, torch.nn.Parameter)
         if emulated:
-            tensor.__class__ = self.parameter_cls if parameter else self.cls
-            if parameter:
+            tensor.__class__ = self.subclasses.on_device(type(tensor))
+            if isinstance(tensor, torch.nn.Parameter):
                 tensor._is_param = True
         else:
-            tensor.__class__ = torch.nn.Parameter if parameter else torch.Tensor
+            tensor.__class__ = self.subclasses.off_device(type(tensor))
             vars(tensor).pop("_is_param", None)
 
     def plain(self, tensor: torch.Tensor) -> torch.Tensor:
@@ -245,18 +248,26 @@ class Dispatcher:
 
     def handle(self, func: Any, args: tuple, kwargs: dict | None) -> Any:
         kwargs = dict(kwargs or {})
+        tensors = list(_tensors((args, kwargs)))
+        ordinary = self.subclasses.ordinary(tensors)
+        # A program's subclass handles the call first, as after the modes on a GPU; the calls it
+        # makes come back here with subclasses disabled (Tensor.__torch_function__) or unwrapped.
+        if not ordinary and torch._C._is_torch_function_enabled():
+            overloaded = self.subclasses.overloaded(func, args, tensors)
+            if overloaded:
+                with EmulationMode(self):
+                    return self.subclasses.dispatch(func, overloaded, args, kwargs)
         special = self._special.get(func)
         if special is not None:
             return special(*args, **kwargs)
         name = getattr(func, "__name__", "")
         target = self._device_target(func, kwargs)
-        tensors = list(_tensors((args, kwargs)))
-        emulated = any(isinstance(t, self.cls) for t in tensors)
+        emulated = any(isinstance(t, self._mark) for t in tensors)
         if emulated:
             self._check_devices(name, args, tensors)
         on_device = target == "cuda" or (target is None and emulated)
-        if on_device:
-            self.refuse_subclasses(tensors)
+        if not ordinary:
+            self.refuse_dispatch(tensors, on_device)
         generator = kwargs.get("generator")
         if generator is not None:
             self._check_generator(generator, on_device)
@@ -318,14 +329,17 @@ class Dispatcher:
                 f"capacity of {TOTAL_MEMORY / 1024**3:.2f} GiB of which {free:.2f} GiB is free."
             ) from None
 
-    def refuse_subclasses(self, tensors: Any) -> None:
-        """A program's own tensor subclass keeps its class on a GPU (``Tensor.__torch_function__``
-        converts every result back to it); an emulated tensor's class is emulation's, so such a
-        tensor on the device is not emulated rather than silently a plain tensor."""
+    def refuse_dispatch(self, tensors: Any, on_device: bool = True) -> None:
+        """A program's subclass with ``__torch_dispatch__`` in a call on the device is not
+        emulated (see subclasses.py); any other subclass keeps its class there. Such a wrapper
+        made around an emulated tensor (``_make_wrapper_subclass(device=elem.device)``) is
+        itself on a CUDA device by torch's own metadata."""
         for tensor in tensors:
-            kind = type(tensor)
-            if kind not in self._known and not kind.__module__.startswith("torch"):
-                raise EmulationUnsupportedError(f"a tensor subclass on the device ({kind.__module__}.{kind.__qualname__})")
+            if self.subclasses.dispatches_below(type(tensor)):
+                with self.raw():
+                    cuda = tensor.device.type == "cuda"
+                if on_device or cuda:
+                    self.subclasses.refuse_dispatch(type(tensor))
 
     def _check_generator(self, generator: Any, on_device: bool) -> None:
         """A generator must be of the device the call draws on (ATen's check_generator)."""
@@ -338,7 +352,7 @@ class Dispatcher:
         """``as_tensor``/``asarray`` with a device: data from another device is copied (host
         memory is never shared with a GPU), data already there is returned as it is."""
         source = args[0]
-        source_emulated = isinstance(source, self.cls)
+        source_emulated = self.is_emulated(source)
         with self.raw():
             result = func(*args, **kwargs)
             moved = (target == "cuda") != source_emulated
@@ -346,7 +360,7 @@ class Dispatcher:
                 result = result.clone()
         if target == "cuda":
             return source if result is source else self.wrap(result)
-        return self.plain(result) if isinstance(result, self.cls) else result
+        return self.plain(result) if self.is_emulated(result) else result
 
     def _default_is_cuda(self) -> bool:
         """A CUDA default device (or tensor type) that is there. A CPU factory call must not read
@@ -373,27 +387,28 @@ class Dispatcher:
             return
         if name in _INDEXING and args:
             indexed = args[0]
-            if isinstance(indexed, self.cls):
+            if self.is_emulated(indexed):
                 return
-            if any(isinstance(t, self.cls) for t in _tensors(args[1:2])):
+            if any(self.is_emulated(t) for t in _tensors(args[1:2])):
                 raise RuntimeError("indices should be either on cpu or on the same device as the indexed tensor (cpu)")
             return
-        counted = [t for t in tensors if isinstance(t, self.cls) or (t.device.type == "cpu" and t.dim() > 0)]
-        if any(not isinstance(t, self.cls) for t in counted):
+        mark = self._mark
+        counted = [t for t in tensors if isinstance(t, mark) or (t.device.type == "cpu" and t.dim() > 0)]
+        if any(not isinstance(t, mark) for t in counted):
             raise mixed_devices_error()
 
     def _check_convolution(self, args: tuple) -> None:
         """ATen's convolution compares the input's type with the weight's, then the bias's."""
         given = args[0]
         for kind, parameter in (("weight", args[1]), ("bias", args[2] if len(args) > 2 else None)):
-            if isinstance(parameter, torch.Tensor) and isinstance(parameter, self.cls) != isinstance(given, self.cls):
+            if isinstance(parameter, torch.Tensor) and self.is_emulated(parameter) != self.is_emulated(given):
                 raise RuntimeError(
                     f"Input type ({self.type_name(given)}) and {kind} type ({self.type_name(parameter)}) "
                     "should be the same"
                 )
 
     def type_name(self, tensor: torch.Tensor) -> str:
-        if isinstance(tensor, self.cls):
+        if self.is_emulated(tensor):
             return self.legacy_name(tensor)
         with self.raw():
             return tensor.type()
@@ -413,7 +428,7 @@ class Dispatcher:
                     )
 
     def _where(self, tensor: torch.Tensor) -> str:
-        return "cuda:0" if isinstance(tensor, self.cls) else str(tensor.device)
+        return "cuda:0" if self.is_emulated(tensor) else str(tensor.device)
 
     # -- calls that change or reveal the device --------------------------------------------
 
@@ -424,8 +439,8 @@ class Dispatcher:
         if index is False:
             raise not_a_cuda_device()
         self.machine.use(index)
-        self.refuse_subclasses((tensor,))
-        if isinstance(tensor, self.cls):
+        self.refuse_dispatch((tensor,))
+        if self.is_emulated(tensor):
             return tensor
         with self.raw():
             moved = tensor.to(dtype=tensor.dtype, copy=True, **kwargs)
@@ -434,7 +449,7 @@ class Dispatcher:
     def _to(self, tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
         if args and isinstance(args[0], torch.Tensor):
             other, rest = args[0], args[1:]
-            device: Any = CUDA0 if isinstance(other, self.cls) else other.device
+            device: Any = CUDA0 if self.is_emulated(other) else other.device
             dtype, non_blocking = other.dtype, kwargs.get("non_blocking", False)
             memory_format = kwargs.get("memory_format")
         else:
@@ -450,17 +465,17 @@ class Dispatcher:
         if to_cuda and not self.machine.emulates_build:
             with self.raw():
                 return torch.Tensor.to(tensor, *args, **kwargs)
-        if to_cuda or (device is None and isinstance(tensor, self.cls)):
+        if to_cuda or (device is None and self.is_emulated(tensor)):
             if to_cuda:
                 index = cuda_index(device)
                 self.machine.use(index if isinstance(index, int) else None)
-                self.refuse_subclasses((tensor,))
-            moving = not isinstance(tensor, self.cls)
+                self.refuse_dispatch((tensor,))
+            moving = not self.is_emulated(tensor)
             with self.raw():
                 result = tensor.to(dtype=dtype or tensor.dtype, **{**options, "copy": copies or moving})
             return result if result is tensor else self.wrap(result)
         with self.raw():
-            if isinstance(tensor, self.cls):
+            if self.is_emulated(tensor):
                 # Leaving the emulated device always copies, as leaving a GPU does.
                 options["copy"] = True
                 return tensor.to(device=device, dtype=dtype or tensor.dtype, **options)
@@ -487,13 +502,13 @@ class Dispatcher:
         return torch.device("cuda", index) if self.machine.emulates_build else index
 
     def _cpu(self, tensor: torch.Tensor, **kwargs: Any) -> Any:
-        if not isinstance(tensor, self.cls):
+        if not self.is_emulated(tensor):
             with self.raw():
                 return tensor.cpu(**kwargs)
         return self._to(tensor, "cpu", **kwargs)
 
     def _type(self, tensor: torch.Tensor, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
-        emulated = isinstance(tensor, self.cls)
+        emulated = self.is_emulated(tensor)
         if dtype is None:
             with self.raw():
                 name = tensor.type()
@@ -532,19 +547,19 @@ class Dispatcher:
         return f"torch.cuda.{LEGACY_NAMES.get(tensor.dtype, 'Tensor')}"
 
     def _numpy(self, tensor: torch.Tensor, *, force: bool = False) -> Any:
-        if isinstance(tensor, self.cls) and not force:
+        if self.is_emulated(tensor) and not force:
             raise numpy_error()
         with self.raw():
             return tensor.numpy(force=force)
 
     def _array(self, tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
-        if isinstance(tensor, self.cls):
+        if self.is_emulated(tensor):
             raise numpy_error()
         with self.raw():
             return tensor.__array__(*args, **kwargs)
 
     def _pin_memory(self, tensor: torch.Tensor, *args: Any) -> Any:
-        if isinstance(tensor, self.cls):
+        if self.is_emulated(tensor):
             raise RuntimeError(f"cannot pin '{self.legacy_name(tensor)}' only dense CPU tensors can be pinned")
         if not self.machine.emulates_build:
             with self.raw():
@@ -556,7 +571,7 @@ class Dispatcher:
         return pinned
 
     def _is_pinned(self, tensor: torch.Tensor, *args: Any) -> bool:
-        if isinstance(tensor, self.cls):
+        if self.is_emulated(tensor):
             return False
         if not self.machine.visible:
             with self.raw():
@@ -564,13 +579,13 @@ class Dispatcher:
         return bool(getattr(tensor, _PINNED, False))
 
     def _get_device(self, tensor: torch.Tensor) -> int:
-        if isinstance(tensor, self.cls):
+        if self.is_emulated(tensor):
             return 0
         with self.raw():
             return tensor.get_device()
 
     def _register_hook(self, tensor: torch.Tensor, hook: Callable[[torch.Tensor], Any]) -> Any:
-        if isinstance(tensor, self.cls):
+        if self.is_emulated(tensor):
             inner = hook
 
             def hook(grad: torch.Tensor) -> Any:
@@ -582,7 +597,7 @@ class Dispatcher:
 
     def _storage_call(self, method: Callable[..., Any]) -> Callable[..., Any]:
         def call(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
-            if isinstance(tensor, self.cls):
+            if self.is_emulated(tensor):
                 self.mark_storage(tensor)
             with self.raw():
                 return method(tensor, *args, **kwargs)
@@ -593,11 +608,18 @@ class Dispatcher:
 
     def _reduce_ex(self, tensor: torch.Tensor, protocol: int) -> Any:
         """Pickled as the plain tensor a GPU would pickle; its storage says ``cuda:0``."""
-        if not isinstance(tensor, self.cls):
+        if not self.is_emulated(tensor):
             with self.raw():
                 return tensor.__reduce_ex__(protocol)
         self.mark_storage(tensor)
         data = self.plain(tensor)
+        kind = self.subclasses.off_device(type(tensor))
+        if self.subclasses.is_program_class(kind):
+            # a subclass pickles as its rebuilder, its class and its state (Tensor.__reduce_ex__)
+            with self.raw():
+                rebuild, arguments = data.__reduce_ex__(protocol)
+            state = torch._utils._get_obj_state(tensor)
+            return torch._tensor._rebuild_from_type_v2, (rebuild, kind, arguments, state)
         if getattr(tensor, "_is_param", False):
             with self.raw():
                 data = data.detach()
@@ -606,10 +628,14 @@ class Dispatcher:
             return data.__reduce_ex__(protocol)
 
     def _deepcopy(self, tensor: torch.Tensor, memo: dict) -> Any:
-        """A leaf's copy, emulated, with its gradient and attributes, as ``Tensor.__deepcopy__``."""
-        if not isinstance(tensor, self.cls):
+        """A leaf's copy, emulated, with its gradient and attributes, as ``Tensor.__deepcopy__``.
+        A program's subclass is copied by torch's own code, which makes the copy with its
+        ``new_empty`` and refuses one of another class, as on a GPU."""
+        if not self.is_emulated(tensor):
             with self.raw():
                 return tensor.__deepcopy__(memo)
+        if self.subclasses.is_program_class(self.subclasses.off_device(type(tensor))):
+            return torch.Tensor.__deepcopy__(tensor, memo)
         if id(tensor) in memo:
             return memo[id(tensor)]
         with self.raw():
@@ -632,10 +658,10 @@ class Dispatcher:
 
     def _repr(self, tensor: torch.Tensor, *, tensor_contents: Any = None) -> str:
         """As torch prints a CUDA tensor (``Parameter.__repr__`` adds its own first line). torch
-        names a subclass in front of the values: for the time of printing, the tensor is of a
-        class named as torch's own prefix."""
+        names a subclass in front of the values: for the time of printing, a tensor of emulation's
+        class is of a class named as torch's own prefix (a program's subclass keeps its name)."""
         kind, marked = type(tensor), vars(tensor).pop("_is_param", None)
-        if isinstance(tensor, self.cls):
+        if kind in (self.cls, self.parameter_cls):
             tensor.__class__ = self._printing_cls
         try:
             with torch._C.DisableTorchFunctionSubclass():
@@ -647,7 +673,7 @@ class Dispatcher:
 
     def _format(self, tensor: torch.Tensor, format_spec: str) -> str:
         """``f"{t}"``: a one-element tensor formats as its number, any other as it prints."""
-        if not isinstance(tensor, self.cls):
+        if not self.is_emulated(tensor):
             with self.raw():
                 return tensor.__format__(format_spec)
         with self.raw():
@@ -659,23 +685,30 @@ class Dispatcher:
         return self._repr(tensor)
 
 
-def _tensor_classes(dispatcher: Dispatcher) -> tuple[type, type, type]:
-    """The class of emulated tensors, of emulated parameters, and the one they print as."""
+def _tensor_classes(dispatcher: Dispatcher) -> tuple[type, type, type, type]:
+    """The mark every class on the device derives from, the class of emulated tensors, of
+    emulated parameters, and the one they print as."""
 
-    class EmulatedCudaTensor(torch.Tensor):
-        """A tensor on the emulated ``cuda:0``: CPU data, CUDA to Python (see tensor.py)."""
+    class OnEmulatedDevice:
+        """What a tensor on the emulated ``cuda:0`` says of its device: CPU data, CUDA to Python
+        (see tensor.py). Put before a tensor class in the bases (it adds no storage)."""
+
+        __slots__ = ()
 
         @property
-        def device(self) -> torch.device:  # type: ignore[override]
+        def device(self) -> torch.device:
             return torch.Tensor.device.__get__(self) if dispatcher.inside else CUDA0
 
         @property
-        def is_cuda(self) -> bool:  # type: ignore[override]
+        def is_cuda(self) -> bool:
             return not dispatcher.inside
 
         @property
-        def is_cpu(self) -> bool:  # type: ignore[override]
+        def is_cpu(self) -> bool:
             return dispatcher.inside
+
+    class EmulatedCudaTensor(OnEmulatedDevice, torch.Tensor):
+        """A plain tensor on the emulated ``cuda:0``."""
 
         @classmethod
         def __torch_function__(cls, func, types, args=(), kwargs=None):  # type: ignore[override]
@@ -687,7 +720,7 @@ def _tensor_classes(dispatcher: Dispatcher) -> tuple[type, type, type]:
     parameter = type("Parameter", (EmulatedCudaTensor, torch.nn.Parameter), {"__module__": "torch.nn.parameter"})
     # torch prints a subclass as `<its name>(...)`: the printing class is named as a tensor prints.
     printing = type("tensor", (EmulatedCudaTensor,), {})
-    return EmulatedCudaTensor, parameter, printing
+    return OnEmulatedDevice, EmulatedCudaTensor, parameter, printing
 
 
 def _name(cls: type, name: str, module: str) -> None:
