@@ -20,7 +20,7 @@ import textwrap
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 import pytest
@@ -825,6 +825,143 @@ def _saved_outputs_in_custom_backward() -> Any:
     return _SavesItsOutput.seen, str(x.grad.device), x.grad.tolist()
 
 
+def _gradcheck_on_the_device() -> Any:
+    # gradcheck's undefined-grad check wraps each output in UndefinedGrad (a C++ node): its clone
+    # is on the output's device; then gradcheck and gradgradcheck pass, as on a GPU
+    x = torch.rand(2, 3, dtype=torch.float64, device="cuda", requires_grad=True)
+    undefined = torch._C._functions.UndefinedGrad()(x * 2)
+    checks = torch.autograd.gradcheck(torch.sin, (x,)), torch.autograd.gradgradcheck(torch.sin, (x,))
+    return str(undefined.device), checks
+
+
+def _grad_of_inputs_on_two_devices() -> Any:
+    # the engine holds each gradient to its own input: a CPU leaf moved into a CUDA graph gets a
+    # CPU gradient (kornia's rgb_shift gradcheck: CPU shifts, a CUDA image)
+    a = torch.ones(3, device="cuda", requires_grad=True)
+    b = torch.full((1,), 2.0, requires_grad=True)
+    ga, gb = torch.autograd.grad((a * b.to(a)).sum(), [a, b])
+    (a * b.to(a)).sum().backward(inputs=[a, b])
+    shift = torch.tensor([0.5], dtype=torch.float64, requires_grad=True)
+    image = torch.rand(2, 3, dtype=torch.float64, device="cuda", requires_grad=True)
+    passes = torch.autograd.gradcheck(lambda i, s: i + s.to(i), (image, shift))
+    return [str(t.device) for t in (ga, gb, a.grad, b.grad)], ga.tolist(), gb.tolist(), passes
+
+
+def _root_gradient_on_the_cpu() -> Any:
+    # a gradient for a CUDA output must be on the device (engine.cpp, validate_outputs)
+    x = torch.ones(3, device="cuda", requires_grad=True)
+    return torch.autograd.grad(x * 2, x, torch.ones(3))
+
+
+def _root_gradient_without_dimensions() -> Any:
+    # ... unless it has no dimension: the engine moves it to the output's device
+    x = torch.ones(3, device="cuda", requires_grad=True)
+    (grad,) = torch.autograd.grad((x * 2).sum(), x, torch.tensor(1.0))
+    return str(grad.device), grad.tolist()
+
+
+def _scaled_sum(x: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor, float]:
+    total = torch.zeros(x.shape, device=x.device)
+    for _ in range(n):
+        total = total + x * 2
+    if x.dim() == 0:
+        raise ValueError(f"expected a vector, got {x}")
+    return total, x.cpu(), float(total.sum().item())
+
+
+def _reads_is_cuda(x: torch.Tensor) -> bool:
+    return x.is_cuda
+
+
+def _branches_on_the_device(x: torch.Tensor, bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+    # kornia's color conversions pick a kernel by `image.device.type`; the interpreter would
+    # read the CPU its data is on and take the other branch
+    if bias is not None:
+        x = x + bias
+    if x.device.type == "cpu":
+        return x + 1
+    return x + 2
+
+
+class _Scaler(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(3, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(x).relu() + 1
+
+
+def _torchscript_results() -> Any:
+    # the interpreter runs ATen ops on the inputs' device: results computed from the device are
+    # on it, a .cpu() inside is on the host (kornia's and captum's test_jit)
+    x = torch.ones(2, 3, device="cuda")
+    total, host, value = torch.jit.script(_scaled_sum)(x, 2)
+    traced = torch.jit.trace(lambda t: t * 2, x)(x)
+    scripted = torch.jit.script(_Scaler().cuda())(x)
+    moved_after = torch.jit.script(_Scaler()).cuda()(x)
+    traced_module = torch.jit.trace(_Scaler().cuda(), x)(x)
+    devices = [str(t.device) for t in (total, host, traced, scripted, moved_after, traced_module)]
+    return devices, total.tolist(), value, torch.jit.script(_scaled_sum)(torch.ones(3), 1)[0].device.type
+
+
+def _torchscript_reads_the_device() -> Any:
+    return torch.jit.script(_reads_is_cuda)(torch.ones(3, device="cuda"))
+
+
+def _minus_optional(x: torch.Tensor, shift: Optional[torch.Tensor] = None) -> torch.Tensor:
+    # kornia's morphology: both branches fill the offset with a scalar where x is 0
+    if shift is None:
+        offset = torch.zeros_like(x)
+        offset[x == 0] = -5.0
+    else:
+        offset = shift.clone()
+        offset[x == 0] = -5.0
+    return (x - offset).flip(0)
+
+
+def _stacked(x: torch.Tensor, n: int) -> torch.Tensor:
+    parts: list[torch.Tensor] = []
+    for i in range(n):
+        parts.append(x * i)
+    return torch.stack(parts)
+
+
+def _stacked_on_host(x: torch.Tensor, n: int) -> torch.Tensor:
+    parts: list[torch.Tensor] = []
+    for _ in range(n):
+        parts.append(torch.ones(x.shape))
+    return torch.stack(parts)
+
+
+def _torchscript_lists_and_optionals() -> Any:
+    # an Optional argument left None, a list filled in a loop: from the device, or made on the host
+    x = torch.ones(3, device="cuda")
+    minus, stacked, on_host = (torch.jit.script(f) for f in (_minus_optional, _stacked, _stacked_on_host))
+    results = minus(x), minus(x, x), stacked(x, 3), on_host(x, 2)
+    return [str(t.device) for t in results], results[2].tolist()
+
+
+def _to_device_of(host: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    return host.to(like.device)
+
+
+def _torchscript_moves_a_host_argument() -> Any:
+    # the interpreter's `to` of a CPU tensor to the CPU hands back the argument itself: the
+    # caller's tensor stays on the host, the result is on the device
+    host = torch.zeros(2)
+    moved = torch.jit.script(_to_device_of)(host, torch.ones(1, device="cuda"))
+    return str(moved.device), str(host.device), moved is host
+
+
+def _torchscript_branches_on_the_device() -> Any:
+    return torch.jit.script(_branches_on_the_device)(torch.zeros(2, device="cuda")).tolist()
+
+
+def _torchscript_mixes_devices() -> Any:
+    return torch.jit.script(_Scaler())(torch.ones(2, 3, device="cuda"))
+
+
 def _gradients_in_custom_backward_and_hooks() -> Any:
     x = torch.ones(2, 3, device="cuda", requires_grad=True)
     _Twice.apply(x).sum().backward()
@@ -1059,6 +1196,43 @@ CASES: dict[str, Case] = {
     "set_default_device": Case(_default_device, ("cuda:0", "cpu", "cuda:0")),
     "a custom Function's saved output": Case(
         _saved_outputs_in_custom_backward, (("cuda:0", "cuda:0"), "cuda:0", [1.0, 1.0])
+    ),
+    "gradcheck and gradgradcheck on the device": Case(_gradcheck_on_the_device, ("cuda:0", (True, True))),
+    "autograd.grad of inputs on two devices": Case(
+        _grad_of_inputs_on_two_devices, (["cuda:0", "cpu", "cuda:0", "cpu"], [2.0] * 3, [3.0], True)
+    ),
+    "a root gradient on another device than its output": Case(
+        _root_gradient_on_the_cpu,
+        Raises(RuntimeError, r"^invalid gradient at index 0 - expected device cuda:0 but got cpu$"),
+    ),
+    "a root gradient without dimensions": Case(_root_gradient_without_dimensions, ("cuda:0", [2.0] * 3)),
+    "TorchScript results on the device": Case(
+        _torchscript_results,
+        (["cuda:0", "cpu", "cuda:0", "cuda:0", "cuda:0", "cuda:0"], [[4.0] * 3] * 2, 24.0, "cpu"),
+    ),
+    "TorchScript that reads the device": Case(
+        _torchscript_reads_the_device,
+        Raises(EmulationUnsupportedError, r"^not emulated: TorchScript on the device \(prim::is_cuda of a tensor on the device"),
+        on_gpu=True,
+        reason="not emulated: the interpreter would read the CPU its data is on",
+    ),
+    "TorchScript lists and optional arguments": Case(
+        _torchscript_lists_and_optionals, (["cuda:0", "cuda:0", "cuda:0", "cpu"], [[0.0] * 3, [1.0] * 3, [2.0] * 3])
+    ),
+    "TorchScript moving a host argument to the device": Case(
+        _torchscript_moves_a_host_argument, ("cuda:0", "cpu", False)
+    ),
+    "TorchScript that branches on the device": Case(
+        _torchscript_branches_on_the_device,
+        Raises(EmulationUnsupportedError, r"^not emulated: TorchScript on the device \(prim::type reads the device of a tensor on the device\)"),
+        on_gpu=[2.0, 2.0],
+        reason="not emulated: the interpreter would read the CPU its data is on and take the other branch",
+    ),
+    "TorchScript mixing devices": Case(
+        _torchscript_mixes_devices,
+        Raises(EmulationUnsupportedError, r"^not emulated: TorchScript on the device \(aten::linear of tensors on the device and on the host\)"),
+        on_gpu=Raises(RuntimeError, "Expected all tensors to be on the same device"),
+        reason="not emulated: where a host tensor inside a graph meets a device one is not followed",
     ),
     "the device-mix message names the GPU first": Case(_mixed_operands, ("cuda:0 and cpu!", "cuda:0 and cpu!")),
     "a CPU default device": Case(

@@ -15,6 +15,9 @@ This package imports torch and the standard library, nothing of devlint, and is 
 - an operation that receives an emulated tensor and a CPU tensor with at least one dimension
   raises the ``RuntimeError`` CUDA raises; ``.numpy()`` and ``pin_memory()`` of an emulated tensor
   raise CUDA's errors;
+- the autograd engine's entry points hold each gradient to its own tensor's device, as CUDA's
+  engine does (gradients.py); TorchScript results are placed where the graph computed them
+  (script.py), or the call is not emulated where the graph cannot be followed;
 - ``CUDA_VISIBLE_DEVICES`` is read once, at the first CUDA query or tensor: when it hides device 0,
   there is no GPU, and every CUDA call is torch's own, as on a machine without one (machine.py).
 
@@ -42,7 +45,7 @@ from typing import Any
 
 import torch
 
-from . import build, cuda_api, legacy, rng, storage, subclasses
+from . import build, cuda_api, gradients, legacy, rng, script, storage, subclasses
 from .machine import EmulationUnsupportedError, Machine
 from .memory import Memory
 from .patches import Patches
@@ -91,6 +94,8 @@ class Emulation:
         cuda_api.install(self._patches, self.machine, self.dispatcher)
         legacy.install(self._patches, self.machine, self.dispatcher, self._default)
         storage.install(self._patches, self.machine)
+        gradients.install(self._patches, self.dispatcher)
+        script.install(self._patches, self.dispatcher)
         build.install(self._patches, self.machine)
         dispatcher = self.dispatcher
         subclasses.install(self._patches, dispatcher.subclasses, dispatcher.is_emulated, lambda: dispatcher.inside)

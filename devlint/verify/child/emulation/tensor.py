@@ -165,6 +165,11 @@ class Dispatcher:
             torch._C._nn._parse_to: self._parse_to,
         }
 
+    def add_special(self, func: Any, handler: Callable[..., Any]) -> None:
+        """Have ``handler`` answer every call of ``func`` (for a module of emulation that models
+        one of torch's mechanisms, such as the autograd engine's entry points in gradients.py)."""
+        self._special[func] = handler
+
     # -- the two kinds of tensors ------------------------------------------------------------
 
     @property
