@@ -20,14 +20,14 @@ Until the program has put a tensor on the device, calls run as they are: nothing
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from .machine import EmulationUnsupportedError
 from .patches import Patches
-from .tensor import Dispatcher
+from .tensor import Dispatcher, tensors_in
 
 DEVICE, HOST, SCALAR, CONSTANT, ABSENT = "device", "host", "host scalar", "constant", "no device"
 Label = frozenset
@@ -123,7 +123,7 @@ def _follow(function: Any, args: tuple, kwargs: dict, dispatcher: Dispatcher, gr
         inputs = inputs[1:]
     for value, name in zip(inputs, names):
         flow.labels[value.unique()] = flow.label_of(given.get(name), _is_device(value))
-    return flow.run(graph), (*_tensors((args, kwargs)), *flow.attributes)
+    return flow.run(graph), (*tensors_in((args, kwargs)), *flow.attributes)
 
 
 def _bind(names: list[str], args: tuple, kwargs: dict) -> dict[str, Any]:
@@ -159,7 +159,7 @@ class _Flow:
                 raise _refuse(f"a device given to a scripted or traced function: {value}")
             return frozenset({HOST})
         found: set[str] = set()
-        for tensor in _tensors(value):
+        for tensor in tensors_in(value):
             if self.dispatcher.is_emulated(tensor):
                 found.add(DEVICE)
             else:
@@ -264,7 +264,7 @@ class _Flow:
         if owner is None:
             raise _refuse("an attribute of an object the call cannot see")
         found = owner.getattr(node.s("name"))
-        self.attributes.extend(_tensors(found))
+        self.attributes.extend(tensors_in(found))
         if _bears_tensor(output) or _is_device(output):
             self.labels[output.unique()] = self.label_of(found, _is_device(output))
         else:
@@ -276,7 +276,7 @@ class _Flow:
             raise _refuse("a device named inside a scripted or traced function")
         elif _bears_tensor(output):
             value = output.toIValue()
-            if any(tensor.dim() > 0 for tensor in _tensors(value)):
+            if any(tensor.dim() > 0 for tensor in tensors_in(value)):
                 raise _refuse("a tensor constant inside a scripted or traced function")
             self.labels[output.unique()] = frozenset({CONSTANT})
 
@@ -341,17 +341,6 @@ def _kinds(kind: Any) -> set[str]:
     return found
 
 
-def _tensors(value: Any) -> Iterator[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _tensors(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _tensors(item)
-
-
 def _place(dispatcher: Dispatcher, result: Any, labels: list[Any], known: tuple) -> Any:
     """The call's result with each tensor where its label says."""
     label = labels[0] if len(labels) == 1 else labels
@@ -363,7 +352,7 @@ def _placed(dispatcher: Dispatcher, value: Any, label: Any, known: tuple) -> Any
         if isinstance(value, tuple) and len(value) == len(label):
             return tuple(_placed(dispatcher, item, part, known) for item, part in zip(value, label))
         label = frozenset().union(*label) if label else NONE
-    if not any(True for _ in _tensors(value)):
+    if not any(True for _ in tensors_in(value)):
         if isinstance(value, str) and DEVICE in label:
             raise _refuse("a device tensor's text as a result (printed for the CPU it runs on)")
         return value

@@ -113,15 +113,16 @@ def _shares_memory(result: torch.Tensor, source: Any) -> bool:
     return start <= result.data_ptr() < start + max(1, getattr(source, "nbytes", 0))
 
 
-def _tensors(value: Any) -> Iterator[torch.Tensor]:
+def tensors_in(value: Any) -> Iterator[torch.Tensor]:
+    """The tensors of a call's arguments, inside lists, tuples and dicts."""
     if isinstance(value, torch.Tensor):
         yield value
     elif isinstance(value, (list, tuple)):
         for item in value:
-            yield from _tensors(item)
+            yield from tensors_in(item)
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _tensors(item)
+            yield from tensors_in(item)
 
 
 class Dispatcher:
@@ -248,7 +249,7 @@ class Dispatcher:
 
     def handle(self, func: Any, args: tuple, kwargs: dict | None) -> Any:
         kwargs = dict(kwargs or {})
-        tensors = list(_tensors((args, kwargs)))
+        tensors = list(tensors_in((args, kwargs)))
         ordinary = self.subclasses.ordinary(tensors)
         # A program's subclass handles the call first, as after the modes on a GPU; the calls it
         # makes come back here with subclasses disabled (Tensor.__torch_function__) or unwrapped.
@@ -389,7 +390,7 @@ class Dispatcher:
             indexed = args[0]
             if self.is_emulated(indexed):
                 return
-            if any(self.is_emulated(t) for t in _tensors(args[1:2])):
+            if any(self.is_emulated(t) for t in tensors_in(args[1:2])):
                 raise RuntimeError("indices should be either on cpu or on the same device as the indexed tensor (cpu)")
             return
         mark = self._mark
@@ -420,7 +421,7 @@ class Dispatcher:
         hidden, weights = (args[2], args[3]) if packed else (args[1], args[2])
         where = self._where(args[0])
         for kind, value in (("hidden", hidden), ("parameter", weights)):
-            for tensor in _tensors(value):
+            for tensor in tensors_in(value):
                 if self._where(tensor) != where:
                     raise RuntimeError(
                         f"Input and {kind} tensors are not at the same device, found input tensor at {where} "
