@@ -73,6 +73,17 @@ class DeprecatedCudaAmp(Rule):
             f"with torch.amp.autocast(device.type, {OFF}):\n    loss = model(x)\n",
             count=2,
         ),
+        # in a LightningModule's method the module's own device decides (no second notion); off
+        # where the module is not on the GPU, as the CUDA-only original did nothing there
+        Invalid(
+            "import pytorch_lightning as pl\nimport torch\n\n\nclass Speech(pl.LightningModule):\n"
+            "    def validation_step(self, batch, batch_idx):\n"
+            "        with torch.cuda.amp.autocast(enabled=self.precision == 16):\n            return self.model(batch)\n",
+            "import pytorch_lightning as pl\nimport torch\n\n\nclass Speech(pl.LightningModule):\n"
+            "    def validation_step(self, batch, batch_idx):\n"
+            '        with torch.amp.autocast("cuda" if self.device.type == "cuda" else "cpu", '
+            'enabled=self.precision == 16 and self.device.type == "cuda"):\n            return self.model(batch)\n',
+        ),
         # positional autocast arguments become keywords; GradScaler's line up; `enabled` combines
         Invalid(
             HEAD + DEVICE + "scaler = torch.cuda.amp.GradScaler(2.0**10, enabled=use_amp)\n"

@@ -157,3 +157,32 @@ def test_a_fixed_program_holds_one_device_notion_and_runs_on_a_cpu(tmp_path: Pat
     assert run.returncode == 0, run.stderr
     assert ("correct" if name == "train" else "total") in run.stdout
     assert "pin_memory" not in run.stderr  # no loader left warning that it cannot pin
+
+
+LIGHTNING = """\
+import lightning
+import torch
+from torch.cuda.amp import autocast
+
+
+class Speech({base}):
+    def validation_step(self, batch, batch_idx):
+        with autocast(enabled=self.precision == 16):
+            return self.model(batch.to(self.device))
+"""
+
+
+@pytest.mark.parametrize("version", ["2.4", "2.9"])
+def test_amp_in_a_lightning_module_follows_the_modules_own_device(tmp_path: Path, version: str) -> None:
+    """A LightningModule knows its device: no module-level definition beside `self.device`. A
+    plain nn.Module has no `.device`, and gets the file's definition."""
+    for base, own in (("lightning.LightningModule", True), ("torch.nn.Module", False)):
+        script = tmp_path / "speech.py"
+        script.write_text(LIGHTNING.format(base=base))
+        done = _devlint("fix", "--no-cache", "--torch-version", version, script.name, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        fixed = script.read_text()
+        assert ("self.device.type" in fixed) is own, fixed
+        assert ("\ndevice = " in fixed) is not own, fixed
+        assert "from torch.cuda.amp import" not in fixed
+        compile(fixed, "speech.py", "exec")

@@ -223,10 +223,42 @@ def amp_device(ctx: RuleContext, site: Site) -> tuple[str, str, DeviceRef]:
     original was, and the device used. Before torch 2.5 autocast and GradScaler raise for a device
     type such as "mps" (Apple), where the original only disabled itself: unless the device is CUDA
     or the CPU on every path, the type is then "cuda" on CUDA and "cpu" elsewhere, off there."""
-    kind, device = device_type(ctx, site)
+    own = _lightning_device(ctx, site)
+    kind, device = (f"{own.expr}.type", own) if own is not None else device_type(ctx, site)
     if _may_be_another_accelerator(ctx, site, device) and ctx.settings.torch_version < AMP_ON_OTHER_ACCELERATORS:
         return f'"cuda" if {kind} == "cuda" else "cpu"', f'{kind} == "cuda"', device
     return kind, f'{kind} != "cpu"', device
+
+
+# Lightning's module knows its device (`self.device`, where the trainer placed it and moves each
+# batch): an AMP call in its methods follows it rather than a second, module-level notion.
+LIGHTNING_MODULES = frozenset(
+    {
+        "pytorch_lightning.LightningModule",
+        "pytorch_lightning.core.LightningModule",
+        "pytorch_lightning.core.module.LightningModule",
+        "lightning.LightningModule",
+        "lightning.pytorch.LightningModule",
+        "lightning.pytorch.core.LightningModule",
+        "lightning.pytorch.core.module.LightningModule",
+    }
+)
+
+
+def _lightning_device(ctx: RuleContext, site: Site) -> DeviceRef | None:
+    """``self.device`` at a site in a method of a LightningModule. Only for AMP calls: their fix
+    keeps autocast and the scaler on exactly where the CUDA-only original was (CUDA autocast did
+    nothing to a module Lightning left on the CPU, and the fix turns it off there), whereas a
+    ``.cuda()`` moved to ``self.device`` would go elsewhere when the module is not on the GPU."""
+    method = site.scope.function_scope()
+    owner = method.parent if method is not None else None
+    if owner is None or owner.kind != "class" or not isinstance(owner.node, cst.ClassDef) or not method.params:
+        return None
+    if method.params[0] != "self" or not isinstance(method.node, cst.FunctionDef) or method.node.decorators:
+        return None
+    if not any(ctx.model.qualname(base.value) in LIGHTNING_MODULES for base in owner.node.bases):
+        return None
+    return DeviceRef("self.device")
 
 
 def _may_be_another_accelerator(ctx: RuleContext, site: Site, device: DeviceRef) -> bool:
