@@ -345,6 +345,19 @@ def test_a_warm_run_parses_nothing_and_reports_the_same(tmp_path: Path, monkeypa
     assert [r.findings for r in warm] == [r.findings for r in cold]
 
 
+def test_a_fix_that_removes_an_import_is_cached_whole(tmp_path: Path, monkeypatch) -> None:
+    """A fix carries the uses of imported names it removes (a set, which JSON lacks): the cache
+    keeps it, and a warm run reads back the same findings, fixes included."""
+    path = tmp_path / "amp.py"
+    path.write_text("import torch\nfrom torch.cuda.amp import autocast\nwith autocast():\n    pass\n")
+    cold = execute([(path, JOB)], jobs=1, cache=Cache(tmp_path / "cache"))
+    assert any(f.fix is not None and f.fix.releases for f in cold[0].findings)
+    monkeypatch.setattr(devlint.run.pool, "_process", lambda *a: pytest.fail("a cached file was checked again"))
+    warm = execute([(path, JOB)], jobs=1, cache=Cache(tmp_path / "cache"))
+    assert warm[0].findings == cold[0].findings
+    assert [f.fix.releases for f in warm[0].findings] == [f.fix.releases for f in cold[0].findings]
+
+
 def test_identical_content_under_another_name_reports_that_name(tmp_path: Path) -> None:
     first, second = tmp_path / "a.py", tmp_path / "b.py"
     first.write_text(CUDA)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from devlint import __version__
-from devlint.findings import Edit, FileError, Finding, Fix, Location
+from devlint.findings import Edit, FileError, Finding, Fix, ImportNames, Location, Release
 
 DIRECTORY = ".devlint_cache"
 # Set to a folder to keep the cache there instead of ./.devlint_cache (benchmarks, CI caches).
@@ -219,6 +219,10 @@ def _encode(findings: list[Finding], error: FileError | None) -> dict[str, Any]:
     def finding(f: Finding) -> dict[str, Any]:
         data = dataclasses.asdict(f)
         del data["filename"]
+        if f.fix is not None:
+            # JSON has no sets: a release's uses are kept as a sorted list
+            for release in data["fix"]["releases"]:
+                release["uses"] = sorted(release["uses"])
         return data
 
     return {
@@ -249,6 +253,26 @@ def _location(data: Mapping[str, Any]) -> Location:
     return Location(**data)
 
 
+def _edit(data: Mapping[str, Any]) -> Edit:
+    held = data.get("held")
+    return Edit(
+        **{**data, "start": _location(data["start"]), "end": _location(data["end"]), "held": None if held is None else tuple(held)}
+    )
+
+
+def _release(data: Mapping[str, Any]) -> Release:
+    bindings = tuple(
+        (
+            ImportNames(
+                tuple(names["lines"]), tuple(tuple(span) for span in names["names"]), names["end"], names["emptied"]
+            ),
+            index,
+        )
+        for names, index in data["bindings"]
+    )
+    return Release(data["name"], bindings, frozenset(data["uses"]), data["count"])
+
+
 def _finding(data: Mapping[str, Any], filename: str) -> Finding:
     fix = data["fix"]
     return Finding(
@@ -262,10 +286,9 @@ def _finding(data: Mapping[str, Any], filename: str) -> Finding:
             else Fix(
                 fix["applicability"],
                 fix["message"],
-                tuple(
-                    Edit(**{**edit, "start": _location(edit["start"]), "end": _location(edit["end"])})
-                    for edit in fix["edits"]
-                ),
+                tuple(_edit(edit) for edit in fix["edits"]),
+                tuple(_release(release) for release in fix["releases"]),
+                tuple(_edit(edit) for edit in fix["unused_imports"]),
             ),
         }
     )
