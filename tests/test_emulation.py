@@ -594,6 +594,14 @@ def _cuda_generator() -> Any:
     return str(generator.device), isinstance(generator, torch.Generator), str(drawn.device), torch.equal(drawn.cpu(), host)
 
 
+def _parameter_kinds() -> Any:
+    """DistributedDataParallel refuses a model holding an UninitializedParameter; a CUDA parameter
+    is none (torch before 2.6 counts a tensor marked `_is_param` as one of every subclass)."""
+    weight = torch.nn.Linear(2, 2).cuda().weight
+    uninitialized = torch.nn.parameter.UninitializedParameter
+    return isinstance(weight, torch.nn.Parameter), isinstance(weight, uninitialized), hasattr(weight, "_is_param"), weight.is_cuda
+
+
 def _visible() -> Any:
     return torch.cuda.is_available(), torch.cuda.device_count()
 
@@ -1174,6 +1182,7 @@ CASES: dict[str, Case] = {
         _cuda_methods, (["cuda:0"] * 6, torch.float64, [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]], True, 0, -1)
     ),
     "already on cuda: the same tensor": Case(_same_object_when_already_there, (True, True, False)),
+    "a parameter on cuda is a Parameter, of no subclass": Case(_parameter_kinds, (True, False, False, True)),
     "cpu() copies": Case(_cpu_copies, ("cpu", True, [1.0, 1.0], "cpu")),
     "device= factories, *_like, new_*": Case(_factories, (["cuda:0"] * 9, ["cuda:0"] * 6, [3.0, 3.0])),
     "non_blocking": Case(_non_blocking, ("cuda:0", [0.0, 1.0, 2.0, 3.0], "cpu")),

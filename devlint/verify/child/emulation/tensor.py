@@ -223,17 +223,17 @@ class Dispatcher:
 
     def relabel(self, tensor: torch.Tensor, emulated: bool) -> None:
         """Give ``tensor`` (a parameter or a gradient whose data was replaced in place) the class
-        that says where its data now is. A parameter stays one (``isinstance(p, nn.Parameter)``
-        holds for a tensor marked ``_is_param``); a program's subclass stays one."""
+        that says where its data now is. A parameter stays one by its class, not by the
+        ``_is_param`` mark: before torch 2.6 ``Parameter``'s instance check counts a marked tensor
+        as an instance of every Parameter subclass (``UninitializedParameter`` included, which
+        DistributedDataParallel refuses), where a CUDA parameter is marked by nothing. A program's
+        subclass stays one."""
         if self.is_emulated(tensor) == emulated:
             return
         if emulated:
             tensor.__class__ = self.subclasses.on_device(type(tensor))
-            if isinstance(tensor, torch.nn.Parameter):
-                tensor._is_param = True
         else:
             tensor.__class__ = self.subclasses.off_device(type(tensor))
-            vars(tensor).pop("_is_param", None)
 
     def plain(self, tensor: torch.Tensor) -> torch.Tensor:
         """A plain tensor sharing ``tensor``'s data (and autograd history)."""
@@ -621,7 +621,7 @@ class Dispatcher:
                 rebuild, arguments = data.__reduce_ex__(protocol)
             state = torch._utils._get_obj_state(tensor)
             return torch._tensor._rebuild_from_type_v2, (rebuild, kind, arguments, state)
-        if getattr(tensor, "_is_param", False):
+        if isinstance(tensor, torch.nn.Parameter):
             with self.raw():
                 data = data.detach()
             return torch._utils._rebuild_parameter, (data, tensor.requires_grad, {})
