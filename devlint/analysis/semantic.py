@@ -13,7 +13,7 @@ from typing import Iterable
 
 import libcst as cst
 
-from devlint.analysis.tree import descendants
+from devlint.analysis.tree import children, descendants
 
 # Textual order of nodes in the walk; bindings and uses compare these to know what came first.
 Order = int
@@ -103,7 +103,11 @@ class Option:
     plain: bool  # no nargs=, no action= other than "store": one value, converted by type=
 
 
-class _OptionCollector(cst.CSTVisitor):
+class _OptionCollector:
+    """argparse options and attribute assignments of a file, from one walk in source order over
+    the nodes ``devlint.analysis.tree.children`` reaches (LibCST's visitor, which also calls
+    on every whitespace node, took several times as long on a large file)."""
+
     def __init__(self) -> None:
         self.options: dict[str, cst.BaseExpression | None] = {}
         self.declared: dict[str, list[Option]] = {}
@@ -118,6 +122,19 @@ class _OptionCollector(cst.CSTVisitor):
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         if isinstance(node.target, cst.Attribute):
             self.attribute_values.setdefault(node.target.attr.value, []).append(node.value)
+
+    def collect(self, root: cst.CSTNode) -> None:
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            kind = type(node)
+            if kind is cst.Assign:
+                self.visit_Assign(node)
+            elif kind is cst.AugAssign:
+                self.visit_AugAssign(node)
+            elif kind is cst.Call:
+                self.visit_Call(node)
+            stack.extend(reversed(children(node)))
 
     def visit_Call(self, node: cst.Call) -> None:
         if not (isinstance(node.func, cst.Attribute) and node.func.attr.value == "add_argument"):
@@ -209,7 +226,7 @@ class SemanticModel:
     def _collected(self) -> _OptionCollector:
         if self._options is None:
             collector = _OptionCollector()
-            self.module_scope.node.visit(collector)
+            collector.collect(self.module_scope.node)
             self._options = collector
         return self._options
 
