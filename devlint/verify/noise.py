@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from devlint.verify.textcompare import is_number, numbers_agree
 
@@ -56,18 +57,22 @@ class Noise:
     lines: tuple[VaryingLine, ...] = ()
     unmatched: str | None = None
 
+    @cached_property
+    def _by_row(self) -> dict[int, VaryingLine]:
+        # a long output masks every line: found by row, not by a scan of the varying ones each
+        return {varying.row: varying for varying in self.lines}
+
     def mask(self, row: int, line: str) -> str:
-        for varying in self.lines:
-            if varying.row != row:
-                continue
-            if varying.positions is None:
-                return VARIES
-            found = tokens(line)
-            if len(found) != varying.token_count:
-                # Not the line the reference printed there: compared as it is.
-                return line
-            return "".join(VARIES if index in varying.positions else token for index, token in enumerate(found))
-        return line
+        varying = self._by_row.get(row)
+        if varying is None:
+            return line
+        if varying.positions is None:
+            return VARIES
+        found = tokens(line)
+        if len(found) != varying.token_count:
+            # Not the line the reference printed there: compared as it is.
+            return line
+        return "".join(VARIES if index in varying.positions else token for index, token in enumerate(found))
 
     def set_aside(self) -> str:
         """``2 varying lines set aside`` (empty when nothing was)."""
