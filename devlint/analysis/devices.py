@@ -392,7 +392,7 @@ def _tensor_input(function: Scope) -> str | None:
         ):
             return name
         if not isinstance(current, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            stack.extend(current.children)
+            stack.extend(children(current))
     return None
 
 

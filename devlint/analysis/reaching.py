@@ -92,7 +92,8 @@ def reaching_at_end(name: str, scope: cst.CSTNode, walrus: bool = True) -> Reach
 def declared_names(module: cst.Module, text: str) -> frozenset[str]:
     """Every name a ``global`` or ``nonlocal`` statement of the file (``text``) declares: a function
     may then rebind it in another scope, whose analysis skips function bodies and does not see it.
-    One walk of the module; callers ask through ``Flows.declared_global``."""
+    One walk of the module's statements (a declaration is a statement, never inside an
+    expression); callers ask through ``Flows.declared_global``."""
     if "global" not in text and "nonlocal" not in text:
         return frozenset()
     found: set[str] = set()
@@ -101,8 +102,25 @@ def declared_names(module: cst.Module, text: str) -> frozenset[str]:
         node = stack.pop()
         if isinstance(node, (cst.Global, cst.Nonlocal)):
             found.update(item.name.value for item in node.names)
-        stack.extend(node.children)
+        stack.extend(child for child in children(node) if _HOLDS_STATEMENTS[type(child)])
     return frozenset(found)
+
+
+class _StatementHolders(dict):
+    """Concrete node type -> whether a statement can lie in a node of it (by one ``issubclass``
+    per type: LibCST's node classes are ABCs, slow under ``isinstance``)."""
+
+    def __missing__(self, kind: type) -> bool:
+        holds = issubclass(kind, _STATEMENT_HOLDERS)
+        self[kind] = holds
+        return holds
+
+
+_STATEMENT_HOLDERS: tuple[type, ...] = (
+    cst.BaseStatement, cst.BaseSuite, cst.BaseSmallStatement, cst.Else, cst.ExceptHandler,
+    cst.ExceptStarHandler, cst.Finally, cst.MatchCase,
+)
+_HOLDS_STATEMENTS = _StatementHolders()
 
 
 class Flows:

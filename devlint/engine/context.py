@@ -279,7 +279,11 @@ class FileContext:
         imports = UnusedImports(self.filename, self.module, self.model, self.parents)
         released = [imports.released(plan, self.code) if plan is not None else {} for plan, _ in planned]
         positions = self._positions(planned, lines, taken, imports.statements({name: () for names in released for name in names}))
-        spans = tuple((lines.offset(p.start.line, p.start.column), lines.offset(p.end.line, p.end.column)) for p in map(positions.__getitem__, self.module.body))
+        spans = (
+            tuple((lines.offset(p.start.line, p.start.column), lines.offset(p.end.line, p.end.column)) for p in map(positions.__getitem__, self.module.body))
+            if facts is not None
+            else ()
+        )
         if reused is not None and list(spans) != reused[1].expected(reused[0].spans):
             return None
         source = Source(self.module, self.model, self.parents, positions, lines, self.settings)
@@ -332,6 +336,10 @@ class FileContext:
         replaces = [r for plan, _ in planned if plan is not None for r in plan.replacements]
         wanted += [n for r in replaces for n in (r.node, r.until, r.through, *r.holds) if n is not None]
         wanted += imports
+        if self.prints is None and not self.keep_check:
+            # A batch check: only these nodes' statements are printed (the server's checks keep
+            # every top-level statement's span, printed by statement and reused).
+            return node_positions(self.module, lines, wanted, strict=self.stitched, parent_of=self.parents.get)
         return node_positions(
             self.module, lines, [*wanted, *self.module.body], strict=self.stitched, prints=self.prints, top=self._top_level
         )

@@ -118,14 +118,29 @@ class _Recorder(CodegenState):
 class Positions:
     """``positions[node]`` is the node's ``CodeRange``, like ``PositionProvider``'s mapping."""
 
-    def __init__(self, module: cst.Module, lines: LineIndex, spans: dict[int, tuple[int, int]]) -> None:
+    def __init__(
+        self,
+        module: cst.Module,
+        lines: LineIndex,
+        spans: dict[int, tuple[int, int]],
+        locate: Callable[[cst.CSTNode], tuple[int, int] | None] | None = None,
+    ) -> None:
         self._module = module
         self._lines = lines
         self._spans = spans
+        # Finds the span of a node nobody asked for by printing only its statement (see
+        # ``_InPlace``); None where the module was printed whole.
+        self._locate = locate
         self._full: dict[cst.CSTNode, CodeRange] | None = None
 
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
         span = self._spans.get(id(node))
+        if span is None and self._locate is not None:
+            span = self._locate(node)
+            if span is None:
+                span = _whole(self._module, self._lines.text, node)
+            if span is not None:
+                self._spans[id(node)] = span
         if span is not None:
             return CodeRange(self._position(span[0]), self._position(span[1]))
         if self._full is None:
@@ -150,18 +165,176 @@ def positions(
     strict: bool = False,
     prints: StatementPrints | None = None,
     top: Callable[[cst.CSTNode], cst.CSTNode | None] | None = None,
+    parent_of: Callable[[cst.CSTNode], cst.CSTNode | None] | None = None,
 ) -> Positions:
     """The positions of ``nodes`` (any other node is looked up the slow way when asked for).
     With ``prints`` and ``top`` (the top-level statement holding a node, None when unknown),
-    statements printed for an earlier call are not printed again."""
+    statements printed for an earlier call are not printed again. Without them, given
+    ``parent_of`` (each node's parent, None when unknown), only the statements holding ``nodes``
+    are printed, each found in the text (``_InPlace``)."""
     wanted = {id(node): node for node in nodes}
     if prints is not None and top is not None:
         found = _by_statement(module, lines, wanted, prints, top)
         if found is not None:
             return _checked(module, lines, *found, strict)
+    elif parent_of is not None and "\r" not in lines.text:
+        # LibCST may print a lone `\r` as another line ending: such a text takes the whole print.
+        in_place = _InPlace(module, lines.text, parent_of)
+        spans = in_place.spans(wanted.values())
+        if spans is not None:
+            return Positions(module, lines, spans, in_place.span)
+        # Printed whole, as for any caller: every top-level statement's span comes with it (a
+        # node nobody asked for is otherwise looked up with PositionProvider, which knows one
+        # span of a shared node).
+        wanted.update((id(statement), statement) for statement in module.body)
     recorder = _Recorder(module, set(wanted))
     module._codegen(recorder)
     return _checked(module, lines, "".join(recorder.tokens), recorder.spans, recorder.complete, strict)
+
+
+def _whole(module: cst.Module, text: str, node: cst.CSTNode) -> tuple[int, int] | None:
+    """``node``'s span from one print of the module, None where that print is not the text."""
+    recorder = _Recorder(module, {id(node)})
+    module._codegen(recorder)
+    if not recorder.complete or "".join(recorder.tokens) != text:
+        return None
+    return recorder.spans.get(id(node))
+
+
+class _InPlace:
+    """Spans found by printing a node's statement alone and finding that print in the text.
+
+    A statement whose parent is the module or an indented block prints the same tokens alone as
+    in the module, given the indentation of the blocks around it (an ``elif`` would print as
+    ``if``: it is never printed alone). Where that print occurs once in the text, it is the
+    statement's own text (LibCST prints a module back to its text), so the spans recorded while
+    printing it, moved by where it was found, are those one print of the module gives. A print
+    found more than once (a line repeated in the file) is looked for again within its top-level
+    statement, whose span one print of the module gives (made at most once); where it is still
+    not unique, the caller prints the module whole. Printing the module costs about as much as
+    checking it, and most findings need a few statements of it."""
+
+    def __init__(self, module: cst.Module, text: str, parent_of: Callable[[cst.CSTNode], cst.CSTNode | None]) -> None:
+        self._module = module
+        self._text = text
+        self._parent_of = parent_of
+        self._tops: dict[int, tuple[int, int]] | None = None
+        self._order: dict[int, int] | None = None
+
+    def spans(self, nodes: Iterable[cst.CSTNode]) -> dict[int, tuple[int, int]] | None:
+        """The spans of ``nodes``, None where some statement holding them cannot be found."""
+        groups: dict[int, tuple[cst.CSTNode, set[int]]] = {}
+        for node in nodes:
+            statement = self._statement(node)
+            if statement is None:
+                return None
+            groups.setdefault(id(statement), (statement, {id(statement)}))[1].add(id(node))
+        spans: dict[int, tuple[int, int]] = {}
+        for statement, keys in groups.values():
+            found = self._printed(statement, keys)
+            if found is None:
+                return None
+            spans.update(found)
+        return spans
+
+    def span(self, node: cst.CSTNode) -> tuple[int, int] | None:
+        found = self.spans([node])
+        return None if found is None else found.get(id(node))
+
+    def _statement(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The innermost statement that holds ``node`` (itself for one) and prints alone as it
+        does in place; None for a shared node, a node the walk did not reach and the module."""
+        if type(node) in SHARED_KINDS:
+            return None
+        while True:
+            parent = self._parent_of(node)
+            if parent is None:
+                return None
+            if isinstance(node, cst.BaseStatement) and type(parent) in (cst.IndentedBlock, cst.Module):
+                return node
+            node = parent
+
+    def _printed(self, statement: cst.CSTNode, keys: set[int]) -> dict[int, tuple[int, int]] | None:
+        while True:
+            recorder = _Recorder(self._module, set(keys))
+            recorder.indent_tokens = self._indents(statement)
+            statement._codegen(recorder)
+            if not recorder.complete:
+                return None
+            at = self._place(statement, "".join(recorder.tokens), recorder.spans)
+            if at is not None:
+                return {key: (at + begin, at + finish) for key, (begin, finish) in recorder.spans.items()}
+            parent = self._parent_of(statement)
+            if parent is None or parent is self._module:
+                return None
+            # The same lines stand elsewhere in its top-level statement: print what holds them.
+            found = self._statement(parent)
+            if found is None:
+                return None
+            statement = found
+            keys = keys | {id(statement)}
+
+    def _place(self, statement: cst.CSTNode, code: str, spans: dict[int, tuple[int, int]]) -> int | None:
+        """Where ``statement``, printed as ``code`` (``spans`` from its start), stands in the text."""
+        at = self._find(code, 0, len(self._text))
+        if at is not None:
+            return at
+        top = self._top(statement)
+        tops = self._top_spans()
+        if top is None or id(top) not in tops:
+            return None
+        if top is statement:
+            # Its own span in the module's print, less the lines before it that it prints.
+            at = tops[id(top)][0] - spans[id(statement)][0]
+            return at if self._text.startswith(code, at) else None
+        return self._find(code, *self._around(top))
+
+    def _find(self, code: str, start: int, end: int) -> int | None:
+        """Where ``code`` occurs in the text between ``start`` and ``end``, if it occurs once."""
+        at = self._text.find(code, start, end)
+        if at < 0 or self._text.find(code, at + 1, end) >= 0:
+            return None
+        return at
+
+    def _top(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        parent = self._parent_of(node)
+        while parent is not None and parent is not self._module:
+            node, parent = parent, self._parent_of(parent)
+        return node if parent is self._module else None
+
+    def _around(self, top: cst.CSTNode) -> tuple[int, int]:
+        """From the end of the statement before ``top`` to the start of the one after it: the
+        text of ``top`` lies within (its syntactic span leaves out the lines before it and its
+        last newline), and nothing of another top-level statement but those lines."""
+        body = self._module.body
+        tops = self._top_spans()
+        if self._order is None:
+            self._order = {id(statement): i for i, statement in enumerate(body)}
+        index = self._order[id(top)]
+        start = tops[id(body[index - 1])][1] if index > 0 else 0
+        end = tops[id(body[index + 1])][0] if index + 1 < len(body) else len(self._text)
+        return start, end
+
+    def _top_spans(self) -> dict[int, tuple[int, int]]:
+        """The spans of the top-level statements, from one print of the module (none where that
+        print differs from the text)."""
+        if self._tops is None:
+            recorder = _Recorder(self._module, {id(statement) for statement in self._module.body})
+            self._module._codegen(recorder)
+            same = recorder.complete and "".join(recorder.tokens) == self._text
+            self._tops = recorder.spans if same else {}
+        return self._tops
+
+    def _indents(self, statement: cst.CSTNode) -> list[str]:
+        """The indentation the blocks around ``statement`` give it, outermost first."""
+        indents: list[str] = []
+        node = self._parent_of(statement)
+        while node is not None and node is not self._module:
+            if type(node) is cst.IndentedBlock:
+                indents.append(self._module.default_indent if node.indent is None else node.indent)
+            node = self._parent_of(node)
+        indents.reverse()
+        return indents
 
 
 def _checked(

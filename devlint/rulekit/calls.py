@@ -7,6 +7,7 @@ from functools import lru_cache
 import libcst as cst
 
 from devlint.analysis.semantic import SemanticModel, dotted_name, string_value
+from devlint.analysis.tree import children
 from devlint.rule import RuleContext, Site
 
 
@@ -67,7 +68,7 @@ def names_in(node: cst.CSTNode) -> set[str]:
             # `.to(device)` an earlier fix wrote into a nested `.cuda().cuda()` keeps `device` usable.
             stack.append(current.func.value)  # type: ignore[attr-defined]
         else:
-            stack.extend(current.children)
+            stack.extend(children(current))
     return found
 
 
@@ -261,7 +262,7 @@ def calls_in(node: cst.CSTNode) -> list[cst.Call]:
         current = stack.pop()
         if isinstance(current, cst.Call):
             found.append(current)
-        stack.extend(current.children)
+        stack.extend(children(current))
     return found
 
 
