@@ -18,6 +18,7 @@ import pytest
 
 from devlint import registry
 from devlint.engine.lint import ParseError, fix_text, lint_text
+from devlint.engine.sections import SECTION_CHARS
 from devlint.gate.catalog import RULES, Word
 from devlint.gate.conditions import CONDITIONS
 from devlint.gate.facts import collect
@@ -309,7 +310,7 @@ def test_near_misses_pass_the_prefilter_but_not_the_gate(text: str) -> None:
 def test_a_file_parsed_in_sections_is_gated_on_its_whole_text() -> None:
     filler = "".join(f"n{i} = '{'a' * 100}'  # {'b' * 100}\n" for i in range(650))
     text = "import torch\n" + filler + "x = torch.ones(2).cuda()\n"
-    assert len(text) > 2 * 64 * 1024
+    assert len(text) > 2 * SECTION_CHARS
     findings = _assert_same(text, [rule_by_code("DEV101"), rule_by_code("DEV402")])
     assert [f.code for f in findings] == ["DEV101"]
     assert screen(text.replace(".cuda()", ".to('cpu')"), RULES_ALL) == []

@@ -45,8 +45,12 @@ class FileContext:
         stitched: bool = False,
         prints: StatementPrints | None = None,
         imported: ImportedConstants = NONE,
+        rows: tuple[int, ...] | None = None,
     ) -> None:
         self.filename = filename
+        # The first row of each top-level statement, from CPython's tree where the screen read it
+        # (devlint.engine.positions.top_rows): findings' positions then print less of the module.
+        self.rows = rows
         # Constants the file imports from its project, read by the run (devlint.run.project_imports).
         self.imported = imported
         self._foreign: dict[str, tuple[ValueReader, cst.BaseExpression] | None] = {}
@@ -339,7 +343,7 @@ class FileContext:
         if self.prints is None and not self.keep_check:
             # A batch check: only these nodes' statements are printed (the server's checks keep
             # every top-level statement's span, printed by statement and reused).
-            return node_positions(self.module, lines, wanted, strict=self.stitched, parent_of=self.parents.get)
+            return node_positions(self.module, lines, wanted, strict=self.stitched, parent_of=self.parents.get, rows=self.rows)
         return node_positions(
             self.module, lines, [*wanted, *self.module.body], strict=self.stitched, prints=self.prints, top=self._top_level
         )

@@ -10,7 +10,7 @@ import libcst as cst
 
 from devlint.engine.context import FileContext, FixSettings
 from devlint.engine.interning import shared_trivia
-from devlint.engine.positions import StatementPrints, TreeMismatch
+from devlint.engine.positions import StatementPrints, TreeMismatch, top_rows
 from devlint.engine.reuse import EarlierChecks
 from devlint.engine.sections import SECTION_CHARS, Parser, parse_in_sections
 from devlint.engine.walk import walk
@@ -113,10 +113,11 @@ def lint_text(
             rules = chosen
     parser, section_chars = sections or (cst.parse_module, SECTION_CHARS)
     constants = imported(tree) if callable(imported) else imported
+    rows = top_rows(tree) if tree is not None else None
     try:
         parsed = _parse(text, section_chars, parser, tree, reading)
         del tree  # CPython's tree of a large file is ~100 MB: not kept through the walk
-        return _lint_module(parsed, text, filename, rules, settings, prints, constants, earlier)
+        return _lint_module(parsed, text, filename, rules, settings, prints, constants, earlier, rows)
     except TreeMismatch:
         # A tree stitched from sections that does not print back to its text: parse it whole.
         return _lint_module(_parse(text, len(text)), text, filename, rules, settings, imported=constants)
@@ -131,8 +132,9 @@ def _lint_module(
     prints: StatementPrints | None = None,
     imported: ImportedConstants = NONE,
     earlier: EarlierChecks | None = None,
+    rows: tuple[int, ...] | None = None,
 ) -> list[Finding]:
-    ctx = FileContext(filename, text, parsed[0], settings, stitched=parsed[1], prints=prints, imported=imported)
+    ctx = FileContext(filename, text, parsed[0], settings, stitched=parsed[1], prints=prints, imported=imported, rows=rows)
     ctx.rule_codes = tuple(rule.code for rule in rules)
     ctx.keep_check = earlier is not None
     try:

@@ -20,9 +20,10 @@ the text and spans printed for a statement object are kept and only new statemen
 
 from __future__ import annotations
 
+import ast
 import bisect
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, fields
 from typing import Any
@@ -166,20 +167,24 @@ def positions(
     prints: StatementPrints | None = None,
     top: Callable[[cst.CSTNode], cst.CSTNode | None] | None = None,
     parent_of: Callable[[cst.CSTNode], cst.CSTNode | None] | None = None,
+    rows: Sequence[int] | None = None,
 ) -> Positions:
     """The positions of ``nodes`` (any other node is looked up the slow way when asked for).
     With ``prints`` and ``top`` (the top-level statement holding a node, None when unknown),
     statements printed for an earlier call are not printed again. Without them, given
     ``parent_of`` (each node's parent, None when unknown), only the statements holding ``nodes``
-    are printed, each found in the text (``_InPlace``)."""
+    are printed, each found in the text (``_InPlace``; ``rows``: where each top-level statement
+    starts, as ``top_rows`` reads CPython's tree)."""
     wanted = {id(node): node for node in nodes}
     if prints is not None and top is not None:
         found = _by_statement(module, lines, wanted, prints, top)
         if found is not None:
             return _checked(module, lines, *found, strict)
-    elif parent_of is not None and "\r" not in lines.text:
-        # LibCST may print a lone `\r` as another line ending: such a text takes the whole print.
-        in_place = _InPlace(module, lines.text, parent_of)
+    elif parent_of is not None and "\r" not in lines.text and lines.text.endswith("\n"):
+        # A statement prints as it stands in the text, except with a lone `\r` (which LibCST may
+        # print as another line ending) and as the last line of a text without a final newline
+        # (printed with one, taken back by the module): such a text takes the whole print.
+        in_place = _InPlace(module, lines, parent_of, rows)
         spans = in_place.spans(wanted.values())
         if spans is not None:
             return Positions(module, lines, spans, in_place.span)
@@ -209,32 +214,54 @@ class _InPlace:
     ``if``: it is never printed alone). Where that print occurs once in the text, it is the
     statement's own text (LibCST prints a module back to its text), so the spans recorded while
     printing it, moved by where it was found, are those one print of the module gives. A print
-    found more than once (a line repeated in the file) is looked for again within its top-level
-    statement, whose span one print of the module gives (made at most once); where it is still
-    not unique, the caller prints the module whole. Printing the module costs about as much as
-    checking it, and most findings need a few statements of it."""
+    found more than once (a line repeated in the file) is replaced by the print of the statement
+    that holds it (a method is rarely repeated); a top-level statement still not unique takes its
+    place from one print of the module, made at most once. Printing the module costs about as
+    much as checking it, and most findings need a few statements of it."""
 
-    def __init__(self, module: cst.Module, text: str, parent_of: Callable[[cst.CSTNode], cst.CSTNode | None]) -> None:
+    def __init__(
+        self,
+        module: cst.Module,
+        lines: LineIndex,
+        parent_of: Callable[[cst.CSTNode], cst.CSTNode | None],
+        rows: Sequence[int] | None,
+    ) -> None:
         self._module = module
-        self._text = text
+        self._text = lines.text
         self._parent_of = parent_of
         self._tops: dict[int, tuple[int, int]] | None = None
-        self._order: dict[int, int] | None = None
+        # Where each top-level statement's first token starts (its first row, at column 0), by
+        # the statement's id and in order; None without rows that match the module's statements.
+        self._starts: dict[int, int] | None = None
+        self._order: dict[int, int] = {}
+        if rows is not None and len(rows) == len(module.body) and all(0 < row <= len(lines.starts) for row in rows):
+            self._starts = {id(statement): lines.starts[row - 1] for statement, row in zip(module.body, rows)}
+            self._order = {id(statement): i for i, statement in enumerate(module.body)}
 
     def spans(self, nodes: Iterable[cst.CSTNode]) -> dict[int, tuple[int, int]] | None:
         """The spans of ``nodes``, None where some statement holding them cannot be found."""
-        groups: dict[int, tuple[cst.CSTNode, set[int]]] = {}
+        pending: dict[int, tuple[cst.CSTNode, set[int]]] = {}
         for node in nodes:
             statement = self._statement(node)
             if statement is None:
                 return None
-            groups.setdefault(id(statement), (statement, {id(statement)}))[1].add(id(node))
+            pending.setdefault(id(statement), (statement, {id(statement)}))[1].add(id(node))
         spans: dict[int, tuple[int, int]] = {}
-        for statement, keys in groups.values():
-            found = self._printed(statement, keys)
-            if found is None:
-                return None
-            spans.update(found)
+        while pending:
+            # Statements not found are replaced by those that hold them, each printed once for
+            # all the nodes it holds: many findings in one function cost one print of it.
+            holders: dict[int, tuple[cst.CSTNode, set[int]]] = {}
+            for statement, keys in pending.values():
+                found = self._printed(statement, keys)
+                if found is not None:
+                    spans.update(found)
+                    continue
+                parent = self._parent_of(statement)
+                holder = None if parent is None or parent is self._module else self._statement(parent)
+                if holder is None:
+                    return None
+                holders.setdefault(id(holder), (holder, {id(holder)}))[1].update(keys)
+            pending = holders
         return spans
 
     def span(self, node: cst.CSTNode) -> tuple[int, int] | None:
@@ -255,39 +282,19 @@ class _InPlace:
             node = parent
 
     def _printed(self, statement: cst.CSTNode, keys: set[int]) -> dict[int, tuple[int, int]] | None:
-        while True:
-            recorder = _Recorder(self._module, set(keys))
-            recorder.indent_tokens = self._indents(statement)
-            statement._codegen(recorder)
-            if not recorder.complete:
-                return None
-            at = self._place(statement, "".join(recorder.tokens), recorder.spans)
-            if at is not None:
-                return {key: (at + begin, at + finish) for key, (begin, finish) in recorder.spans.items()}
-            parent = self._parent_of(statement)
-            if parent is None or parent is self._module:
-                return None
-            # The same lines stand elsewhere in its top-level statement: print what holds them.
-            found = self._statement(parent)
-            if found is None:
-                return None
-            statement = found
-            keys = keys | {id(statement)}
-
-    def _place(self, statement: cst.CSTNode, code: str, spans: dict[int, tuple[int, int]]) -> int | None:
-        """Where ``statement``, printed as ``code`` (``spans`` from its start), stands in the text."""
-        at = self._find(code, 0, len(self._text))
-        if at is not None:
-            return at
-        top = self._top(statement)
-        tops = self._top_spans()
-        if top is None or id(top) not in tops:
+        """The spans of ``keys`` (nodes in ``statement``), where the statement is found."""
+        recorder = _Recorder(self._module, set(keys))
+        recorder.indent_tokens = self._indents(statement)
+        statement._codegen(recorder)
+        if not recorder.complete:
             return None
-        if top is statement:
-            # Its own span in the module's print, less the lines before it that it prints.
-            at = tops[id(top)][0] - spans[id(statement)][0]
-            return at if self._text.startswith(code, at) else None
-        return self._find(code, *self._around(top))
+        code = "".join(recorder.tokens)
+        at = self._find(code, 0, len(self._text))
+        if at is None:
+            at = self._placed(statement, code, recorder.spans[id(statement)][0])
+        if at is None:
+            return None
+        return {key: (at + begin, at + finish) for key, (begin, finish) in recorder.spans.items()}
 
     def _find(self, code: str, start: int, end: int) -> int | None:
         """Where ``code`` occurs in the text between ``start`` and ``end``, if it occurs once."""
@@ -296,24 +303,38 @@ class _InPlace:
             return None
         return at
 
+    def _placed(self, statement: cst.CSTNode, code: str, own: int) -> int | None:
+        """Where ``statement`` (printed as ``code``, its own tokens from ``own`` on), whose print
+        occurs more than once, stands: a top-level statement where its first row starts, less the
+        lines before it that it prints; another one where it occurs once within its top-level
+        statement, which lies between the first row of that statement and the first row of the
+        next (their lines before them included)."""
+        top = self._top(statement)
+        if top is None:
+            return None
+        if self._starts is None:
+            # No rows: one print of the module gives the top-level statements' spans.
+            if top is not statement or id(top) not in self._top_spans():
+                return None
+            at = self._top_spans()[id(top)][0] - own
+        elif top is statement:
+            leading = len(getattr(statement, "leading_lines", ()))
+            first = 0
+            for _ in range(leading):
+                first = code.index("\n", first) + 1
+            at = self._starts[id(top)] - first
+        else:
+            index = self._order[id(top)]
+            body = self._module.body
+            end = self._starts[id(body[index + 1])] if index + 1 < len(body) else len(self._text)
+            return self._find(code, self._starts[id(top)], end)
+        return at if at >= 0 and self._text.startswith(code, at) else None
+
     def _top(self, node: cst.CSTNode) -> cst.CSTNode | None:
         parent = self._parent_of(node)
         while parent is not None and parent is not self._module:
             node, parent = parent, self._parent_of(parent)
         return node if parent is self._module else None
-
-    def _around(self, top: cst.CSTNode) -> tuple[int, int]:
-        """From the end of the statement before ``top`` to the start of the one after it: the
-        text of ``top`` lies within (its syntactic span leaves out the lines before it and its
-        last newline), and nothing of another top-level statement but those lines."""
-        body = self._module.body
-        tops = self._top_spans()
-        if self._order is None:
-            self._order = {id(statement): i for i, statement in enumerate(body)}
-        index = self._order[id(top)]
-        start = tops[id(body[index - 1])][1] if index > 0 else 0
-        end = tops[id(body[index + 1])][0] if index + 1 < len(body) else len(self._text)
-        return start, end
 
     def _top_spans(self) -> dict[int, tuple[int, int]]:
         """The spans of the top-level statements, from one print of the module (none where that
@@ -490,3 +511,15 @@ def _by_statement(
         line._codegen(foot)
     pieces.append("".join(foot.tokens))
     return "".join(pieces), spans, complete
+
+
+def top_rows(tree: ast.Module) -> tuple[int, ...]:
+    """The first row of each top-level statement of the module ``tree`` is CPython's tree of, as
+    LibCST counts them: statements joined by ``;`` are one, a decorated one starts at its first
+    decorator (``_InPlace`` checks each against the text before using it)."""
+    rows: list[int] = []
+    for statement in tree.body:
+        row = min([statement.lineno, *(decorator.lineno for decorator in getattr(statement, "decorator_list", ()))])
+        if not rows or rows[-1] != row:
+            rows.append(row)
+    return tuple(rows)

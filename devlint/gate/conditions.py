@@ -604,19 +604,35 @@ def cuda_availability_check(facts: Facts) -> bool:
     return next(calls_to(facts, "torch.cuda.is_available"), None) is not None
 
 
-# DEV605's namespaces, by the name that reaches them (`torch.accelerator` through `accelerator`).
-DEVICE_API_NAMESPACES = frozenset(name.rpartition(".")[2] for name in (*DEVICE_API_MODULES, *DEVICE_API_CLASSES))
-
-
 def unknown_device_api(facts: Facts) -> bool:
-    # DEV605 reports a name that resolves (through imports) to torch.accelerator.X, torch.amp.X,
-    # torch.Stream.X or torch.Event.X, so that namespace's name is an attribute or a part of an
-    # import; or an attribute of a call to `get_device_module`.
+    # DEV605 reports an attribute of a call to `get_device_module`; and an attribute, or a name
+    # imported from torch.accelerator or torch.amp, whose qualified name (through imports) is
+    # torch.accelerator.X, torch.amp.X, torch.Stream.X or torch.Event.X, X public, and X unknown
+    # to that namespace or known only from some release on (`_check`: a name every release has
+    # is never reported).
     if "get_device_module" in facts.calls:
         return True
     if "torch" not in facts.import_roots():
         return False
-    return any(name in facts.attributes or name in facts.import_parts for name in DEVICE_API_NAMESPACES)
+    if any(_unknown_device_api(name) for bound in facts.imports.values() for name in bound):
+        return True
+    return any(
+        _unknown_device_api(f"{owner}.{attribute.attr}")
+        for accesses in facts.attributes.values()
+        for attribute in accesses
+        for owner in _qualified(facts, attribute.value)
+    )
+
+
+def _unknown_device_api(qualified: str) -> bool:
+    """``qualified`` is a public name of torch's device APIs that DEV605 may report."""
+    namespace, _, name = qualified.rpartition(".")
+    if not name or name.startswith("_"):
+        return False
+    if namespace in DEVICE_API_CLASSES:
+        return name not in DEVICE_API_CLASSES[namespace]
+    table = DEVICE_API_MODULES.get(namespace)
+    return table is not None and (name not in table or table[name] is not None)
 
 
 CONDITIONS: dict[str, Condition] = {
