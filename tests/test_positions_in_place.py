@@ -15,11 +15,10 @@ from devlint.engine.lint import parse
 from devlint.engine.positions import positions, top_rows
 from devlint.fixes import LineIndex
 
-REPEATED = """\
-import torch
+# Two functions of the same lines, then a top-level line twice: every print repeats.
+_BLOCK = """
 
-
-def block_0():
+def block_{i}():
     x = y.cuda()
     x = y.cuda()
     if x:
@@ -28,20 +27,8 @@ def block_0():
         x = y.cuda()
     else:
         x = y.cuda()
-
-
-def block_1():
-    x = y.cuda()
-    x = y.cuda()
-    if x:
-        x = y.cuda()
-    elif y:
-        x = y.cuda()
-    else:
-        x = y.cuda()
-x = y.cuda(); z = y.cuda()
-x = y.cuda(); z = y.cuda()
 """
+REPEATED = "import torch\n" + _BLOCK.format(i=0) + _BLOCK.format(i=1) + "x = y.cuda(); z = y.cuda()\n" * 2
 
 DECORATED = """\
 # header comment
@@ -76,20 +63,15 @@ def f(x):
     return x.cuda()
 """
 
-NESTED = """\
-class Outer:
+_INNER = """\
     class Inner:
         def method(self):
             with torch.no_grad():
                 for batch in loader:
                     batch = batch.cuda()
                     batch = batch.cuda()
-    class Inner:
-        def method(self):
-            with torch.no_grad():
-                for batch in loader:
-                    batch = batch.cuda()
-                    batch = batch.cuda()
+"""
+NESTED = "class Outer:\n" + _INNER * 2 + """\
 try:
     x = y.cuda()
 except Exception:
