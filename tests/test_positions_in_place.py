@@ -12,7 +12,7 @@ import pytest
 
 from devlint.analysis.tree import children
 from devlint.engine.lint import parse
-from devlint.engine.positions import positions, top_rows
+from devlint.engine.positions import _InPlace, positions, statement_rows, statements_in_order
 from devlint.fixes import LineIndex
 
 # Two functions of the same lines, then a top-level line twice: every print repeats.
@@ -126,6 +126,13 @@ def _compare(text: str, rows: tuple[int, ...] | None) -> int:
     return len(asked)
 
 
+def _printed_alone(text: str) -> bool:
+    """Whether the statements holding the nodes were placed without printing the module."""
+    module = parse(text)
+    parents = _parents(module)
+    return _InPlace(module, LineIndex(text), parents.get, statement_rows(ast.parse(text), text)).spans(_asked(module, parents)) is not None
+
+
 def code_of(module: cst.Module, node: cst.CSTNode) -> str:
     return module.code_for_node(node)
 
@@ -133,8 +140,10 @@ def code_of(module: cst.Module, node: cst.CSTNode) -> str:
 @pytest.mark.parametrize("name", TEXTS)
 def test_statements_printed_alone_give_the_spans_of_one_print(name: str) -> None:
     text = TEXTS[name]
-    assert _compare(text, top_rows(ast.parse(text))) > 5
-    # Without CPython's rows, a repeated top-level statement is placed by one print.
+    assert _compare(text, statement_rows(ast.parse(text), text)) > 5
+    # Placed by rows, not printed whole (but where the text has `\r` or no final newline).
+    assert _printed_alone(text) or "\r" in text or not text.endswith("\n")
+    # Without CPython's rows, the module is printed whole.
     assert _compare(text, None) > 5
 
 
@@ -143,13 +152,41 @@ def test_rows_that_do_not_match_the_module_are_not_used() -> None:
     # print is checked against the text and not trusted. (CPython and LibCST read the same
     # grammar, so rows of the text itself always match its statements.)
     text = DECORATED
-    rows = top_rows(ast.parse(text))
+    rows = statement_rows(ast.parse(text), text)
     assert _compare(text, rows[:-1]) > 5
     assert _compare(text, tuple(row + 1 for row in rows)) > 5
 
 
-def test_top_rows_join_statements_on_one_line_and_start_at_decorators() -> None:
-    assert top_rows(ast.parse("a = 1; b = 2\n\n\n@d\n\n@e\ndef f():\n    pass\nc = 3\n")) == (1, 4, 9)
+ROWS = """\
+a = 1; b = 2
+if a: b = 3
+else: b = 4
+
+
+@d
+
+@e
+def f():
+    if a:
+        pass
+    elif b:
+        pass
+    else:
+        x = 1; y = 2
+    try: pass
+    except E: pass
+    return (
+        1)
+c = 3
+"""
+
+
+def test_statement_rows_pair_with_libcsts_statements() -> None:
+    # `;` and one-line suites are one statement; a decorated def starts at its first decorator;
+    # an `elif` is no statement of its own.
+    rows = statement_rows(ast.parse(ROWS), ROWS)
+    assert rows == (1, 2, 6, 10, 11, 13, 15, 16, 18, 20)
+    assert len(statements_in_order(parse(ROWS))) == len(rows)
 
 
 def test_torch_sources_give_the_spans_of_one_print() -> None:
@@ -158,4 +195,5 @@ def test_torch_sources_give_the_spans_of_one_print() -> None:
     files = [root / "cuda" / "memory.py", root / "amp" / "grad_scaler.py", root / "nn" / "parallel" / "data_parallel.py"]
     for path in files:
         text = path.read_text()
-        assert _compare(text, top_rows(ast.parse(text))) > 100
+        assert _compare(text, statement_rows(ast.parse(text), text)) > 100
+        assert _printed_alone(text)

@@ -20,11 +20,13 @@ from devlint.analysis.version_guards import older_branches, runs_only_below
 from devlint.engine.placement import Insertion, Source, local_definition, place, torch_only_in_functions
 from devlint.engine.positions import Positions, StatementPrints
 from devlint.engine.positions import positions as node_positions
+from devlint.engine.positions import statement_rows
 from devlint.engine.render import code_at_indent, in_file_style
 from devlint.engine.reuse import Check, FileFacts, Kept, Window, report_key, window
 from devlint.engine.torch_imports import renamed_torch
 from devlint.engine.unused_imports import UnusedImports
 from devlint.findings import Edit, Finding, Fix, Location, Release
+from devlint.gate.syntax import cpython_tree
 from devlint.fixes import DeviceRef, FixPlan, HelperRef, LineIndex, Replace, unused_import_edits
 from devlint.project import NONE, ImportedConstants
 from devlint.rule import FixFactory, Report, Rule, Site
@@ -48,8 +50,9 @@ class FileContext:
         rows: tuple[int, ...] | None = None,
     ) -> None:
         self.filename = filename
-        # The first row of each top-level statement, from CPython's tree where the screen read it
-        # (devlint.engine.positions.top_rows): findings' positions then print less of the module.
+        # The first row of each statement, from CPython's tree where the screen read it
+        # (devlint.engine.positions.statement_rows): findings' positions then print only their
+        # statements; read from the text when the findings need them, where not given.
         self.rows = rows
         # Constants the file imports from its project, read by the run (devlint.run.project_imports).
         self.imported = imported
@@ -343,7 +346,8 @@ class FileContext:
         if self.prints is None and not self.keep_check:
             # A batch check: only these nodes' statements are printed (the server's checks keep
             # every top-level statement's span, printed by statement and reused).
-            return node_positions(self.module, lines, wanted, strict=self.stitched, parent_of=self.parents.get, rows=self.rows)
+            rows = self.rows if self.rows is not None else _rows_of(self.text)
+            return node_positions(self.module, lines, wanted, strict=self.stitched, parent_of=self.parents.get, rows=rows)
         return node_positions(
             self.module, lines, [*wanted, *self.module.body], strict=self.stitched, prints=self.prints, top=self._top_level
         )
@@ -485,3 +489,10 @@ def _uses_definition(plan: FixPlan) -> bool:
 
 def _calls_new_helper(plan: FixPlan) -> bool:
     return plan.helper is not None and plan.helper.inserted
+
+
+def _rows_of(text: str) -> tuple[int, ...] | None:
+    """``statement_rows`` of ``text``, None where CPython cannot read it (syntax newer than this
+    interpreter's, which LibCST accepts)."""
+    tree = cpython_tree(text)
+    return None if tree is None else statement_rows(tree, text)

@@ -10,7 +10,7 @@ import libcst as cst
 
 from devlint.engine.context import FileContext, FixSettings
 from devlint.engine.interning import shared_trivia
-from devlint.engine.positions import StatementPrints, TreeMismatch, top_rows
+from devlint.engine.positions import StatementPrints, TreeMismatch, statement_rows
 from devlint.engine.reuse import EarlierChecks
 from devlint.engine.sections import SECTION_CHARS, Parser, parse_in_sections
 from devlint.engine.walk import walk
@@ -113,7 +113,7 @@ def lint_text(
             rules = chosen
     parser, section_chars = sections or (cst.parse_module, SECTION_CHARS)
     constants = imported(tree) if callable(imported) else imported
-    rows = top_rows(tree) if tree is not None else None
+    rows = statement_rows(tree, text) if tree is not None else None
     try:
         parsed = _parse(text, section_chars, parser, tree, reading)
         del tree  # CPython's tree of a large file is ~100 MB: not kept through the walk

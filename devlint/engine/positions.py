@@ -33,6 +33,7 @@ from libcst._nodes.internal import CodegenState
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
 from devlint.fixes import LineIndex
+from devlint.analysis.tree import children
 from devlint.engine.interning import SHARED_KINDS
 
 # Reused for every node whose position nobody asked for: it does nothing and holds no state.
@@ -172,15 +173,15 @@ def positions(
     """The positions of ``nodes`` (any other node is looked up the slow way when asked for).
     With ``prints`` and ``top`` (the top-level statement holding a node, None when unknown),
     statements printed for an earlier call are not printed again. Without them, given
-    ``parent_of`` (each node's parent, None when unknown), only the statements holding ``nodes``
-    are printed, each found in the text (``_InPlace``; ``rows``: where each top-level statement
-    starts, as ``top_rows`` reads CPython's tree)."""
+    ``parent_of`` (each node's parent, None when unknown)
+    and ``rows`` (where each statement starts, as ``statement_rows`` reads CPython's tree),
+    only the statements holding ``nodes`` are printed (``_InPlace``)."""
     wanted = {id(node): node for node in nodes}
     if prints is not None and top is not None:
         found = _by_statement(module, lines, wanted, prints, top)
         if found is not None:
             return _checked(module, lines, *found, strict)
-    elif parent_of is not None and "\r" not in lines.text and lines.text.endswith("\n"):
+    elif parent_of is not None and rows is not None and "\r" not in lines.text and lines.text.endswith("\n"):
         # A statement prints as it stands in the text, except with a lone `\r` (which LibCST may
         # print as another line ending) and as the last line of a text without a final newline
         # (printed with one, taken back by the module): such a text takes the whole print.
@@ -207,61 +208,51 @@ def _whole(module: cst.Module, text: str, node: cst.CSTNode) -> tuple[int, int] 
 
 
 class _InPlace:
-    """Spans found by printing a node's statement alone and finding that print in the text.
+    """Spans found by printing only the statements that hold the wanted nodes.
 
     A statement whose parent is the module or an indented block prints the same tokens alone as
     in the module, given the indentation of the blocks around it (an ``elif`` would print as
-    ``if``: it is never printed alone). Where that print occurs once in the text, it is the
-    statement's own text (LibCST prints a module back to its text), so the spans recorded while
-    printing it, moved by where it was found, are those one print of the module gives. A print
-    found more than once (a line repeated in the file) is replaced by the print of the statement
-    that holds it (a method is rarely repeated); a top-level statement still not unique takes its
-    place from one print of the module, made at most once. Printing the module costs about as
-    much as checking it, and most findings need a few statements of it."""
+    ``if``: it is never printed alone). CPython's tree of the same text says on which row each
+    statement starts (``statement_rows``): the print stands there, less the lines before the
+    statement that it prints, and is checked against the text. The spans recorded while printing
+    it, moved by where it stands, are those one print of the module gives. Where rows and
+    statements do not pair up, or a print is not the text where it should stand, the caller
+    prints the module whole. Printing the module costs about as much as checking it, and most
+    findings need a few statements of it."""
 
     def __init__(
         self,
         module: cst.Module,
         lines: LineIndex,
         parent_of: Callable[[cst.CSTNode], cst.CSTNode | None],
-        rows: Sequence[int] | None,
+        rows: Sequence[int],
     ) -> None:
         self._module = module
-        self._text = lines.text
+        self._lines = lines
         self._parent_of = parent_of
-        self._tops: dict[int, tuple[int, int]] | None = None
-        # Where each top-level statement's first token starts (its first row, at column 0), by
-        # the statement's id and in order; None without rows that match the module's statements.
+        statements = statements_in_order(module)
+        # Where each statement's first row starts, by the statement's id; None where CPython
+        # and LibCST do not count the same statements.
         self._starts: dict[int, int] | None = None
-        self._order: dict[int, int] = {}
-        if rows is not None and len(rows) == len(module.body) and all(0 < row <= len(lines.starts) for row in rows):
-            self._starts = {id(statement): lines.starts[row - 1] for statement, row in zip(module.body, rows)}
-            self._order = {id(statement): i for i, statement in enumerate(module.body)}
+        if len(statements) == len(rows) and all(0 < row <= len(lines.starts) for row in rows):
+            self._starts = {id(statement): lines.starts[row - 1] for statement, row in zip(statements, rows)}
 
     def spans(self, nodes: Iterable[cst.CSTNode]) -> dict[int, tuple[int, int]] | None:
-        """The spans of ``nodes``, None where some statement holding them cannot be found."""
-        pending: dict[int, tuple[cst.CSTNode, set[int]]] = {}
+        """The spans of ``nodes``, None where some statement holding them cannot be placed."""
+        if self._starts is None:
+            return None
+        groups: dict[int, tuple[cst.CSTNode, set[int]]] = {}
         for node in nodes:
             statement = self._statement(node)
             if statement is None:
                 return None
-            pending.setdefault(id(statement), (statement, {id(statement)}))[1].add(id(node))
+            groups.setdefault(id(statement), (statement, {id(statement)}))[1].add(id(node))
         spans: dict[int, tuple[int, int]] = {}
-        while pending:
-            # Statements not found are replaced by those that hold them, each printed once for
-            # all the nodes it holds: many findings in one function cost one print of it.
-            holders: dict[int, tuple[cst.CSTNode, set[int]]] = {}
-            for statement, keys in pending.values():
-                found = self._printed(statement, keys)
-                if found is not None:
-                    spans.update(found)
-                    continue
-                parent = self._parent_of(statement)
-                holder = None if parent is None or parent is self._module else self._statement(parent)
-                if holder is None:
-                    return None
-                holders.setdefault(id(holder), (holder, {id(holder)}))[1].update(keys)
-            pending = holders
+        for statement, keys in groups.values():
+            found = self._printed(statement, keys)
+            if found is None:
+                return None
+            spans.update(found)
         return spans
 
     def span(self, node: cst.CSTNode) -> tuple[int, int] | None:
@@ -273,78 +264,34 @@ class _InPlace:
         does in place; None for a shared node, a node the walk did not reach and the module."""
         if type(node) in SHARED_KINDS:
             return None
+        starts = self._starts
+        assert starts is not None
         while True:
             parent = self._parent_of(node)
             if parent is None:
                 return None
-            if isinstance(node, cst.BaseStatement) and type(parent) in (cst.IndentedBlock, cst.Module):
+            if id(node) in starts and type(parent) in (cst.IndentedBlock, cst.Module):
                 return node
             node = parent
 
     def _printed(self, statement: cst.CSTNode, keys: set[int]) -> dict[int, tuple[int, int]] | None:
-        """The spans of ``keys`` (nodes in ``statement``), where the statement is found."""
+        """The spans of ``keys`` (nodes in ``statement``), where the statement's print stands."""
+        assert self._starts is not None
         recorder = _Recorder(self._module, set(keys))
         recorder.indent_tokens = self._indents(statement)
         statement._codegen(recorder)
         if not recorder.complete:
             return None
         code = "".join(recorder.tokens)
-        at = self._find(code, 0, len(self._text))
-        if at is None:
-            at = self._placed(statement, code, recorder.spans[id(statement)][0])
-        if at is None:
+        first = 0
+        for _ in getattr(statement, "leading_lines", ()):
+            first = code.find("\n", first) + 1
+            if first == 0:
+                return None
+        at = self._starts[id(statement)] - first
+        if at < 0 or not self._lines.text.startswith(code, at):
             return None
         return {key: (at + begin, at + finish) for key, (begin, finish) in recorder.spans.items()}
-
-    def _find(self, code: str, start: int, end: int) -> int | None:
-        """Where ``code`` occurs in the text between ``start`` and ``end``, if it occurs once."""
-        at = self._text.find(code, start, end)
-        if at < 0 or self._text.find(code, at + 1, end) >= 0:
-            return None
-        return at
-
-    def _placed(self, statement: cst.CSTNode, code: str, own: int) -> int | None:
-        """Where ``statement`` (printed as ``code``, its own tokens from ``own`` on), whose print
-        occurs more than once, stands: a top-level statement where its first row starts, less the
-        lines before it that it prints; another one where it occurs once within its top-level
-        statement, which lies between the first row of that statement and the first row of the
-        next (their lines before them included)."""
-        top = self._top(statement)
-        if top is None:
-            return None
-        if self._starts is None:
-            # No rows: one print of the module gives the top-level statements' spans.
-            if top is not statement or id(top) not in self._top_spans():
-                return None
-            at = self._top_spans()[id(top)][0] - own
-        elif top is statement:
-            leading = len(getattr(statement, "leading_lines", ()))
-            first = 0
-            for _ in range(leading):
-                first = code.index("\n", first) + 1
-            at = self._starts[id(top)] - first
-        else:
-            index = self._order[id(top)]
-            body = self._module.body
-            end = self._starts[id(body[index + 1])] if index + 1 < len(body) else len(self._text)
-            return self._find(code, self._starts[id(top)], end)
-        return at if at >= 0 and self._text.startswith(code, at) else None
-
-    def _top(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        parent = self._parent_of(node)
-        while parent is not None and parent is not self._module:
-            node, parent = parent, self._parent_of(parent)
-        return node if parent is self._module else None
-
-    def _top_spans(self) -> dict[int, tuple[int, int]]:
-        """The spans of the top-level statements, from one print of the module (none where that
-        print differs from the text)."""
-        if self._tops is None:
-            recorder = _Recorder(self._module, {id(statement) for statement in self._module.body})
-            self._module._codegen(recorder)
-            same = recorder.complete and "".join(recorder.tokens) == self._text
-            self._tops = recorder.spans if same else {}
-        return self._tops
 
     def _indents(self, statement: cst.CSTNode) -> list[str]:
         """The indentation the blocks around ``statement`` give it, outermost first."""
@@ -356,6 +303,38 @@ class _InPlace:
             node = self._parent_of(node)
         indents.reverse()
         return indents
+
+
+class _StatementHolders(dict):
+    """Concrete node type -> whether a statement can lie in a node of it (by one ``issubclass``
+    per type: LibCST's node classes are ABCs, slow under ``isinstance``)."""
+
+    def __missing__(self, kind: type) -> bool:
+        holds = issubclass(kind, (
+            cst.BaseStatement, cst.BaseSuite, cst.Else, cst.ExceptHandler, cst.ExceptStarHandler,
+            cst.Finally, cst.MatchCase,
+        ))
+        self[kind] = holds
+        return holds
+
+
+_HOLDS_STATEMENTS = _StatementHolders()
+
+
+def statements_in_order(module: cst.Module) -> list[cst.CSTNode]:
+    """The module's statements in the order of the text, at every depth: not the statements of
+    a one-line suite (``if x: y``, ``a; b``), nor an ``elif`` (an ``If`` under an ``If``)."""
+    found: list[cst.CSTNode] = []
+    stack: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(module, None)]
+    while stack:
+        node, parent = stack.pop()
+        if isinstance(node, cst.BaseStatement) and not (type(node) is cst.If and type(parent) is cst.If):
+            found.append(node)
+        if type(node) is cst.SimpleStatementLine:
+            continue
+        inner = [child for child in children(node) if _HOLDS_STATEMENTS[type(child)]]
+        stack.extend((child, node) for child in reversed(inner))
+    return found
 
 
 def _checked(
@@ -513,13 +492,28 @@ def _by_statement(
     return "".join(pieces), spans, complete
 
 
-def top_rows(tree: ast.Module) -> tuple[int, ...]:
-    """The first row of each top-level statement of the module ``tree`` is CPython's tree of, as
-    LibCST counts them: statements joined by ``;`` are one, a decorated one starts at its first
-    decorator (``_InPlace`` checks each against the text before using it)."""
+def statement_rows(tree: ast.Module, text: str) -> tuple[int, ...]:
+    """The first row of each statement ``statements_in_order`` lists, from CPython's tree of
+    ``text``, in the same order: the statements that start their row (a decorated one at its
+    first decorator), not an ``elif``. ``_InPlace`` checks each row it uses against the text, and
+    uses none where the two counts differ."""
+    lines = text.split("\n")
     rows: list[int] = []
-    for statement in tree.body:
-        row = min([statement.lineno, *(decorator.lineno for decorator in getattr(statement, "decorator_list", ()))])
-        if not rows or rows[-1] != row:
-            rows.append(row)
+    pending: list[ast.AST] = list(reversed(tree.body))
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.stmt):
+            decorators = getattr(node, "decorator_list", ())
+            row = min([node.lineno, *(decorator.lineno for decorator in decorators)])
+            line = lines[row - 1] if row <= len(lines) else ""
+            column = len(line) - len(line.lstrip())
+            starts_row = line[column : column + 1] == "@" if decorators else column == node.col_offset
+            if starts_row and not (type(node) is ast.If and line.startswith("elif", column)):
+                rows.append(row)
+        inner: list[ast.AST] = []
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if type(value) is list:
+                inner += [item for item in value if isinstance(item, (ast.stmt, ast.excepthandler, ast.match_case))]
+        pending.extend(reversed(inner))
     return tuple(rows)
