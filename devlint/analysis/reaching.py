@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from devlint.analysis.semantic import dotted_name
-from devlint.analysis.tree import children
+from devlint.analysis.tree import children, statement_children
 
 
 @dataclass(frozen=True)
@@ -102,25 +102,8 @@ def declared_names(module: cst.Module, text: str) -> frozenset[str]:
         node = stack.pop()
         if isinstance(node, (cst.Global, cst.Nonlocal)):
             found.update(item.name.value for item in node.names)
-        stack.extend(child for child in children(node) if _HOLDS_STATEMENTS[type(child)])
+        stack.extend(statement_children(node))
     return frozenset(found)
-
-
-class _StatementHolders(dict):
-    """Concrete node type -> whether a statement can lie in a node of it (by one ``issubclass``
-    per type: LibCST's node classes are ABCs, slow under ``isinstance``)."""
-
-    def __missing__(self, kind: type) -> bool:
-        holds = issubclass(kind, _STATEMENT_HOLDERS)
-        self[kind] = holds
-        return holds
-
-
-_STATEMENT_HOLDERS: tuple[type, ...] = (
-    cst.BaseStatement, cst.BaseSuite, cst.BaseSmallStatement, cst.Else, cst.ExceptHandler,
-    cst.ExceptStarHandler, cst.Finally, cst.MatchCase,
-)
-_HOLDS_STATEMENTS = _StatementHolders()
 
 
 class Flows:

@@ -83,3 +83,28 @@ def ancestors(parents: Mapping[cst.CSTNode, cst.CSTNode], node: cst.CSTNode) -> 
     while current is not None:
         yield current
         current = parents.get(current)
+
+
+class _StatementHolders(dict):
+    """Concrete node type -> whether a statement can lie in a node of it (one ``issubclass`` per
+    type: LibCST's node classes are ABCs, slow under ``isinstance``). Small statements count: a
+    ``global`` is one."""
+
+    def __missing__(self, kind: type) -> bool:
+        holds = issubclass(kind, _STATEMENT_HOLDERS)
+        self[kind] = holds
+        return holds
+
+
+_STATEMENT_HOLDERS: tuple[type, ...] = (
+    cst.BaseStatement, cst.BaseSuite, cst.BaseSmallStatement, cst.Else, cst.ExceptHandler,
+    cst.ExceptStarHandler, cst.Finally, cst.MatchCase,
+)
+_HOLDS_STATEMENTS = _StatementHolders()
+
+
+def statement_children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The children of ``node`` in which a statement can lie, in field order: a statement is
+    never inside an expression, so a walk of statements goes through these only."""
+    holds = _HOLDS_STATEMENTS
+    return [child for child in children(node) if holds[type(child)]]

@@ -35,19 +35,23 @@ def _parse(
     text: str,
     section_chars: int,
     parser: Parser = cst.parse_module,
-    tree: ast.Module | None = None,
+    held: list[ast.Module] | None = None,
     reading: Reading = FRESH,
 ) -> tuple[cst.Module, bool]:
-    """The tree, and whether it was stitched from sections (each parsed by ``parser``; ``tree``:
-    CPython's tree of ``text`` when the caller has it, which cutting it into sections reads)."""
+    """The tree, and whether it was stitched from sections (each parsed by ``parser``; ``held``:
+    CPython's tree of ``text`` when the caller has it, which cutting it into sections reads,
+    handed over in a list so that it is dropped once read, before LibCST parses)."""
+    tree = held.pop() if held else None
     problem = reading.nesting(text, tree)
     if problem is not None:
         # Checked first: LibCST's native parser would overflow the C stack on such input.
         raise ParseError(f"syntax error: {problem.message}", problem.row, problem.column)
+    cuts = [tree] if tree is not None and len(text) > 2 * section_chars else []
+    del tree
     try:
         with shared_trivia():
             if len(text) > 2 * section_chars:
-                module = parse_in_sections(text, parser, section_chars, tree)
+                module = parse_in_sections(text, parser, section_chars, cuts.pop() if cuts else None)
                 if module is not None:
                     return module, True
             return cst.parse_module(text), False
@@ -80,6 +84,7 @@ def lint_text(
     earlier: EarlierChecks | None = None,
     imported: ImportedConstants | Callable[[ast.Module | None], ImportedConstants] = NONE,
     reading: Reading = FRESH,
+    tree: ast.Module | None = None,
 ) -> list[Finding]:
     """The findings of ``rules`` on ``text``. ``prefilter``: only the rules that may report walk
     the tree, and a file where none may is not parsed (devlint.gate.screen); ``gate``: that decision
@@ -94,8 +99,8 @@ def lint_text(
     where the screen read none), for a caller that would otherwise parse the text again;
     ``reading``: how the text is read before LibCST parses it, for a caller that keeps what it
     read of a document's last version and reads again only what an edit changed
-    (devlint.gate.incremental)."""
-    tree = None
+    (devlint.gate.incremental); ``tree``: CPython's tree of ``text``, for a caller that screened
+    it itself (``prefilter`` False), so that it is not compiled again."""
     if prefilter:
         screen = screened(text, rules, gate, reading)
         tree, chosen = screen.tree, screen.rules
@@ -114,9 +119,11 @@ def lint_text(
     parser, section_chars = sections or (cst.parse_module, SECTION_CHARS)
     constants = imported(tree) if callable(imported) else imported
     rows = statement_rows(tree, text) if tree is not None else None
+    # CPython's tree of a large file is ~100 MB: handed over, dropped once the sections are cut.
+    held = [tree] if tree is not None else []
+    del tree
     try:
-        parsed = _parse(text, section_chars, parser, tree, reading)
-        del tree  # CPython's tree of a large file is ~100 MB: not kept through the walk
+        parsed = _parse(text, section_chars, parser, held, reading)
         return _lint_module(parsed, text, filename, rules, settings, prints, constants, earlier, rows)
     except TreeMismatch:
         # A tree stitched from sections that does not print back to its text: parse it whole.
@@ -170,18 +177,23 @@ def fix_text(
     gate: bool = True,
     screened: Sequence[type[Rule]] | None = None,
     imported: ImportedConstants = NONE,
+    tree: ast.Module | None = None,
 ) -> FixResult:
     """Apply fixes until none is left to apply; the findings that remain come back too.
     ``keep(text, findings)`` drops findings that must be neither fixed nor reported (noqa);
     ``screened``: the rules the screen already chose for ``text`` (the first round walks them
     without screening the same text again; later rounds screen the rewritten text); ``imported``:
-    as for lint_text (a fix never edits another module, so every round reads the same)."""
+    as for lint_text (a fix never edits another module, so every round reads the same); ``tree``:
+    CPython's tree of ``text`` that the screen read, for the first round."""
     applied = later = rounds = 0
     original = text
+    # Handed over to the first round, not kept here through the walk (~100 MB for a large file).
+    held = [tree] if screened is not None else []
+    del tree
     if screened is None:
         findings = lint_text(text, filename, rules, settings, gate=gate, imported=imported)
     else:
-        findings = lint_text(text, filename, screened, settings, prefilter=False, imported=imported)
+        findings = lint_text(text, filename, screened, settings, prefilter=False, imported=imported, tree=held.pop())
     findings = keep(text, findings) if keep is not None else findings
     for _ in range(MAX_FIX_ROUNDS):
         fixes = [f.fix for f in findings if applicable(f, unsafe) and f.fix is not None]

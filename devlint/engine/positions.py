@@ -32,9 +32,9 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
-from devlint.fixes import LineIndex
-from devlint.analysis.tree import children
+from devlint.analysis.tree import statement_children
 from devlint.engine.interning import SHARED_KINDS
+from devlint.fixes import LineIndex
 
 # Reused for every node whose position nobody asked for: it does nothing and holds no state.
 _NOTHING = nullcontext()
@@ -173,9 +173,9 @@ def positions(
     """The positions of ``nodes`` (any other node is looked up the slow way when asked for).
     With ``prints`` and ``top`` (the top-level statement holding a node, None when unknown),
     statements printed for an earlier call are not printed again. Without them, given
-    ``parent_of`` (each node's parent, None when unknown)
-    and ``rows`` (where each statement starts, as ``statement_rows`` reads CPython's tree),
-    only the statements holding ``nodes`` are printed (``_InPlace``)."""
+    ``parent_of`` (each node's parent, None when unknown) and ``rows`` (where each statement
+    starts, as ``statement_rows`` reads CPython's tree), only the statements holding ``nodes``
+    are printed (``_InPlace``)."""
     wanted = {id(node): node for node in nodes}
     if prints is not None and top is not None:
         found = _by_statement(module, lines, wanted, prints, top)
@@ -305,22 +305,6 @@ class _InPlace:
         return indents
 
 
-class _StatementHolders(dict):
-    """Concrete node type -> whether a statement can lie in a node of it (by one ``issubclass``
-    per type: LibCST's node classes are ABCs, slow under ``isinstance``)."""
-
-    def __missing__(self, kind: type) -> bool:
-        holds = issubclass(kind, (
-            cst.BaseStatement, cst.BaseSuite, cst.Else, cst.ExceptHandler, cst.ExceptStarHandler,
-            cst.Finally, cst.MatchCase,
-        ))
-        self[kind] = holds
-        return holds
-
-
-_HOLDS_STATEMENTS = _StatementHolders()
-
-
 def statements_in_order(module: cst.Module) -> list[cst.CSTNode]:
     """The module's statements in the order of the text, at every depth: not the statements of
     a one-line suite (``if x: y``, ``a; b``), nor an ``elif`` (an ``If`` under an ``If``)."""
@@ -332,8 +316,7 @@ def statements_in_order(module: cst.Module) -> list[cst.CSTNode]:
             found.append(node)
         if type(node) is cst.SimpleStatementLine:
             continue
-        inner = [child for child in children(node) if _HOLDS_STATEMENTS[type(child)]]
-        stack.extend((child, node) for child in reversed(inner))
+        stack.extend((child, node) for child in reversed(statement_children(node)))
     return found
 
 

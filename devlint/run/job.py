@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from devlint.findings import FileError, Finding
 from devlint.gate.catalog import RuleInfo
-from devlint.gate.screen import screen
+from devlint.gate.screen import screened
 from devlint.registry import info_by_code, load
 from devlint.run.diff_base import DiffBase
 from devlint.run.project_imports import Dependencies, imported_constants
@@ -84,16 +84,22 @@ def lint(text: str, filename: str, job: Job, settings: FixSettings) -> tuple[lis
     """The findings of the job's rules on ``text`` (``lint_text``, LibCST imported only when
     needed), and the other files of the project they depend on. Those files are read only for
     a text the screen lets through: a text no rule can report on depends on nothing."""
-    screened = screen(text, _infos(job.codes))
-    if screened == []:
+    screen = screened(text, _infos(job.codes))
+    if screen.rules == []:
         return [], None
     from devlint.engine.lint import lint_text
 
-    imported, dependencies = imported_constants(text, filename, job.root)
-    if screened is None:
+    # CPython's tree the screen read serves the project's imports and LibCST's sections and
+    # positions: the text is compiled once.
+    imported, dependencies = imported_constants(text, filename, job.root, tree=screen.tree)
+    if screen.rules is None:
         # CPython cannot read it: lint_text lets LibCST decide.
         return lint_text(text, filename, _rules(job.codes), settings, imported=imported), dependencies
-    return lint_text(text, filename, _screened_rules(screened), settings, prefilter=False, imported=imported), dependencies
+    rules, held = _screened_rules(screen.rules), [screen.tree]
+    del screen
+    # Handed over, not kept here: CPython's tree of a large file is ~100 MB, dropped once LibCST
+    # has parsed the text.
+    return lint_text(text, filename, rules, settings, prefilter=False, imported=imported, tree=held.pop()), dependencies
 
 
 def fix(
@@ -101,14 +107,18 @@ def fix(
 ) -> tuple[FixResult | None, Dependencies | None]:
     """``fix_text`` with the job's rules; None when no rule can report on ``text``: nothing to fix.
     The screen's answer for ``text`` is handed on, so the first fix round does not screen it again."""
-    screened = screen(text, _infos(job.codes))
-    if screened == []:
+    screen = screened(text, _infos(job.codes))
+    if screen.rules == []:
         return None, None
     from devlint.engine.lint import fix_text
 
-    imported, dependencies = imported_constants(text, filename, job.root)
-    first = None if screened is None else _screened_rules(screened)
-    result = fix_text(text, filename, _rules(job.codes), settings, job.unsafe, keep=keep, screened=first, imported=imported)
+    imported, dependencies = imported_constants(text, filename, job.root, tree=screen.tree)
+    first = None if screen.rules is None else _screened_rules(screen.rules)
+    held = [screen.tree]
+    del screen
+    result = fix_text(
+        text, filename, _rules(job.codes), settings, job.unsafe, keep=keep, screened=first, imported=imported, tree=held.pop()
+    )
     return result, dependencies
 
 
