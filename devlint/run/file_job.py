@@ -46,7 +46,7 @@ def _process_source(data: bytes, filename: str, job: Job) -> tuple[FileResult, b
             return FileResult(filename), None
         if not (job.fix or job.diff):
             found, dependencies = lint(decoded.text, filename, job, job.settings)
-            return FileResult(filename, apply_noqa(decoded.text, found), dependencies=dependencies), None
+            return FileResult(filename, found, dependencies=dependencies), None
         result, dependencies = fix(decoded.text, filename, job, job.settings, keep=job.keep(filename, apply_noqa))
         if result is None:
             return FileResult(filename), None

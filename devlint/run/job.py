@@ -18,6 +18,7 @@ from devlint.gate.screen import screened
 from devlint.registry import info_by_code, load
 from devlint.run.diff_base import DiffBase
 from devlint.run.project_imports import Dependencies, imported_constants
+from devlint.run.suppressions import apply_noqa, statement_starts
 from devlint.settings import FixSettings
 
 if TYPE_CHECKING:
@@ -82,24 +83,26 @@ def _rules(codes: tuple[str, ...]) -> tuple[type[Rule], ...]:
 
 def lint(text: str, filename: str, job: Job, settings: FixSettings) -> tuple[list[Finding], Dependencies | None]:
     """The findings of the job's rules on ``text`` (``lint_text``, LibCST imported only when
-    needed), and the other files of the project they depend on. Those files are read only for
-    a text the screen lets through: a text no rule can report on depends on nothing."""
+    needed) that no `# noqa` comment suppresses, and the other files of the project they depend
+    on. Those files are read only for a text the screen lets through: a text no rule can report
+    on depends on nothing."""
     screen = screened(text, _infos(job.codes))
     if screen.rules == []:
         return [], None
     from devlint.engine.lint import lint_text
 
-    # CPython's tree the screen read serves the project's imports and LibCST's sections and
-    # positions: the text is compiled once.
+    # CPython's tree the screen read serves the project's imports, LibCST's sections and
+    # positions and the noqa comments' scan: the text is compiled once.
     imported, dependencies = imported_constants(text, filename, job.root, tree=screen.tree)
     if screen.rules is None:
         # CPython cannot read it: lint_text lets LibCST decide.
-        return lint_text(text, filename, _rules(job.codes), settings, imported=imported), dependencies
-    rules, held = _screened_rules(screen.rules), [screen.tree]
+        return apply_noqa(text, lint_text(text, filename, _rules(job.codes), settings, imported=imported)), dependencies
+    rules, starts, held = _screened_rules(screen.rules), statement_starts(screen.tree), [screen.tree]
     del screen
     # Handed over, not kept here: CPython's tree of a large file is ~100 MB, dropped once LibCST
     # has parsed the text.
-    return lint_text(text, filename, rules, settings, prefilter=False, imported=imported, tree=held.pop()), dependencies
+    found = lint_text(text, filename, rules, settings, prefilter=False, imported=imported, tree=held.pop())
+    return apply_noqa(text, found, starts), dependencies
 
 
 def fix(

@@ -29,8 +29,7 @@ def process_notebook(data: bytes, filename: str, job: Job) -> tuple[FileResult, 
         if skip_file(program.text):
             return FileResult(filename), None
         if not (job.fix or job.diff):
-            found, dependencies = lint(program.text, filename, job, settings)
-            findings = apply_noqa(program.text, found)
+            findings, dependencies = lint(program.text, filename, job, settings)
             return FileResult(filename, place(findings, program, program.text), dependencies=dependencies), None
         result, dependencies = fix(program.text, filename, job, settings, keep=job.keep(filename, apply_noqa))
         if result is None:

@@ -11,7 +11,9 @@ Rules (documented in the README):
 
 from __future__ import annotations
 
+import ast
 import io
+from bisect import bisect_right
 import re
 import tokenize
 from dataclasses import dataclass, field
@@ -116,13 +118,55 @@ def _spans(comments: Comments, first: int, last: int) -> None:
         comments.continues.setdefault(row, last)
 
 
-def apply_noqa(text: str, findings: list[Finding]) -> list[Finding]:
+def apply_noqa(text: str, findings: list[Finding], starts: tuple[int, ...] = ()) -> list[Finding]:
     """The findings that no `# noqa` comment suppresses. Tokenizes only files that have both
-    findings and the word noqa."""
+    findings and the word noqa; ``starts``: where top-level statements begin in ``text``
+    (``statement_starts``), for a caller that read CPython's tree of it: then only the stretches
+    between them that hold a finding are tokenized."""
     if not findings or not _HINT.search(text):
         return findings
-    comments = scan(text)
+    comments = _scan_around(text, starts, {finding.noqa_row or finding.location.row for finding in findings})
     return [finding for finding in findings if not comments.suppresses(finding)]
+
+
+def statement_starts(tree: ast.Module) -> tuple[int, ...]:
+    """The rows at which CPython's ``tree`` has a top-level statement begin (at its first
+    decorator) on a row no earlier statement reaches: there the tokenizer stands at the start of
+    a line, outside any string or bracket, and column 0 closes every indented block."""
+    rows: list[int] = []
+    reached = 0
+    for stmt in tree.body:
+        decorators = getattr(stmt, "decorator_list", None)
+        first = decorators[0].lineno if decorators else stmt.lineno
+        if first > reached:
+            rows.append(first)
+        reached = max(reached, stmt.end_lineno or first)
+    return tuple(rows)
+
+
+def _scan_around(text: str, starts: tuple[int, ...], rows: set[int]) -> Comments:
+    """What ``scan(text)`` gives for ``rows`` and the rows they continue to: only the stretches
+    of ``text`` between ``starts`` that hold one of ``rows`` are tokenized, each on its own.
+
+    A stretch starts where the tokenizer stands at the start of a line outside any string or
+    bracket, and a line that goes on (a string, a backslash) never runs into the next top-level
+    statement, so a stretch tokenizes alike alone or in the text. A stretch the tokenizer cannot
+    read, or a text with a lone carriage return (the tokenizer and ``LineIndex`` count its rows
+    differently), is scanned whole."""
+    if not starts or ("\r" in text and "\r" in text.replace("\r\n", "")):
+        return scan(text)
+    merged = Comments(LineIndex(text))
+    lines = merged.lines
+    bounds = [1, *(row for row in starts if row > 1), len(lines.starts) + 1]
+    holding = sorted({bisect_right(bounds, row) - 1 for row in rows if 1 <= row < bounds[-1]})
+    for first, after in ((bounds[i], bounds[i + 1]) for i in holding):
+        part = scan(text[lines.starts[first - 1] : lines.next_line(after - 1)])
+        if part.exact_until is not None:
+            return scan(text)
+        shift = first - 1
+        merged.by_row.update((shift + row, found) for row, found in part.by_row.items())
+        merged.continues.update((shift + row, shift + to) for row, to in part.continues.items())
+    return merged
 
 
 def add_noqa(text: str, findings: list[Finding]) -> tuple[str, int]:
