@@ -16,8 +16,10 @@ grow with size. Each command's peak resident memory is measured: the largest sin
 (``wait4``) and the whole process tree (``/proc`` sampled every 0.1 s). Last, the cost of
 checking one small file (clean, and with a finding) against a bare ``python -c pass``: the median
 of many runs each, the machine being shared. And how cost grows with one file: the corpus's most
-expensive file against its own LibCST parse, and a generated file of N and 4N blocks of every
-rule's INVALID examples (``bench/scaling.py``'s measures, CPU seconds).
+expensive file against its own LibCST parse, a generated file of N and 4N blocks of every
+rule's INVALID examples, and files of N and 4N parts that reach across the file (an ``elif``
+chain, one long expression, an attribute read in every class: tests/test_linear_cost.py's
+``SHAPES``) (``bench/scaling.py``'s measures, CPU seconds).
 
 It prints one markdown table and the ratios, each against its target. It is no test: the
 numbers depend on the machine and on what else runs on it (the load average is printed).
@@ -270,7 +272,7 @@ def file_growth(corpus: Path, env: dict[str, str], largest: int) -> list[tuple[s
     rule's INVALID examples against N blocks."""
     from devlint.gate.screen import screen
     from devlint.registry import select_infos
-    from scaling import check_seconds, parse_seconds, synthetic_growth
+    from scaling import check_seconds, parse_seconds, shape_growth, synthetic_growth
 
     rules = select_infos(None)
     parsed = [path for path in corpus.rglob("*.py") if screen(path.read_text("utf-8", "replace"), rules) != []]
@@ -284,6 +286,10 @@ def file_growth(corpus: Path, env: dict[str, str], largest: int) -> list[tuple[s
     for shape, seconds_n, seconds_4n, _, _ in synthetic_growth(2, env):
         ratio = seconds_4n / seconds_n
         rows.append((f"check CPU, 4N / N {shape}-level blocks of every rule's INVALID examples", ratio, "<= 5", ratio <= 5))
+    print("  files whose parts reach across them, at N and 4N", file=sys.stderr, flush=True)
+    for shape, seconds_n, seconds_4n in shape_growth():
+        ratio = seconds_4n / seconds_n
+        rows.append((f"check and fix CPU, 4N / N: {shape}", ratio, "<= 5", ratio <= 5))
     return rows
 
 

@@ -218,8 +218,9 @@ def apply_fixes(text: str, fixes: list[Fix]) -> tuple[str, int]:
     return "".join(pieces), applied
 
 
-def unused_import_edits(text: str, releases: list[Release]) -> list[Edit]:
-    """The edits removing every imported name all of whose uses ``releases`` remove together."""
+def unused_import_edits(text: str, releases: list[Release], lines: LineIndex | None = None) -> list[Edit]:
+    """The edits removing every imported name all of whose uses ``releases`` remove together;
+    ``lines``: the text's line index, for a caller that asks for each of many fixes."""
     if not releases:
         return []
     # By the name and its first import: the same for every release of one name, and cheap to
@@ -237,7 +238,7 @@ def unused_import_edits(text: str, releases: list[Release]) -> list[Edit]:
                 going.setdefault(statement, set()).add(index)
     if not going:
         return []
-    lines = LineIndex(text)
+    lines = LineIndex(text) if lines is None else lines
     return [lines.edit(*without_names(text, statement, indexes)) for statement, indexes in going.items()]
 
 

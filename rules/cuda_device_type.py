@@ -511,23 +511,33 @@ class CudaDeviceType(Rule):
         if not isinstance(value, cst.Attribute) or dotted_name(value) is None:
             return
         attribute = value.attr.value
-        declared, default = self.ctx.model.option_default(attribute)
-        given = list(self.ctx.model.attribute_assignments(attribute))
-        if declared:
-            if default is None:
-                return
-            given.append(default)
-        if not given or not all(literal_is(held, CUDA_BACKEND) for held in given):
+        # Asked once per attribute: every use of it reads the same values and gets the same fix.
+        setting = self.ctx.indexed(("backend attribute", attribute), lambda: self._attribute_setting(attribute))
+        if setting is None:
             return
-        if any(under_device_check(self.ctx, held) for held in given):
-            return
-        where = "the program's own option" if declared else "set by the program"
+        where, plan = setting
         self.report(
             value,
             f'`{self.ctx.code(value)}`, {where}, holds `"{CUDA_BACKEND}"`, which runs on CUDA only; '
             f'use "{CPU_BACKEND}" where CUDA is missing',
-            fix=lambda site: self._guarded_all(given),
+            fix=lambda site: plan,
         )
+
+    def _attribute_setting(self, attribute: str) -> tuple[str, FixPlan] | None:
+        """Where ``attribute`` gets its values and the fix guarding them all, when every value the
+        file gives it is `"nccl"` outside device checks; else None."""
+        declared, default = self.ctx.model.option_default(attribute)
+        given = list(self.ctx.model.attribute_assignments(attribute))
+        if declared:
+            if default is None:
+                return None
+            given.append(default)
+        if not given or not all(literal_is(held, CUDA_BACKEND) for held in given):
+            return None
+        if any(under_device_check(self.ctx, held) for held in given):
+            return None
+        where = "the program's own option" if declared else "set by the program"
+        return where, self._guarded_all(given)
 
     def _guarded_all(self, literals: list[cst.BaseExpression]) -> FixPlan:
         """Every literal guarded as ``_guarded`` guards one, in one fix."""

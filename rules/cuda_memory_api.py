@@ -270,7 +270,13 @@ class CudaMemoryApi(WholeChoiceRule):
         parent = self.ctx.parent(node)
         if isinstance(parent, cst.Attribute) and parent.attr is node:
             return True
-        return any(isinstance(a, (cst.Import, cst.ImportFrom)) for a in self.ctx.ancestors(node))
+        # An import is a statement: the climb ends at the first statement above the name.
+        for ancestor in self.ctx.ancestors(node):
+            if isinstance(ancestor, (cst.Import, cst.ImportFrom)):
+                return True
+            if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+                return False
+        return False
 
     def _out_of_memory(self, node: cst.Attribute | cst.Name) -> None:
         if self.ctx.settings.torch_version < OUT_OF_MEMORY:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -605,8 +606,8 @@ class HardcodedDeviceString(Rule):
         the file reads is for other modules to place tensors with; one this file reads but never
         places tensors with is a value (compared, printed, passed on)."""
         last = name.rsplit(".", 1)[-1]
-        pattern = rf"\.{re.escape(last)}\b" if "." in name else rf"(?<![\w.]){re.escape(last)}\b"
-        return len(re.findall(pattern, self.ctx.text)) > 1
+        mentions = self.ctx.indexed("words by a dot before them", lambda: _words(self.ctx.text))
+        return mentions[("." in name, last)] > 1
 
     def _places(self, node: cst.CSTNode) -> bool:
         """Tensors are placed with the device (also through the variable it is bound to, or the
@@ -870,3 +871,16 @@ def _source(node: cst.CSTNode) -> str:
 
 def _is_none(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "None"
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _words(text: str) -> Counter[tuple[bool, str]]:
+    """How often each word of ``text`` (a longest run of word characters) stands right after a
+    dot (``x.name``) and elsewhere (``name``): one scan of the text for every name a rule asks about."""
+    counts: Counter[tuple[bool, str]] = Counter()
+    for match in _WORD.finditer(text):
+        at = match.start()
+        counts[(at > 0 and text[at - 1] == ".", match.group())] += 1
+    return counts

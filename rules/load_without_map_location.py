@@ -184,7 +184,7 @@ class LoadWithoutMapLocation(Rule):
         )
 
     def _fix(self, node: cst.Call, site: Site) -> FixPlan:
-        if any(word in self.ctx.text for word in _NO_FUNCTION):
+        if self.ctx.indexed("load: no helper function", lambda: any(word in self.ctx.text for word in _NO_FUNCTION)):
             return self._plan(node, MAP_LOCATION_PLAIN, None)
         helper = self.ctx.helper(HELPER, _helper)
         if helper is not None and helper.inserted and self._loads < 2:

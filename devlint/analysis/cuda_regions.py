@@ -25,6 +25,7 @@ import libcst as cst
 
 from devlint.analysis.reader import FileReader
 from devlint.analysis.semantic import string_value
+from devlint.analysis.tree import climbed
 
 
 # Every finding's ancestors are tested against these, and LibCST's classes are ABCs (a slow
@@ -43,23 +44,22 @@ class CudaRegions:
     def __init__(self, reader: FileReader) -> None:
         self.reader = reader
         self._guards: dict[int, tuple[int | None, dict[int, int]]] = {}
+        # The answer for each node asked about and the nodes above it (devlint.analysis.tree.climbed).
+        self._known: dict[int, bool] = {}
 
     def runs_only_on_cuda(self, node: cst.CSTNode) -> bool:
         """``node`` is reached only where some tensor or device is known to be on CUDA."""
-        child = node
-        ancestor = self.reader.parent(node)
-        while ancestor is not None:
-            kind = type(ancestor)
-            if kind in _BRANCHING and child is not ancestor.test:
-                body, orelse = _sides(ancestor.test)
-                if body if child is ancestor.body else orelse:
-                    return True
-            if kind in _BLOCKS and self._after_guard_clause(ancestor, child):
+        return climbed(node, self.reader.parent, self._known, self._step, False)
+
+    def _step(self, ancestor: cst.CSTNode, child: cst.CSTNode, above: bool) -> bool:
+        kind = type(ancestor)
+        if kind in _BRANCHING and child is not ancestor.test:
+            body, orelse = _sides(ancestor.test)
+            if body if child is ancestor.body else orelse:
                 return True
-            if kind in _SCOPES:
-                return False
-            child, ancestor = ancestor, self.reader.parent(ancestor)
-        return False
+        if kind in _BLOCKS and self._after_guard_clause(ancestor, child):
+            return True
+        return False if kind in _SCOPES else above
 
     def _after_guard_clause(self, block: cst.IndentedBlock | cst.Module, child: cst.CSTNode) -> bool:
         """An earlier statement of ``block`` leaves it unless CUDA is in use:

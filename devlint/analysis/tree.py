@@ -7,7 +7,8 @@ directly and skip the whitespace and punctuation nodes no analysis or rule looks
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from typing import TypeVar
 
 import libcst as cst
 
@@ -25,6 +26,7 @@ _SKIPPED_TYPES: tuple[type, ...] = (
     cst.BaseUnaryOp, cst.BaseAugOp, cst.ImportStar,
 )
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+T = TypeVar("T")
 
 
 def child_fields(node_type: type) -> tuple[str, ...]:
@@ -83,6 +85,32 @@ def ancestors(parents: Mapping[cst.CSTNode, cst.CSTNode], node: cst.CSTNode) -> 
     while current is not None:
         yield current
         current = parents.get(current)
+
+
+def climbed(
+    node: cst.CSTNode,
+    parent_of: Callable[[cst.CSTNode], cst.CSTNode | None],
+    known: dict[int, T],
+    step: Callable[[cst.CSTNode, cst.CSTNode, T], T],
+    top: T,
+) -> T:
+    """A question about ``node`` whose answer follows from one step up, from a node to its
+    parent, and the answer at the parent: ``step(parent, node, answer at parent)``; ``top`` at
+    a node without a parent. Every answer found on the way is kept in ``known`` (by node), so
+    asking it of every finding costs the tree's size however deep the findings lie (an ``elif``
+    chain, a long ``a + b + ...``), not the findings times the depth."""
+    path: list[tuple[cst.CSTNode, cst.CSTNode]] = []
+    current = node
+    while id(current) not in known:
+        parent = parent_of(current)
+        if parent is None:
+            known[id(current)] = top
+            break
+        path.append((parent, current))
+        current = parent
+    for parent, child in reversed(path):
+        known[id(child)] = step(parent, child, known[id(parent)])
+    return known[id(node)]
 
 
 class _StatementHolders(dict):

@@ -40,6 +40,7 @@ import libcst as cst
 from devlint.analysis.constants import ValueReader
 from devlint.analysis.reader import FileReader
 from devlint.analysis.semantic import dotted_name, string_value
+from devlint.analysis.tree import climbed
 from devlint.torchfacts.version import TorchVersion
 
 _LITERAL_VERSION = re.compile(r"^\s*v?(\d+)\.(\d+)")
@@ -71,17 +72,22 @@ Branches = tuple[Older | None, Older | None]
 _NONE: Branches = (None, None)
 
 
-def older_branches(node: cst.CSTNode, reader: FileReader) -> list[Older]:
-    """Every "older torch only" constraint on the branches enclosing ``node``."""
-    found: list[Older] = []
-    child = node
-    ancestor = reader.parent(node)
-    while ancestor is not None:
-        constraint = _branch_constraint(ancestor, child, reader)
-        if constraint is not None:
-            found.append(constraint)
-        child, ancestor = ancestor, reader.parent(ancestor)
-    return found
+class OlderBranches:
+    """The "older torch only" constraints on the branches enclosing nodes of one file."""
+
+    def __init__(self, reader: FileReader) -> None:
+        self.reader = reader
+        # The constraints above each node asked about and above the nodes over it
+        # (devlint.analysis.tree.climbed): one test is read once, however many findings it holds.
+        self._known: dict[int, tuple[Older, ...]] = {}
+
+    def of(self, node: cst.CSTNode) -> tuple[Older, ...]:
+        """Every constraint on the branches enclosing ``node``, nearest first."""
+        return climbed(node, self.reader.parent, self._known, self._step, ())
+
+    def _step(self, ancestor: cst.CSTNode, child: cst.CSTNode, above: tuple[Older, ...]) -> tuple[Older, ...]:
+        constraint = _branch_constraint(ancestor, child, self.reader)
+        return above if constraint is None else (constraint, *above)
 
 
 def runs_only_below(constraints: Iterable[Older], version: TorchVersion) -> bool:

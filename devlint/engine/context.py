@@ -15,8 +15,8 @@ from devlint.analysis.devices import DeviceFinder, free_name
 from devlint.analysis.reaching import Flows, declared_names
 from devlint.analysis.semantic import SemanticModel, dotted_name
 from devlint.analysis.tracker import ScopeTracker
-from devlint.analysis.tree import ancestors
-from devlint.analysis.version_guards import older_branches, runs_only_below
+from devlint.analysis.tree import ancestors, climbed
+from devlint.analysis.version_guards import OlderBranches, runs_only_below
 from devlint.engine.placement import Insertion, Source, local_definition, place, torch_only_in_functions
 from devlint.engine.positions import Positions, StatementPrints
 from devlint.engine.positions import positions as node_positions
@@ -70,6 +70,7 @@ class FileContext:
         self.flows = Flows(self.parents.get, walrus=":=" in text, declared=lambda: declared_names(module, text))
         self._devices = DeviceFinder(self.model, self.flows, settings.device_name)
         self._regions = CudaRegions(self)
+        self._older = OlderBranches(self)
         self.reports: list[Report] = []
         # The name of the device definition fixes insert, once one asks for it (see device()).
         self._inserted_name: str | None = None
@@ -83,6 +84,10 @@ class FileContext:
         # Per report, the index of the top-level statement it is in (while a check is kept).
         self._statements: list[int] = []
         self.check: Check | None = None
+        # Fix plans' requirements, f-string checks and fixes, kept by plan (see _requirement, _fix).
+        self._required: dict[int, tuple[FixPlan, Requirement]] = {}
+        self._fixes: dict[int, tuple[FixPlan, cst.SimpleStatementLine | None, Insertion, Source, Fix | None]] = {}
+        self._fstring_breaks: dict[int, tuple[FixPlan, bool]] = {}
 
     # -- for rules, during the walk ------------------------------------------------------
 
@@ -206,7 +211,7 @@ class FileContext:
         ask, for code that only runs where a tensor or device is known to be on CUDA
         (devlint.analysis.cuda_regions)."""
         since = max(self.settings.torch_version, report.rule.advice_since)
-        if runs_only_below(older_branches(report.node, self), since):
+        if runs_only_below(self._older.of(report.node), since):
             return False
         return not (report.rule.quiet_where_cuda_is_known and self._regions.runs_only_on_cuda(report.node))
 
@@ -228,7 +233,15 @@ class FileContext:
         return plan, ""
 
     def _requirement(self, plan: FixPlan) -> Requirement:
-        """The newest API ``plan``'s new code introduces, or the rule's own bound if that is newer."""
+        """The newest API ``plan``'s new code introduces, or the rule's own bound if that is newer.
+        Kept by plan: the reports of one fact (every use of an attribute set to "nccl") may share
+        one plan, read once however many they are."""
+        kept = self._required.get(id(plan))
+        if kept is None or kept[0] is not plan:
+            kept = self._required[id(plan)] = (plan, self._newest_api(plan))
+        return kept[1]
+
+    def _newest_api(self, plan: FixPlan) -> Requirement:
         names: set[str] = set()
         for replace in plan.replacements:
             new = replace.new
@@ -284,7 +297,10 @@ class FileContext:
         taken = reused[2] if reused is not None else {}
         planned = [(None, "") if i in taken else self._plan(report) for i, report in enumerate(self.reports)]
         imports = UnusedImports(self.filename, self.module, self.model, self.parents)
-        released = [imports.released(plan, self.code) if plan is not None else {} for plan, _ in planned]
+        # By plan: reports that share one plan share what it releases (see _requirement).
+        plans = {id(plan): plan for plan, _ in planned if plan is not None}
+        releases = {key: imports.released(plan, self.code) for key, plan in plans.items()}
+        released = [releases[id(plan)] if plan is not None else {} for plan, _ in planned]
         positions = self._positions(planned, lines, taken, imports.statements({name: () for names in released for name in names}))
         spans = (
             tuple((lines.offset(p.start.line, p.start.column), lines.offset(p.end.line, p.end.column)) for p in map(positions.__getitem__, self.module.body))
@@ -340,7 +356,7 @@ class FileContext:
         # Only these nodes' positions are needed (devlint.engine.positions; any other is still
         # found): none of the findings taken over from the last check (``taken``).
         wanted = [node for i, report in enumerate(self.reports) if i not in taken for node in (report.start, report.node)]
-        replaces = [r for plan, _ in planned if plan is not None for r in plan.replacements]
+        replaces = [r for plan in {id(plan): plan for plan, _ in planned if plan is not None}.values() for r in plan.replacements]
         wanted += [n for r in replaces for n in (r.node, r.until, r.through, *r.holds) if n is not None]
         wanted += imports
         if self.prints is None and not self.keep_check:
@@ -377,8 +393,17 @@ class FileContext:
 
     def _fix(self, plan: FixPlan | None, spot: cst.SimpleStatementLine | None, insertion: Insertion, source: Source) -> Fix | None:
         """The plan as edits of the text, with the insertions its new code needs (a module that
-        imports torch only inside functions gets the definition after the function's own import)."""
-        if plan is None or self._breaks_fstring(plan):
+        imports torch only inside functions gets the definition after the function's own import).
+        Kept by plan: reports sharing a plan share its fix, built once."""
+        if plan is None:
+            return None
+        kept = self._fixes.get(id(plan))
+        if kept is None or kept[0] is not plan or kept[1] is not spot or kept[2] is not insertion or kept[3] is not source:
+            kept = self._fixes[id(plan)] = (plan, spot, insertion, source, self._fix_of(plan, spot, insertion, source))
+        return kept[4]
+
+    def _fix_of(self, plan: FixPlan, spot: cst.SimpleStatementLine | None, insertion: Insertion, source: Source) -> Fix | None:
+        if self._breaks_fstring(plan):
             return None
         edits = [self._edit(r, source.positions, source.lines, insertion.torch_as) for r in plan.replacements]
         hazards: list[str | None] = []
@@ -419,13 +444,16 @@ class FileContext:
 
     def _breaks_fstring(self, plan: FixPlan) -> bool:
         """Before Python 3.12 an f-string's replacement field may not reuse its quote character:
-        a fix writing `"cuda"` inside `f"{...}"` would not compile there, so it is not offered."""
+        a fix writing `"cuda"` inside `f"{...}"` would not compile there, so it is not offered.
+        Kept by plan, as the requirement is."""
+        kept = self._fstring_breaks.get(id(plan))
+        if kept is None or kept[0] is not plan:
+            kept = self._fstring_breaks[id(plan)] = (plan, self._reuses_quote(plan))
+        return kept[1]
+
+    def _reuses_quote(self, plan: FixPlan) -> bool:
         for replace in plan.replacements:
-            quotes = {
-                node.start.lstrip("rRbBfF")[0]
-                for node in self.ancestors(replace.node)
-                if isinstance(node, cst.FormattedString)
-            }
+            quotes = self._climbed("f-string quotes", replace.node, _fstring_quotes, frozenset())
             new = replace.new
             if isinstance(new, cst.CSTNode):
                 new = self.code(new)
@@ -436,14 +464,23 @@ class FileContext:
 
     def render(self, original: cst.CSTNode, new: cst.CSTNode) -> str:
         """The source of ``new`` as it reads where ``original`` stands, block indentation included."""
-        blocks = [node for node in self.ancestors(original) if isinstance(node, cst.IndentedBlock)]
-        indent = "".join(self.module.default_indent if b.indent is None else b.indent for b in reversed(blocks))
+        indent = self._climbed("block indentation", original, self._indented, "")
         # A node's source span excludes its own parentheses (they stay in the file around the
         # edit), while rendering includes them: drop as many as the original owns.
         own = len(getattr(original, "lpar", ()))
         if own and len(getattr(new, "lpar", ())) >= own:
             new = new.with_changes(lpar=new.lpar[own:], rpar=new.rpar[: len(new.rpar) - own])
         return code_at_indent(self.module, new, indent)
+
+    def _climbed(self, question: str, node: cst.CSTNode, step: Callable[[cst.CSTNode, cst.CSTNode, T], T], top: T) -> T:
+        """``climbed`` (devlint.analysis.tree) with the answers kept for the file, by question."""
+        return climbed(node, self.parents.get, self.indexed(("climbed", question), dict), step, top)
+
+    def _indented(self, parent: cst.CSTNode, child: cst.CSTNode, above: str) -> str:
+        """The indentation of the blocks around ``child``, outermost first."""
+        if type(parent) is not cst.IndentedBlock:
+            return above
+        return above + (self.module.default_indent if parent.indent is None else parent.indent)
 
     def _edit(self, replace: Replace, positions: Positions, lines: LineIndex, torch_as: str | None) -> Edit:
         span = positions[replace.node]
@@ -478,9 +515,14 @@ class FileContext:
 def _releasing(fix: Fix, releases: tuple[Release, ...], lines: LineIndex) -> Fix:
     """``fix`` with the uses of imported names it removes, and the edits removing the imports it
     alone leaves unused (devlint.engine.unused_imports)."""
-    alone = tuple(unused_import_edits(lines.text, list(releases)))
+    alone = tuple(unused_import_edits(lines.text, list(releases), lines))
     edits = tuple(sorted((*fix.edits, *alone), key=lambda e: e.start_offset))
     return dataclasses.replace(fix, edits=edits, releases=releases, unused_imports=alone)
+
+
+def _fstring_quotes(parent: cst.CSTNode, child: cst.CSTNode, above: frozenset[str]) -> frozenset[str]:
+    """The quote characters of the f-strings around ``child``."""
+    return above | {parent.start.lstrip("rRbBfF")[0]} if isinstance(parent, cst.FormattedString) else above
 
 
 def _uses_definition(plan: FixPlan) -> bool:

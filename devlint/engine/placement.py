@@ -18,7 +18,7 @@ import libcst as cst
 
 from devlint.analysis.devices import device_expression
 from devlint.analysis.semantic import SemanticModel
-from devlint.analysis.tree import ancestors, descendants
+from devlint.analysis.tree import ancestors, climbed, descendants
 from devlint.engine.gpu_environment import changes_gpu_environment, visible_devices_set_after
 from devlint.engine.positions import Positions
 from devlint.engine.render import in_file_style
@@ -215,12 +215,15 @@ def _deadline(source: Source, nodes: list[cst.CSTNode], body: list[cst.BaseState
     """The first top-level statement that may run code needing the definition: one that uses it
     as it runs, or, after a function using it is defined, anything but further definitions and
     imports (which may then still come first: a later `import torch` included)."""
-    index = {id(stmt): i for i, stmt in enumerate(body)}
-    tops: dict[int, list[cst.CSTNode]] = {}
+    # Per node: the index of its top-level statement, and whether it runs only when a function
+    # is called; found by one climb for all the nodes (devlint.analysis.tree.climbed).
+    known: dict[int, tuple[int, bool]] = {id(stmt): (i, False) for i, stmt in enumerate(body)}
+    tops: dict[int, list[bool]] = {}
     for node in nodes:
-        tops.setdefault(_top_level_index(source, node, index), []).append(node)
+        top, deferred = climbed(node, source.parents.get, known, _deferring, (0, False))
+        tops.setdefault(top, []).append(deferred)
     for i in range(min(tops), len(body)):
-        if any(not _deferred(source, node, body[i]) for node in tops.get(i, ())):
+        if not all(tops.get(i, ())):
             return i
         if not isinstance(body[i], (cst.FunctionDef, cst.ClassDef)) and not is_import_line(body[i]):
             return i
@@ -316,25 +319,10 @@ def _line_mentioning(source: Source, node: cst.CSTNode, word: str) -> int:
     return next((row for row in range(span.start.line, span.end.line + 1) if word in source.lines.line(row)), span.start.line)
 
 
-def _deferred(source: Source, node: cst.CSTNode, top: cst.CSTNode) -> bool:
-    """``node`` (in the top-level statement ``top``) runs only when a function is called."""
-    child, current = node, source.parents.get(node)
-    while current is not None:
-        if isinstance(current, (cst.FunctionDef, cst.Lambda)) and child is current.body:
-            return True
-        if current is top:
-            return False
-        child, current = current, source.parents.get(current)
-    return False
-
-
-def _top_level_index(source: Source, node: cst.CSTNode, index: dict[int, int]) -> int:
-    current: cst.CSTNode | None = node
-    while current is not None:
-        if id(current) in index:
-            return index[id(current)]
-        current = source.parents.get(current)
-    return 0
+def _deferring(parent: cst.CSTNode, child: cst.CSTNode, above: tuple[int, bool]) -> tuple[int, bool]:
+    """``child`` is in the top-level statement ``above`` names, and runs only when a function is
+    called if ``above`` says so or ``child`` is the body of a function (``parent``)."""
+    return above[0], above[1] or (isinstance(parent, (cst.FunctionDef, cst.Lambda)) and child is parent.body)
 
 
 def _torch_cell_imports(source: Source, body: list[cst.BaseStatement], imports: list[int]) -> list[int]:

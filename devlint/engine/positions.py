@@ -32,7 +32,7 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
-from devlint.analysis.tree import statement_children
+from devlint.analysis.tree import climbed, statement_children
 from devlint.engine.interning import SHARED_KINDS
 from devlint.fixes import LineIndex
 
@@ -230,6 +230,10 @@ class _InPlace:
         self._module = module
         self._lines = lines
         self._parent_of = parent_of
+        # The statement that holds each node asked about and the nodes above it, and the
+        # indentation of the blocks around each (devlint.analysis.tree.climbed).
+        self._holders: dict[int, cst.CSTNode | None] = {}
+        self._indents_known: dict[int, tuple[str, ...]] = {}
         statements = statements_in_order(module)
         # Where each statement's first row starts, by the statement's id; None where CPython
         # and LibCST do not count the same statements.
@@ -264,15 +268,11 @@ class _InPlace:
         does in place; None for a shared node, a node the walk did not reach and the module."""
         if type(node) in SHARED_KINDS:
             return None
-        starts = self._starts
-        assert starts is not None
-        while True:
-            parent = self._parent_of(node)
-            if parent is None:
-                return None
-            if id(node) in starts and type(parent) in (cst.IndentedBlock, cst.Module):
-                return node
-            node = parent
+        return climbed(node, self._parent_of, self._holders, self._holder, None)
+
+    def _holder(self, parent: cst.CSTNode, child: cst.CSTNode, above: cst.CSTNode | None) -> cst.CSTNode | None:
+        assert self._starts is not None
+        return child if id(child) in self._starts and type(parent) in (cst.IndentedBlock, cst.Module) else above
 
     def _printed(self, statement: cst.CSTNode, keys: set[int]) -> dict[int, tuple[int, int]] | None:
         """The spans of ``keys`` (nodes in ``statement``), where the statement's print stands."""
@@ -295,14 +295,12 @@ class _InPlace:
 
     def _indents(self, statement: cst.CSTNode) -> list[str]:
         """The indentation the blocks around ``statement`` give it, outermost first."""
-        indents: list[str] = []
-        node = self._parent_of(statement)
-        while node is not None and node is not self._module:
-            if type(node) is cst.IndentedBlock:
-                indents.append(self._module.default_indent if node.indent is None else node.indent)
-            node = self._parent_of(node)
-        indents.reverse()
-        return indents
+        return list(climbed(statement, self._parent_of, self._indents_known, self._indent, ()))
+
+    def _indent(self, parent: cst.CSTNode, child: cst.CSTNode, above: tuple[str, ...]) -> tuple[str, ...]:
+        if type(parent) is not cst.IndentedBlock:
+            return above
+        return (*above, self._module.default_indent if parent.indent is None else parent.indent)
 
 
 def statements_in_order(module: cst.Module) -> list[cst.CSTNode]:

@@ -7,7 +7,7 @@ from functools import lru_cache
 import libcst as cst
 
 from devlint.analysis.semantic import SemanticModel, dotted_name, string_value
-from devlint.analysis.tree import children
+from devlint.analysis.tree import children, climbed
 from devlint.rule import RuleContext, Site
 
 
@@ -185,16 +185,29 @@ def receiver_is_foreign(ctx: RuleContext, receiver: cst.BaseExpression, site: Si
             return _enclosing_class_has_own(ctx, site, method)
         # `batch = batch.cuda()` binds `batch` in the very statement being checked: that binding
         # says nothing about what `batch` was before, so look past it.
-        enclosing = set(ctx.ancestors(site.node))
         for _, binding in model.lookup(receiver.value, site.scope):
-            if binding.value is not None and binding.value in enclosing | {site.node}:
+            if binding.order >= site.order and binding.kind != "param":
                 continue
-            if binding.order < site.order or binding.kind == "param":
-                if binding.kind == "import":
-                    return not model.imports.get(receiver.value, "torch.").startswith("torch.")
-                return _constructs_foreign(ctx, binding.value, method)
+            if binding.value is not None and _encloses(ctx, binding.value, site.node):
+                continue
+            if binding.kind == "import":
+                return not model.imports.get(receiver.value, "torch.").startswith("torch.")
+            return _constructs_foreign(ctx, binding.value, method)
         return False
     return _constructs_foreign(ctx, receiver, method)
+
+
+def _encloses(ctx: RuleContext, value: cst.BaseExpression, node: cst.CSTNode) -> bool:
+    """``value`` (a binding's expression) is ``node`` or holds it. An expression lies within one
+    statement: the climb stops at the first statement above ``node``, however deep that is."""
+    current: cst.CSTNode | None = node
+    while current is not None:
+        if current is value:
+            return True
+        if isinstance(current, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return False
+        current = ctx.parent(current)
+    return False
 
 
 def own_override(ctx: RuleContext, receiver: cst.BaseExpression, site: Site, method: str) -> str | None:
@@ -209,14 +222,14 @@ def own_override(ctx: RuleContext, receiver: cst.BaseExpression, site: Site, met
         return scope.name if scope is not None and _defines(ctx, scope.name, method) else None
     value: cst.BaseExpression | None = receiver
     if isinstance(receiver, cst.Name):
-        enclosing = set(ctx.ancestors(site.node))
         value = None
         for _, binding in model.lookup(receiver.value, site.scope):
-            if binding.value is not None and binding.value in enclosing | {site.node}:
+            if binding.order >= site.order and binding.kind != "param":
                 continue
-            if binding.order < site.order or binding.kind == "param":
-                value = binding.value
-                break
+            if binding.value is not None and _encloses(ctx, binding.value, site.node):
+                continue
+            value = binding.value
+            break
     if isinstance(value, cst.Call):
         name = dotted_name(value.func)
         if name is not None and _defines(ctx, name, method):
@@ -238,20 +251,29 @@ def duck_typed(ctx: RuleContext, call: cst.Call, receiver: cst.BaseExpression, m
     """``call`` runs only where ``receiver`` was found to have ``method``: `if hasattr(obj, "cuda"):`
     or `callable(getattr(obj, "cuda", None))`. The object may be anything with that method, and
     nothing says it has a `to`."""
-    shown: str | None = None  # the receiver's code, printed only where a test may name it
-    child: cst.CSTNode = call
-    for ancestor in ctx.ancestors(call):
-        if isinstance(ancestor, (cst.If, cst.IfExp)) and child is not ancestor.test:
-            for node in calls_in(ancestor.test):
-                name = dotted_name(node.func)
-                if name in ("hasattr", "getattr") and len(node.args) >= 2 and string_value(node.args[1].value) == method:
-                    shown = ctx.code(receiver) if shown is None else shown
-                    if ctx.code(node.args[0].value) == shown:
-                        return True
-        if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
-            return False
-        child = ancestor
-    return False
+    known: dict[int, frozenset[tuple[str, str]]] = ctx.indexed("objects tested for a method", dict)
+    tested = climbed(call, ctx.parent, known, lambda ancestor, child, above: _tested_above(ctx, ancestor, child, above), frozenset())
+    # The receiver's code is printed only where a test names some object's method.
+    return bool(tested) and (ctx.code(receiver), method) in tested
+
+
+def _tested_above(
+    ctx: RuleContext, ancestor: cst.CSTNode, child: cst.CSTNode, above: frozenset[tuple[str, str]]
+) -> frozenset[tuple[str, str]]:
+    """The objects (by their code) and methods that `hasattr`/`getattr` tests of the branches
+    enclosing ``child`` in its function or class found, ``ancestor`` included."""
+    if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+        return frozenset()
+    if not isinstance(ancestor, (cst.If, cst.IfExp)) or child is ancestor.test:
+        return above
+    found = {
+        (ctx.code(node.args[0].value), method)
+        for node in calls_in(ancestor.test)
+        if dotted_name(node.func) in ("hasattr", "getattr")
+        and len(node.args) >= 2
+        and (method := string_value(node.args[1].value)) is not None
+    }
+    return above | found if found else above
 
 
 def calls_in(node: cst.CSTNode) -> list[cst.Call]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.analysis.semantic import dotted_name, string_value
+from devlint.analysis.tree import climbed
 from devlint.rule import RuleContext
 from devlint.rulekit.calls import keyword, positional
 
@@ -89,25 +90,50 @@ def under_device_check(ctx: RuleContext, node: cst.CSTNode) -> bool:
     """``node`` runs only where torch has a GPU: in the body of ``if <check>:``, the ``else`` of
     ``if <no GPU>:``, either side of the matching conditional expression, right of ``<check> and``
     or ``<no GPU> or``, or after an
-    ``assert <check>`` / ``if <no GPU>: return`` (raise, ``sys.exit()``) earlier in the same block."""
-    child: cst.CSTNode = node
-    for ancestor in ctx.ancestors(node):
-        if isinstance(ancestor, (cst.If, cst.IfExp)) and child is not ancestor.test:
-            # the body runs where the test holds; `else`/`elif` where it fails
-            present = device_present_if(ctx, ancestor.test)
-            if present is not None and present == (child is ancestor.body):
-                return True
-        if isinstance(ancestor, cst.BooleanOperation) and child is ancestor.right:
-            # `<check> and x` evaluates x only where the check holds; `<no GPU> or x` where it fails
-            present = device_present_if(ctx, ancestor.left)
-            if present is not None and present == isinstance(ancestor.operator, cst.And):
-                return True
-        if isinstance(ancestor, (cst.IndentedBlock, cst.Module)) and _checked_earlier(ctx, ancestor, child):
-            return True
-        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            return False
-        child = ancestor
-    return False
+    ``assert <check>`` / ``if <no GPU>: return`` (raise, ``sys.exit()``) earlier in the same block.
+
+    The guards above a node are found by one climb for the whole file (devlint.analysis.tree.
+    climbed): a test is read once, however many findings lie under it (an ``elif`` chain). A test
+    that is a name (``if use_cuda:``) is read at each question, as the name's binding before the
+    walk's position says."""
+    known: dict[int, _Guards] = ctx.indexed("device checks above", dict)
+    found, named = climbed(node, ctx.parent, known, lambda ancestor, child, above: _guards(ctx, ancestor, child, above), (False, ()))
+    return found or any(device_present_if(ctx, test) == holds for test, holds in named)
+
+
+# Whether some guard between a node and its function is a GPU check, and the tests that are
+# names (with the answer that makes them one), read when asked.
+_Guards = tuple[bool, tuple[tuple[cst.BaseExpression, bool], ...]]
+
+
+def _guards(ctx: RuleContext, ancestor: cst.CSTNode, child: cst.CSTNode, above: _Guards) -> _Guards:
+    if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+        return False, ()
+    test: cst.BaseExpression | None = None
+    if isinstance(ancestor, (cst.If, cst.IfExp)) and child is not ancestor.test:
+        # the body runs where the test holds; `else`/`elif` where it fails
+        test, holds = ancestor.test, child is ancestor.body
+    elif isinstance(ancestor, cst.BooleanOperation) and child is ancestor.right:
+        # `<check> and x` evaluates x only where the check holds; `<no GPU> or x` where it fails
+        test, holds = ancestor.left, isinstance(ancestor.operator, cst.And)
+    found, named = above
+    if test is not None:
+        if _reads_a_name(test):
+            named = ((test, holds), *named)
+        elif device_present_if(ctx, test) == holds:
+            found = True
+    if isinstance(ancestor, (cst.IndentedBlock, cst.Module)) and _checked_earlier(ctx, ancestor, child):
+        found = True
+    return found, named
+
+
+def _reads_a_name(test: cst.BaseExpression) -> bool:
+    """``device_present_if`` looks ``test`` (or a side of its ``not``/``and``/``or``) up as a name."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _reads_a_name(test.expression)
+    if isinstance(test, cst.BooleanOperation):
+        return _reads_a_name(test.left) or _reads_a_name(test.right)
+    return isinstance(test, cst.Name)
 
 
 def _checked_earlier(ctx: RuleContext, block: cst.IndentedBlock | cst.Module, statement: cst.CSTNode) -> bool:
