@@ -18,7 +18,7 @@ checking one small file (clean, and with a finding) against a bare ``python -c p
 of many runs each, the machine being shared. And how cost grows with one file: the corpus's most
 expensive file against its own LibCST parse, a generated file of N and 4N blocks of every
 rule's INVALID examples, and files of N and 4N parts that reach across the file (an ``elif``
-chain, one long expression, an attribute read in every class: tests/test_linear_cost.py's
+chain, an attribute read in every class: tests/test_linear_cost.py's
 ``SHAPES``) (``bench/scaling.py``'s measures, CPU seconds).
 
 It prints one markdown table and the ratios, each against its target. It is no test: the
