@@ -4,7 +4,8 @@ functions it imports and calls with a CUDA device (``load_state_dict(path, locat
 after ``from cldm.model import load_state_dict``).
 
 A run reads those modules (devlint.run.project_imports, with CPython's ``ast``, never importing
-them) and hands the result to the engine, which checks one text and never reads another file.
+them, and only once the engine asks for a value) and hands the result to the engine, which checks
+one text and never opens another file itself.
 The analyses read the values' source text as they read a constant of the file itself
 (devlint.analysis.version_guards: ``if IS_TORCH_2_4: ... else: <old API>``), and a function's as
 they read one of the file's own (devlint.analysis.device_params)."""
@@ -12,6 +13,7 @@ they read one of the file's own (devlint.analysis.device_params)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -54,3 +56,12 @@ class ImportedConstants:
 
 
 NONE = ImportedConstants()
+
+
+class Imports(Protocol):
+    """What the engine asks of a file's project: ``ImportedConstants``, or a run's reader that
+    reads the other modules only when first asked (devlint.run.project_imports.ProjectImports)."""
+
+    def get(self, reference: str) -> Constant | None: ...
+
+    def function(self, reference: str) -> Function | None: ...

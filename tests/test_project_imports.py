@@ -17,7 +17,8 @@ from devlint.run.cache import Cache
 from devlint.run.config import FileSettings
 from devlint.run.job import Job
 from devlint.run.pool import execute
-from devlint.run.project_imports import MAX_HOPS, imported_constants
+from devlint.run.file_job import process_source
+from devlint.run.project_imports import MAX_HOPS, ProjectImports, imported_constants
 from devlint.server.analysis import analyze
 from devlint.server.model import Source
 from devlint.settings import FixSettings
@@ -178,3 +179,22 @@ def test_only_names_a_test_reads_are_looked_up(tmp_path: Path) -> None:
     assert _lint(train) == []
     train.write_text(text.replace("IS_TORCH_2_4 else", "False else"))
     assert _lint(train) == [3]
+
+
+def test_a_run_reads_the_other_modules_only_when_the_check_asks(tmp_path: Path) -> None:
+    # The same imports and tests, with the finding outside the branches they choose: the check
+    # never asks for the flag, so a run reads no other module and its result depends on none.
+    quiet = TRAIN.replace(OLD, "scaler = None") + OLD + "\n"
+    train = _project(tmp_path, train=quiet)
+    assert imported_constants(quiet, str(train), "")[1] is not None  # what reading everything would read
+    result = process_source(quiet.encode(), str(train), Job(codes=("DEV501",), settings=SETTINGS_2_4))[0]
+    assert _rows(result.findings) == [quiet.count("\n")] and result.dependencies is None
+    # Asked: the same constants and the same files as reading everything up front.
+    lazy = ProjectImports(TRAIN, str(train), "")
+    eager, read = imported_constants(TRAIN, str(train), "")
+    assert lazy.dependencies() is None
+    assert lazy.get("IS_TORCH_2_4") == eager.get("IS_TORCH_2_4") is not None
+    assert lazy.get("compat.IS_TORCH_2_4") == eager.get("compat.IS_TORCH_2_4") is not None
+    assert lazy.dependencies() == read
+    result = process_source(TRAIN.encode(), str(train), Job(codes=("DEV501",), settings=SETTINGS_2_4))[0]
+    assert result.findings == [] and result.dependencies == read

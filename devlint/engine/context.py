@@ -28,7 +28,7 @@ from devlint.engine.unused_imports import UnusedImports
 from devlint.findings import Edit, Finding, Fix, Location, Release
 from devlint.gate.syntax import cpython_tree
 from devlint.fixes import DeviceRef, FixPlan, HelperRef, LineIndex, Replace, unused_import_edits
-from devlint.project import NONE, ImportedConstants
+from devlint.project import NONE, Imports
 from devlint.rule import FixFactory, Report, Rule, Site
 from devlint.settings import FixSettings
 from devlint.torchfacts.api_versions import Requirement, introduced, newest
@@ -46,7 +46,7 @@ class FileContext:
         settings: FixSettings = FixSettings(),
         stitched: bool = False,
         prints: StatementPrints | None = None,
-        imported: ImportedConstants = NONE,
+        imported: Imports = NONE,
         rows: tuple[int, ...] | None = None,
     ) -> None:
         self.filename = filename

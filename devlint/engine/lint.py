@@ -19,7 +19,7 @@ from devlint.fixes import applicable, apply_fixes
 from devlint.gate.prefilter import matching_rules
 from devlint.gate.screen import FRESH, Reading, screened
 from devlint.gate.syntax import ParseError, cpython_error, cpython_tree
-from devlint.project import NONE, ImportedConstants
+from devlint.project import NONE, Imports
 from devlint.rule import Rule
 
 # Fixes that overlap (a `.cuda()` inside another `.cuda()` receiver) land over several rounds.
@@ -82,7 +82,7 @@ def lint_text(
     sections: tuple[Parser, int] | None = None,
     prints: StatementPrints | None = None,
     earlier: EarlierChecks | None = None,
-    imported: ImportedConstants | Callable[[ast.Module | None], ImportedConstants] = NONE,
+    imported: Imports | Callable[[ast.Module | None], Imports] = NONE,
     reading: Reading = FRESH,
     tree: ast.Module | None = None,
 ) -> list[Finding]:
@@ -137,7 +137,7 @@ def _lint_module(
     rules: Sequence[type[Rule]],
     settings: FixSettings,
     prints: StatementPrints | None = None,
-    imported: ImportedConstants = NONE,
+    imported: Imports = NONE,
     earlier: EarlierChecks | None = None,
     rows: tuple[int, ...] | None = None,
 ) -> list[Finding]:
@@ -176,7 +176,7 @@ def fix_text(
     keep: Callable[[str, list[Finding]], list[Finding]] | None = None,
     gate: bool = True,
     screened: Sequence[type[Rule]] | None = None,
-    imported: ImportedConstants = NONE,
+    imported: Imports = NONE,
     tree: ast.Module | None = None,
 ) -> FixResult:
     """Apply fixes until none is left to apply; the findings that remain come back too.

@@ -39,7 +39,7 @@ from devlint.analysis.tree import children
 from devlint.engine.placement import Insertion
 from devlint.findings import Edit, Finding, Fix, Location
 from devlint.fixes import HelperRef, LineIndex, trimmed
-from devlint.project import ImportedConstants
+from devlint.project import Imports
 from devlint.settings import FixSettings
 from devlint.torchfacts.names import MOVES
 
@@ -62,10 +62,10 @@ class FileFacts:
     module_bindings: tuple
     device_name: str
     torch_imported: bool
-    imported: ImportedConstants
+    imported: Imports
 
     @classmethod
-    def of(cls, module: cst.Module, model: SemanticModel, settings: FixSettings, imported: ImportedConstants) -> FileFacts:
+    def of(cls, module: cst.Module, model: SemanticModel, settings: FixSettings, imported: Imports) -> FileFacts:
         return cls(
             (module.default_indent, module.default_newline),
             tuple(sorted(model.imports.items())),

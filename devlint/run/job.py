@@ -17,7 +17,7 @@ from devlint.gate.catalog import RuleInfo
 from devlint.gate.screen import screened
 from devlint.registry import info_by_code, load
 from devlint.run.diff_base import DiffBase
-from devlint.run.project_imports import Dependencies, imported_constants
+from devlint.run.project_imports import Dependencies, ProjectImports
 from devlint.run.suppressions import apply_noqa, statement_starts
 from devlint.settings import FixSettings
 
@@ -92,17 +92,19 @@ def lint(text: str, filename: str, job: Job, settings: FixSettings) -> tuple[lis
     from devlint.engine.lint import lint_text
 
     # CPython's tree the screen read serves the project's imports, LibCST's sections and
-    # positions and the noqa comments' scan: the text is compiled once.
-    imported, dependencies = imported_constants(text, filename, job.root, tree=screen.tree)
+    # positions and the noqa comments' scan: the text is compiled once. The other modules are
+    # read only if the check asks for one of their constants.
+    imported = ProjectImports(text, filename, job.root, tree=screen.tree)
     if screen.rules is None:
         # CPython cannot read it: lint_text lets LibCST decide.
-        return apply_noqa(text, lint_text(text, filename, _rules(job.codes), settings, imported=imported)), dependencies
+        found = lint_text(text, filename, _rules(job.codes), settings, imported=imported)
+        return apply_noqa(text, found), imported.dependencies()
     rules, starts, held = _screened_rules(screen.rules), statement_starts(screen.tree), [screen.tree]
     del screen
     # Handed over, not kept here: CPython's tree of a large file is ~100 MB, dropped once LibCST
     # has parsed the text.
     found = lint_text(text, filename, rules, settings, prefilter=False, imported=imported, tree=held.pop())
-    return apply_noqa(text, found, starts), dependencies
+    return apply_noqa(text, found, starts), imported.dependencies()
 
 
 def fix(
@@ -115,14 +117,14 @@ def fix(
         return None, None
     from devlint.engine.lint import fix_text
 
-    imported, dependencies = imported_constants(text, filename, job.root, tree=screen.tree)
+    imported = ProjectImports(text, filename, job.root, tree=screen.tree)
     first = None if screen.rules is None else _screened_rules(screen.rules)
     held = [screen.tree]
     del screen
     result = fix_text(
         text, filename, _rules(job.codes), settings, job.unsafe, keep=keep, screened=first, imported=imported, tree=held.pop()
     )
-    return result, dependencies
+    return result, imported.dependencies()
 
 
 def _screened_rules(screened: list[RuleInfo]) -> tuple[type[Rule], ...]:

@@ -3,8 +3,10 @@
 
 ``from mypkg.compat import IS_TORCH_2_4`` in ``train.py``: ``IS_TORCH_2_4 = TORCH_VERSION >= (2, 4)``
 in ``mypkg/compat.py`` is what decides which branch of ``if IS_TORCH_2_4:`` is for an older torch
-(devlint.analysis.version_guards). The engine checks one text and reads no other file: this
-module resolves the imports and hands it the values as plain data (devlint.project).
+(devlint.analysis.version_guards). The engine checks one text and opens no other file: this
+module resolves the imports and hands it the values as plain data (devlint.project); a run hands
+it a ``ProjectImports``, which resolves them the first time the engine asks for a value, so that
+a file whose check never asks reads no other module.
 
 A module is found as the interpreter would find it from the file: a relative import from the
 file's own package; an absolute one from the file's folder, from the folder above the file's
@@ -92,9 +94,46 @@ def imported_constants(
             tree = ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return NONE, None
+    return _resolved(scan_imports(tree) if scans is None else _merged(scans), filename, root)
+
+
+class ProjectImports:
+    """``imported_constants``, read the first time the engine asks for a constant or a function:
+    most files that pass the gate never ask (only a report under a test of an imported name, a
+    backend given by one, or a call of an imported function with a CUDA device does), and then
+    read no other module. What was read, for the cache, is known once the check is done."""
+
+    def __init__(self, text: str, filename: str, root: str, tree: ast.Module | None = None) -> None:
+        if tree is None:
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                tree = None
+        # The scan is what the reading needs of the file: CPython's tree itself is not kept.
+        self._scanned = scan_imports(tree) if tree is not None else None
+        self._filename = filename
+        self._root = root
+        self._read: tuple[ImportedConstants, Dependencies | None] | None = None
+
+    def get(self, reference: str) -> Constant | None:
+        return self._constants().get(reference)
+
+    def function(self, reference: str) -> Function | None:
+        return self._constants().function(reference)
+
+    def dependencies(self) -> Dependencies | None:
+        """The files read to answer the engine (None: it asked nothing, or nothing was read)."""
+        return self._read[1] if self._read is not None else None
+
+    def _constants(self) -> ImportedConstants:
+        if self._read is None:
+            self._read = _resolved(self._scanned, self._filename, self._root) if self._scanned is not None else (NONE, None)
+        return self._read[0]
+
+
+def _resolved(scanned: Scan, filename: str, root: str) -> tuple[ImportedConstants, Dependencies | None]:
     project = _Project(Path(filename).resolve(), Path(root).resolve() if root else None)
     found: dict[str, Constant] = {}
-    scanned = scan_imports(tree) if scans is None else _merged(scans)
     for reference, constant in project.references(scanned):
         found.setdefault(reference, constant)
     functions = dict(project.functions(scanned))
