@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from devlint.engine.lint import fix_text, lint_text
+from devlint.engine.positions import StatementPrints
+from devlint.engine.reuse import EarlierChecks
 from devlint.registry import all_rules
 from devlint.rule import Rule
 from devlint.settings import FixSettings
@@ -134,7 +136,7 @@ SHAPES: dict[str, Callable[[int], str]] = {
 }
 
 
-@pytest.mark.parametrize("mode", ["check", "fix"])
+@pytest.mark.parametrize("mode", ["check", "fix", "server"])
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_shapes_that_reach_across_the_file_cost_linear_work(shape: str, mode: str) -> None:
     settings = FixSettings(torch_version=(2, 4))
@@ -143,6 +145,9 @@ def test_shapes_that_reach_across_the_file_cost_linear_work(shape: str, mode: st
         text = SHAPES[shape](n)
         if mode == "fix":
             return lambda: fix_text(text, "generated.py", all_rules(), settings, unsafe=True)
+        if mode == "server":
+            # The language server's check: statement prints kept, the check kept for the next.
+            return lambda: lint_text(text, "generated.py", all_rules(), settings, prints=StatementPrints(), earlier=EarlierChecks())
         return lambda: lint_text(text, "generated.py", all_rules(), settings)
 
     small, large = _calls(work(30)), _calls(work(120))

@@ -371,10 +371,10 @@ class FileContext:
     def _top_level(self, node: cst.CSTNode) -> cst.CSTNode | None:
         """The top-level statement holding ``node`` (itself for one), None for a node the walk
         did not reach."""
-        current, parent = node, self.parents.get(node)
-        while parent is not None and parent is not self.module:
-            current, parent = parent, self.parents.get(parent)
-        return current if parent is self.module else None
+        return self._climbed("top-level statement", node, self._top_level_step, None)
+
+    def _top_level_step(self, parent: cst.CSTNode, child: cst.CSTNode, above: cst.CSTNode | None) -> cst.CSTNode | None:
+        return child if parent is self.module else above
 
     def _needs_insertion(self, report: Report, plan: FixPlan | None) -> cst.CSTNode | None:
         """Where ``plan``'s new code needs torch or the inserted definition (see placement), else None."""
