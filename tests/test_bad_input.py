@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from devlint.cli import main
+from devlint.gate.nesting import call_with_deep_stack
 from devlint.run.file_job import process_file
 from devlint.run.job import Job
 
@@ -412,3 +413,26 @@ def test_a_5_mb_file_of_mostly_docstrings_and_comments(tmp_path: Path, capsys: p
 @pytest.mark.skipif(os.environ.get("DEVLINT_SLOW_TESTS") != "1", reason="about 3 minutes (LibCST parses ~100 KB/s here); set DEVLINT_SLOW_TESTS=1")
 def test_a_5_mb_file_of_ordinary_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     check_big_file(capsys, tmp_path / "big.py", realistic_module(5_000_000), seconds=600)
+
+
+def test_a_text_cpython_read_within_its_default_depth_needs_no_second_compile(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The nesting check asks CPython, within its default depth, about a file with a logical line
+    over 5,000 characters; the check of one file reads the text so first and does not ask again.
+    What it says is what a fresh reading says, deep or not."""
+    import devlint.gate.nesting as nesting
+    from devlint.gate.screen import FRESH, OneFileReading
+
+    wide = "import torch\nTABLE = [" + ", ".join(f"({i}, 'cuda:{i % 8}')" for i in range(600)) + "]\nx = torch.ones(1).cuda()\n"
+    deep = "import torch\nx = " + "-" * 3_000 + "torch.ones(1).cuda()\nTABLE = [" + ", ".join(str(i) for i in range(2_000)) + "]\n"
+    asked: list[str] = []
+    verdict = nesting._cpython_verdict
+    monkeypatch.setattr(nesting, "_cpython_verdict", lambda text: asked.append(text) or verdict(text))
+    for text, problem in ((wide, None), (deep, "expression too deeply nested to parse")):
+        reading = OneFileReading()
+        tree = call_with_deep_stack(reading.tree, text)
+        assert tree is not None
+        found = call_with_deep_stack(reading.nesting, text, tree)
+        assert (found.message if found else None) == problem
+        assert found == call_with_deep_stack(FRESH.nesting, text, call_with_deep_stack(FRESH.tree, text))
+    # The wide text was read within the default depth: only the fresh reading asked again.
+    assert asked == [wide, deep, deep]

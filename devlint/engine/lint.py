@@ -178,13 +178,15 @@ def fix_text(
     screened: Sequence[type[Rule]] | None = None,
     imported: Imports = NONE,
     tree: ast.Module | None = None,
+    reading: Reading = FRESH,
 ) -> FixResult:
     """Apply fixes until none is left to apply; the findings that remain come back too.
     ``keep(text, findings)`` drops findings that must be neither fixed nor reported (noqa);
     ``screened``: the rules the screen already chose for ``text`` (the first round walks them
     without screening the same text again; later rounds screen the rewritten text); ``imported``:
     as for lint_text (a fix never edits another module, so every round reads the same); ``tree``:
-    CPython's tree of ``text`` that the screen read, for the first round."""
+    CPython's tree of ``text`` that the screen read, for the first round; ``reading``: how the
+    screen read it (devlint.gate.screen), for the first round."""
     applied = later = rounds = 0
     original = text
     # Handed over to the first round, not kept here through the walk (~100 MB for a large file).
@@ -193,7 +195,7 @@ def fix_text(
     if screened is None:
         findings = lint_text(text, filename, rules, settings, gate=gate, imported=imported)
     else:
-        findings = lint_text(text, filename, screened, settings, prefilter=False, imported=imported, tree=held.pop())
+        findings = lint_text(text, filename, screened, settings, prefilter=False, imported=imported, reading=reading, tree=held.pop())
     findings = keep(text, findings) if keep is not None else findings
     for _ in range(MAX_FIX_ROUNDS):
         fixes = [f.fix for f in findings if applicable(f, unsafe) and f.fix is not None]

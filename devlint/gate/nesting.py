@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TypeVar
 
+from devlint.gate.syntax import FLAGS, cpython_tree
 from devlint.signals import interrupts_deferred
 
 # CPython's tokenizer refuses more than 200 open brackets ("too many nested parentheses").
@@ -107,20 +108,39 @@ def measure(text: str) -> Nesting:
     return Nesting(None, max(longest, len(text) - line_start))
 
 
-def nesting_problem(text: str, cuts: Sequence[int] = (), scan: Callable[[str], Nesting] = measure) -> NestingProblem | None:
+def nesting_problem(
+    text: str, cuts: Sequence[int] = (), scan: Callable[[str], Nesting] = measure, within_default_depth: bool = False
+) -> NestingProblem | None:
     """Why ``text`` is nested too deeply to parse safely, or None. ``cuts``: offsets where the
     text may be scanned in parts (rows that start a top-level statement, after a row that does
     not continue with a backslash: no bracket is open and no logical line goes on there), each
-    part by ``scan``, for a caller that keeps the scans of parts it saw before."""
+    part by ``scan``, for a caller that keeps the scans of parts it saw before;
+    ``within_default_depth``: CPython has read the text within its default depth
+    (``tree_within_default_depth``), which is all CPython's verdict on a long line asks."""
     longest = 0
     for start, end in zip((0, *cuts), (*cuts, len(text))):
         found = scan(text[start:end])
         if found.too_deep is not None:
             return NestingProblem("too many nested parentheses", *_position(text, start + found.too_deep))
         longest = max(longest, found.longest)
-    if longest > LONG_LOGICAL_LINE:
+    if longest > LONG_LOGICAL_LINE and not within_default_depth:
         return _cpython_verdict(text)
     return None
+
+
+def tree_within_default_depth(text: str) -> tuple[ast.Module | None, bool]:
+    """CPython's tree of ``text`` (None where it cannot read it), and whether it read it within
+    its default depth: first as ``_cpython_verdict`` does, then, where that runs out of depth,
+    with the room this thread has (as ``cpython_tree``). A text read within the default depth
+    needs no verdict: its compile is the verdict's, flags aside (top-level ``await`` only matters
+    when compiling to bytecode)."""
+    try:
+        with _recursion_limit(_depth() + CPYTHON_DEFAULT_RECURSION_LIMIT):
+            return compile(text, "<devlint>", "exec", FLAGS, dont_inherit=True), True
+    except (RecursionError, MemoryError):
+        return cpython_tree(text), False
+    except (SyntaxError, ValueError):
+        return None, False
 
 
 def _cpython_verdict(text: str) -> NestingProblem | None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from devlint.findings import FileError, Finding
 from devlint.gate.catalog import RuleInfo
-from devlint.gate.screen import screened
+from devlint.gate.screen import OneFileReading, screened
 from devlint.registry import info_by_code, load
 from devlint.run.diff_base import DiffBase
 from devlint.run.project_imports import Dependencies, ProjectImports
@@ -86,7 +86,8 @@ def lint(text: str, filename: str, job: Job, settings: FixSettings) -> tuple[lis
     needed) that no `# noqa` comment suppresses, and the other files of the project they depend
     on. Those files are read only for a text the screen lets through: a text no rule can report
     on depends on nothing."""
-    screen = screened(text, _infos(job.codes))
+    reading = OneFileReading()
+    screen = screened(text, _infos(job.codes), reading=reading)
     if screen.rules == []:
         return [], None
     from devlint.engine.lint import lint_text
@@ -103,7 +104,7 @@ def lint(text: str, filename: str, job: Job, settings: FixSettings) -> tuple[lis
     del screen
     # Handed over, not kept here: CPython's tree of a large file is ~100 MB, dropped once LibCST
     # has parsed the text.
-    found = lint_text(text, filename, rules, settings, prefilter=False, imported=imported, tree=held.pop())
+    found = lint_text(text, filename, rules, settings, prefilter=False, imported=imported, reading=reading, tree=held.pop())
     return apply_noqa(text, found, starts), imported.dependencies()
 
 
@@ -112,7 +113,8 @@ def fix(
 ) -> tuple[FixResult | None, Dependencies | None]:
     """``fix_text`` with the job's rules; None when no rule can report on ``text``: nothing to fix.
     The screen's answer for ``text`` is handed on, so the first fix round does not screen it again."""
-    screen = screened(text, _infos(job.codes))
+    reading = OneFileReading()
+    screen = screened(text, _infos(job.codes), reading=reading)
     if screen.rules == []:
         return None, None
     from devlint.engine.lint import fix_text
@@ -122,7 +124,7 @@ def fix(
     held = [screen.tree]
     del screen
     result = fix_text(
-        text, filename, _rules(job.codes), settings, job.unsafe, keep=keep, screened=first, imported=imported, tree=held.pop()
+        text, filename, _rules(job.codes), settings, job.unsafe, keep=keep, screened=first, imported=imported, tree=held.pop(), reading=reading
     )
     return result, imported.dependencies()
 
