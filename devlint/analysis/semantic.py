@@ -8,8 +8,9 @@ shadow a name), and which local classes bring their own ``cuda()``. This module 
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Iterable
 
 import libcst as cst
 
@@ -31,6 +32,10 @@ class Binding:
     param: cst.Param | None = None
 
 
+def _order_of(binding: Binding) -> Order:
+    return binding.order
+
+
 @dataclass
 class Scope:
     kind: str  # "module", "class", "function", "lambda", "comprehension"
@@ -39,9 +44,34 @@ class Scope:
     name: str = ""
     bindings: dict[str, list[Binding]] = field(default_factory=dict)
     params: list[str] = field(default_factory=list)
+    # Where each name's parameter bindings stand in its list, and the names whose list is not in
+    # textual order (then ``before`` scans the whole list): see ``before``.
+    _param_indices: dict[str, list[int]] = field(default_factory=dict)
+    _unordered: set[str] = field(default_factory=set)
 
     def bind(self, binding: Binding) -> None:
-        self.bindings.setdefault(binding.name, []).append(binding)
+        bindings = self.bindings.setdefault(binding.name, [])
+        if bindings and binding.order < bindings[-1].order:
+            self._unordered.add(binding.name)
+        if binding.kind == "param":
+            self._param_indices.setdefault(binding.name, []).append(len(bindings))
+        bindings.append(binding)
+
+    def before(self, name: str, order: Order) -> Iterator[Binding]:
+        """The bindings of ``name`` here that come before ``order`` or are parameters, latest
+        first: a site asked about after the walk skips the name's later bindings without
+        stepping over each of them (``x = x.cuda()`` N times in one scope)."""
+        bindings = self.bindings.get(name, [])
+        if name in self._unordered:
+            yield from (b for b in reversed(bindings) if b.order < order or b.kind == "param")
+            return
+        cut = bisect_left(bindings, order, key=_order_of)
+        for index in reversed(self._param_indices.get(name, ())):
+            if index < cut:
+                break
+            yield bindings[index]
+        for index in range(cut - 1, -1, -1):
+            yield bindings[index]
 
     def function_scope(self) -> Scope | None:
         scope: Scope | None = self
@@ -352,14 +382,19 @@ class SemanticModel:
         info = self.classes.get(class_name)
         return info is not None and method in info.methods and not self.is_module_like_class(class_name)
 
-    def lookup(self, name: str, scope: Scope) -> Iterable[tuple[Scope, Binding]]:
-        """Bindings of ``name`` visible from ``scope``, innermost first (class scopes skipped)."""
+    def lookup(self, name: str, scope: Scope, before: Order | None = None) -> Iterable[tuple[Scope, Binding]]:
+        """Bindings of ``name`` visible from ``scope``, innermost first (class scopes skipped);
+        ``before``: only those before that order, and parameters (``Scope.before``)."""
         current: Scope | None = scope
         first = True
         while current is not None:
             if current.kind != "class" or first:
-                for binding in reversed(current.bindings.get(name, [])):
-                    yield current, binding
+                if before is None:
+                    for binding in reversed(current.bindings.get(name, [])):
+                        yield current, binding
+                else:
+                    for binding in current.before(name, before):
+                        yield current, binding
             first = False
             current = current.parent
 

@@ -185,9 +185,7 @@ def receiver_is_foreign(ctx: RuleContext, receiver: cst.BaseExpression, site: Si
             return _enclosing_class_has_own(ctx, site, method)
         # `batch = batch.cuda()` binds `batch` in the very statement being checked: that binding
         # says nothing about what `batch` was before, so look past it.
-        for _, binding in model.lookup(receiver.value, site.scope):
-            if binding.order >= site.order and binding.kind != "param":
-                continue
+        for _, binding in model.lookup(receiver.value, site.scope, before=site.order):
             if binding.value is not None and _encloses(ctx, binding.value, site.node):
                 continue
             if binding.kind == "import":
@@ -223,9 +221,7 @@ def own_override(ctx: RuleContext, receiver: cst.BaseExpression, site: Site, met
     value: cst.BaseExpression | None = receiver
     if isinstance(receiver, cst.Name):
         value = None
-        for _, binding in model.lookup(receiver.value, site.scope):
-            if binding.order >= site.order and binding.kind != "param":
-                continue
+        for _, binding in model.lookup(receiver.value, site.scope, before=site.order):
             if binding.value is not None and _encloses(ctx, binding.value, site.node):
                 continue
             value = binding.value

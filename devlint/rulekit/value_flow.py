@@ -285,9 +285,8 @@ class Flow:
     def _binding(self, name: str) -> Binding | None:
         model = self.ctx.model
         order = self.ctx.tracker.order
-        for _, binding in model.lookup(name, model.scope):
-            if binding.order < order or binding.kind == "param":
-                return binding
+        for _, binding in model.lookup(name, model.scope, before=order):
+            return binding
         return None
 
     def loader(self, expr: cst.BaseExpression) -> Loader | None:
