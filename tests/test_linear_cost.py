@@ -23,6 +23,7 @@ from devlint.engine.positions import StatementPrints
 from devlint.engine.reuse import EarlierChecks
 from devlint.registry import all_rules
 from devlint.rule import Rule
+from devlint.run.job import unified_diff
 from devlint.settings import FixSettings
 
 # 4x the blocks may cost at most this much more work: linear, with room for set-iteration order.
@@ -133,7 +134,14 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "legacy types imported one by one": lambda n: HEAD
     + "".join(f"from torch.cuda import FloatTensor as F{i}\nx{i} = F{i}(3)\n" for i in range(n)),
     "loads": lambda n: HEAD + "".join(f"model_{i} = torch.load('w{i}.pt')\n" for i in range(n)),
+    # Asked after the walk, each `x.cuda()` stepped over every later binding of `x` on its way
+    # to the one before it (7x the time at 4x the lines).
+    "a name rebound at every line": lambda n: HEAD + "x = torch.ones(1)\n" + "x = x.cuda()\n" * n,
+    "a name rebound in every branch": lambda n: HEAD
+    + "".join(f"if flag_{i}:\n    x = x.cuda()\nelse:\n    x = x.cpu()\n" for i in range(n)),
 }
+# Shapes whose extra work shows only past a few dozen blocks (at 100 and 400: 4.8x to 5.5x before).
+SIZES = {"a name rebound at every line": 100, "a name rebound in every branch": 100}
 
 
 @pytest.mark.parametrize("mode", ["check", "fix", "server"])
@@ -150,5 +158,37 @@ def test_shapes_that_reach_across_the_file_cost_linear_work(shape: str, mode: st
             return lambda: lint_text(text, "generated.py", all_rules(), settings, prints=StatementPrints(), earlier=EarlierChecks())
         return lambda: lint_text(text, "generated.py", all_rules(), settings)
 
-    small, large = _calls(work(30)), _calls(work(120))
+    size = SIZES.get(shape, 30)
+    small, large = _calls(work(size)), _calls(work(4 * size))
     assert large <= LIMIT * small, f"{large} calls at 4N against {small} at N: {large / small:.2f}x"
+
+
+def test_the_diff_of_a_fix_in_every_function_costs_linear_work() -> None:
+    # `--diff` of a fix that rewrote one line in each of N small functions: difflib's matcher
+    # split one short block off at a time and rescanned the rest (15 s for 32,000 lines).
+    def work(n: int) -> Callable[[], object]:
+        before = "import torch\n" + "".join(f"def f{i}(x):\n    d = 'cuda'\n    return x.to(d)\n" for i in range(n))
+        after = before.replace("d = 'cuda'\n", "d = 'cuda' if torch.cuda.is_available() else 'cpu'\n")
+        return lambda: unified_diff("generated.py", before, after)
+
+    # The matcher's loops run inside a few calls: count the lines run instead.
+    small, large = _lines(work(300)), _lines(work(1200))
+    assert large <= LIMIT * small, f"{large} lines run at 4N against {small} at N: {large / small:.2f}x"
+
+
+def _lines(work: Callable[[], object]) -> int:
+    """Lines of Python run by ``work``."""
+    count = 0
+
+    def trace(frame: object, event: str, arg: object) -> Callable[..., object]:
+        nonlocal count
+        if event == "line":
+            count += 1
+        return trace
+
+    sys.settrace(trace)
+    try:
+        work()
+    finally:
+        sys.settrace(None)
+    return count

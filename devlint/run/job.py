@@ -6,12 +6,12 @@ finding (devlint.gate.screen decides): a run over files that cannot never pays t
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from devlint import linediff
 from devlint.findings import FileError, Finding
 from devlint.gate.catalog import RuleInfo
 from devlint.gate.screen import OneFileReading, screened
@@ -67,7 +67,7 @@ class FileResult:
 def unified_diff(filename: str, before: str, after: str) -> str:
     """A diff `git apply` / `patch -p1` accept for relative names; absolute names stay as they are."""
     old, new = (filename, filename) if filename.startswith("/") else (f"a/{filename}", f"b/{filename}")
-    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True), old, new)
+    lines = linediff.unified(before.splitlines(keepends=True), after.splitlines(keepends=True), old, new)
     return "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in lines)
 
 

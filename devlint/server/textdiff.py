@@ -3,9 +3,9 @@ a fix changed (an editor keeps the cursor, folds and undo history of every untou
 
 from __future__ import annotations
 
-import difflib
 import re
 
+from devlint import linediff
 from devlint.fixes import common_prefix, trimmed
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
@@ -30,7 +30,7 @@ def minimal_edits(old: str, new: str) -> list[Replacement]:
     for line in old_lines:
         offsets.append(offsets[-1] + len(line))
     edits: list[Replacement] = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old_lines, new_lines).get_opcodes():
+    for tag, i1, i2, j1, j2 in linediff.opcodes(old_lines, new_lines):
         if tag != "equal":
             edits.append(trimmed(old, offsets[i1], offsets[i2], "".join(new_lines[j1:j2])))
     return edits
