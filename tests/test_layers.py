@@ -39,7 +39,7 @@ ALLOWED: dict[str, set[str]] = {
         "signals", "__init__", "project", "linediff",
     },
     "verify.child": set(),
-    "verify": {"verify.child", "run", "registry", "engine", "findings", "settings", "torchfacts"},
+    "verify": {"verify.child", "run", "registry", "engine", "findings", "settings", "torchfacts", "linediff"},
     "server": {"run", "docs", "registry", "engine", "rule", "gate", "fixes", "findings", "settings", "project", "__init__", "linediff"},
     "cli": {"server", "verify", "run", "docs", "torchfacts", "__init__"},
     "__main__": {"cli"},

@@ -24,6 +24,8 @@ from devlint.engine.reuse import EarlierChecks
 from devlint.registry import all_rules
 from devlint.rule import Rule
 from devlint.run.job import unified_diff
+from devlint.verify.project_copy import _edited
+from devlint.verify.targets import line_map
 from devlint.settings import FixSettings
 
 # 4x the blocks may cost at most this much more work: linear, with room for set-iteration order.
@@ -192,3 +194,15 @@ def _lines(work: Callable[[], object]) -> int:
     finally:
         sys.settrace(None)
     return count
+
+
+def test_verifys_map_of_changed_lines_costs_linear_work() -> None:
+    # `devlint verify` maps each line of the fixed program to the original's (line_map, and the
+    # rows a project copy changed): with difflib's matcher a 6,000-line file took minutes.
+    def work(n: int) -> Callable[[], object]:
+        before = "import torch\n" + "".join(f"def f{i}(x):\n    d = 'cuda'\n    return x.to(d)\n" for i in range(n))
+        after = before.replace("d = 'cuda'\n", "d = 'cuda' if torch.cuda.is_available() else 'cpu'\n")
+        return lambda: (line_map(after, before), _edited("generated.py", before.encode(), after.encode()))
+
+    small, large = _lines(work(100)), _lines(work(400))
+    assert large <= LIMIT * small, f"{large} lines run at 4N against {small} at N: {large / small:.2f}x"

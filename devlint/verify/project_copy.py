@@ -7,12 +7,12 @@ out. Symbolic links are copied as links. The user's files are only ever read.
 
 from __future__ import annotations
 
-import difflib
 import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from devlint import linediff
 from devlint.run.discovery import DEFAULT_EXCLUDES, SOURCE_SUFFIXES, GitIgnore, ignored_by, is_excluded, parent_gitignores
 
 
@@ -90,7 +90,7 @@ def _edited(path: str, before: bytes, after: bytes) -> FixedFile:
     theirs = before.decode("utf-8", errors="replace").splitlines()
     ours = after.decode("utf-8", errors="replace").splitlines()
     rows: set[int] = set()
-    for tag, _, _, start, end in difflib.SequenceMatcher(None, theirs, ours, autojunk=False).get_opcodes():
+    for tag, _, _, start, end in linediff.opcodes(theirs, ours):
         if tag in ("replace", "insert"):
             rows.update(range(start + 1, end + 1))
     return FixedFile(path, frozenset(rows), {row: ours[row - 1].strip() for row in sorted(rows)})

@@ -7,6 +7,7 @@ import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from devlint import linediff
 from devlint.findings import FileError
 from devlint.registry import select_rules
 from devlint.run.config import FileSettings
@@ -128,8 +129,7 @@ def line_map(changed: str, original: str) -> dict[int, int]:
     (matched, in order, to the most similar line of the block they replace). Added lines have none."""
     ours, theirs = changed.splitlines(), original.splitlines()
     mapping: dict[int, int] = {}
-    matcher = difflib.SequenceMatcher(None, theirs, ours, autojunk=False)
-    for tag, their_start, their_end, our_start, our_end in matcher.get_opcodes():
+    for tag, their_start, their_end, our_start, our_end in linediff.opcodes(theirs, ours):
         if tag == "equal":
             mapping.update((our_start + i + 1, their_start + i + 1) for i in range(our_end - our_start))
         elif tag == "replace":
