@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from devlint.engine.context import FileContext, FixSettings
-from devlint.engine.interning import shared_trivia
+from devlint.engine.interning import parser_nodes_unchecked, shared_trivia
 from devlint.engine.positions import StatementPrints, TreeMismatch, statement_rows
 from devlint.engine.reuse import EarlierChecks
 from devlint.engine.sections import SECTION_CHARS, Parser, parse_in_sections
@@ -49,7 +49,7 @@ def _parse(
     cuts = [tree] if tree is not None and len(text) > 2 * section_chars else []
     del tree
     try:
-        with shared_trivia():
+        with shared_trivia(), parser_nodes_unchecked():
             if len(text) > 2 * section_chars:
                 module = parse_in_sections(text, parser, section_chars, cuts.pop() if cuts else None)
                 if module is not None:
