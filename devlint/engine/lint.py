@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from devlint.engine.chains import CHAIN_LINKS, Unstitchable, long_chains, parse_with_chains
 from devlint.engine.context import FileContext, FixSettings
 from devlint.engine.interning import parser_nodes_unchecked, shared_trivia
 from devlint.engine.positions import StatementPrints, TreeMismatch, statement_rows
@@ -37,24 +38,36 @@ def _parse(
     parser: Parser = cst.parse_module,
     held: list[ast.Module] | None = None,
     reading: Reading = FRESH,
+    chained: int | None = None,
 ) -> tuple[cst.Module, bool]:
     """The tree, and whether it was stitched from sections (each parsed by ``parser``; ``held``:
     CPython's tree of ``text`` when the caller has it, which cutting it into sections reads,
-    handed over in a list so that it is dropped once read, before LibCST parses)."""
+    handed over in a list so that it is dropped once read, before LibCST parses; ``chained``:
+    the gate's count of chained operations in that tree, which says whether a chain long enough
+    to parse in batches may be there, devlint.engine.chains)."""
     tree = held.pop() if held else None
     problem = reading.nesting(text, tree)
     if problem is not None:
         # Checked first: LibCST's native parser would overflow the C stack on such input.
         raise ParseError(f"syntax error: {problem.message}", problem.row, problem.column)
-    cuts = [tree] if tree is not None and len(text) > 2 * section_chars else []
+    chains = long_chains(text, tree) if tree is not None and chained is not None and chained >= CHAIN_LINKS - 1 else []
+    cuts = [tree] if tree is not None and len(text) > 2 * section_chars and not chains else []
     del tree
+    def whole(source: str, tree: ast.Module | None = None) -> tuple[cst.Module, bool]:
+        if len(source) > 2 * section_chars:
+            module = parse_in_sections(source, parser, section_chars, tree)
+            if module is not None:
+                return module, True
+        return cst.parse_module(source), False
+
     try:
         with shared_trivia(), parser_nodes_unchecked():
-            if len(text) > 2 * section_chars:
-                module = parse_in_sections(text, parser, section_chars, cuts.pop() if cuts else None)
-                if module is not None:
-                    return module, True
-            return cst.parse_module(text), False
+            if chains:
+                try:
+                    return parse_with_chains(text, chains, cst.parse_module, lambda source: whole(source)[0]), True
+                except (Unstitchable, cst.ParserSyntaxError):
+                    pass
+            return whole(text, cuts.pop() if cuts else None)
     except cst.ParserSyntaxError as error:
         raise cpython_error(text) or ParseError(
             f"syntax error: {error.message}", error.raw_line, error.raw_column + 1
@@ -85,6 +98,7 @@ def lint_text(
     imported: Imports | Callable[[ast.Module | None], Imports] = NONE,
     reading: Reading = FRESH,
     tree: ast.Module | None = None,
+    chained: int | None = None,
 ) -> list[Finding]:
     """The findings of ``rules`` on ``text``. ``prefilter``: only the rules that may report walk
     the tree, and a file where none may is not parsed (devlint.gate.screen); ``gate``: that decision
@@ -100,10 +114,11 @@ def lint_text(
     ``reading``: how the text is read before LibCST parses it, for a caller that keeps what it
     read of a document's last version and reads again only what an edit changed
     (devlint.gate.incremental); ``tree``: CPython's tree of ``text``, for a caller that screened
-    it itself (``prefilter`` False), so that it is not compiled again."""
+    it itself (``prefilter`` False), so that it is not compiled again; ``chained``: what its
+    screen counted of that tree's chained operations (devlint.gate.screen.Screened)."""
     if prefilter:
         screen = screened(text, rules, gate, reading)
-        tree, chosen = screen.tree, screen.rules
+        tree, chosen, chained = screen.tree, screen.rules, screen.chained
         del screen
         if chosen is None:
             # CPython cannot read the text: LibCST parses it (for the rules whose triggers it
@@ -123,7 +138,7 @@ def lint_text(
     held = [tree] if tree is not None else []
     del tree
     try:
-        parsed = _parse(text, section_chars, parser, held, reading)
+        parsed = _parse(text, section_chars, parser, held, reading, chained)
         return _lint_module(parsed, text, filename, rules, settings, prints, constants, earlier, rows)
     except TreeMismatch:
         # A tree stitched from sections that does not print back to its text: parse it whole.
@@ -179,6 +194,7 @@ def fix_text(
     imported: Imports = NONE,
     tree: ast.Module | None = None,
     reading: Reading = FRESH,
+    chained: int | None = None,
 ) -> FixResult:
     """Apply fixes until none is left to apply; the findings that remain come back too.
     ``keep(text, findings)`` drops findings that must be neither fixed nor reported (noqa);
@@ -186,7 +202,8 @@ def fix_text(
     without screening the same text again; later rounds screen the rewritten text); ``imported``:
     as for lint_text (a fix never edits another module, so every round reads the same); ``tree``:
     CPython's tree of ``text`` that the screen read, for the first round; ``reading``: how the
-    screen read it (devlint.gate.screen), for the first round."""
+    screen read it (devlint.gate.screen), for the first round; ``chained``: what the screen
+    counted of the tree's chained operations, for the first round."""
     applied = later = rounds = 0
     original = text
     # Handed over to the first round, not kept here through the walk (~100 MB for a large file).
@@ -195,7 +212,9 @@ def fix_text(
     if screened is None:
         findings = lint_text(text, filename, rules, settings, gate=gate, imported=imported)
     else:
-        findings = lint_text(text, filename, screened, settings, prefilter=False, imported=imported, reading=reading, tree=held.pop())
+        findings = lint_text(
+            text, filename, screened, settings, prefilter=False, imported=imported, reading=reading, tree=held.pop(), chained=chained
+        )
     findings = keep(text, findings) if keep is not None else findings
     for _ in range(MAX_FIX_ROUNDS):
         fixes = [f.fix for f in findings if applicable(f, unsafe) and f.fix is not None]

@@ -41,6 +41,9 @@ class Facts:
     assignments: list[tuple[list[ast.expr], ast.expr]] = field(default_factory=list)
     # The context expressions of `with` items that are calls.
     with_calls: list[ast.Call] = field(default_factory=list)
+    # Operations whose left operand is an operation (`a + b + c` has one): a chain of N links
+    # has N - 1 (devlint.engine.chains parses a long one in batches).
+    chained: int = 0
 
     def all_calls(self) -> list[ast.Call]:
         return [call for calls in self.calls.values() for call in calls]
@@ -98,6 +101,8 @@ def collect(tree: ast.AST) -> Facts:
             facts.with_calls += [item.context_expr for item in node.items if type(item.context_expr) is ast.Call]
         elif kind is ast.Import or kind is ast.ImportFrom:
             _imports(facts, node)
+        elif kind is ast.BinOp and type(node.left) is ast.BinOp:
+            facts.chained += 1
     return facts
 
 
@@ -131,6 +136,7 @@ def merged(parts: Sequence[Facts]) -> Facts:
         facts.defaults += part.defaults
         facts.assignments += part.assignments
         facts.with_calls += part.with_calls
+        facts.chained += part.chained
     return facts
 
 

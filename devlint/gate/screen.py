@@ -68,10 +68,14 @@ class OneFileReading(FreshReading):
 @dataclass(frozen=True)
 class Screened(Generic[R]):
     """``rules``: what ``screen`` answers; ``tree``: CPython's tree of the text, when it was read
-    (the engine cuts a large file into sections along it instead of compiling it again)."""
+    (the engine cuts a large file into sections along it instead of compiling it again);
+    ``chained``: the gate's count of operations whose left operand is an operation (``Facts``),
+    None when the gate did not read the tree (the engine looks for long chains only where it
+    may find one)."""
 
     rules: list[R] | None
     tree: ast.Module | None = None
+    chained: int | None = None
 
 
 def screen(text: str, rules: Sequence[R], gate: bool = True) -> list[R] | None:
@@ -89,4 +93,7 @@ def screened(text: str, rules: Sequence[R], gate: bool = True, reading: Reading 
     tree = reading.tree(text)
     if tree is None:
         return Screened(None)
-    return Screened(passing(tree, candidates, reading.facts(tree)) if candidates else [], tree)
+    if not candidates:
+        return Screened([], tree)
+    facts = reading.facts(tree)
+    return Screened(passing(tree, candidates, facts), tree, facts.chained)

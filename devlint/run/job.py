@@ -100,11 +100,13 @@ def lint(text: str, filename: str, job: Job, settings: FixSettings) -> tuple[lis
         # CPython cannot read it: lint_text lets LibCST decide.
         found = lint_text(text, filename, _rules(job.codes), settings, imported=imported)
         return apply_noqa(text, found), imported.dependencies()
-    rules, starts, held = _screened_rules(screen.rules), statement_starts(screen.tree), [screen.tree]
+    rules, starts, held, chained = _screened_rules(screen.rules), statement_starts(screen.tree), [screen.tree], screen.chained
     del screen
     # Handed over, not kept here: CPython's tree of a large file is ~100 MB, dropped once LibCST
     # has parsed the text.
-    found = lint_text(text, filename, rules, settings, prefilter=False, imported=imported, reading=reading, tree=held.pop())
+    found = lint_text(
+        text, filename, rules, settings, prefilter=False, imported=imported, reading=reading, tree=held.pop(), chained=chained
+    )
     return apply_noqa(text, found, starts), imported.dependencies()
 
 
@@ -121,10 +123,11 @@ def fix(
 
     imported = ProjectImports(text, filename, job.root, tree=screen.tree)
     first = None if screen.rules is None else _screened_rules(screen.rules)
-    held = [screen.tree]
+    held, chained = [screen.tree], screen.chained
     del screen
     result = fix_text(
-        text, filename, _rules(job.codes), settings, job.unsafe, keep=keep, screened=first, imported=imported, tree=held.pop(), reading=reading
+        text, filename, _rules(job.codes), settings, job.unsafe, keep=keep, screened=first, imported=imported, tree=held.pop(),
+        reading=reading, chained=chained,
     )
     return result, imported.dependencies()
 
