@@ -120,3 +120,19 @@ def _call_deep(work: Callable[[], T]) -> T:
         threading.stack_size(0)
         sys.setrecursionlimit(limit)
     return found[0]
+
+
+def test_a_chain_too_deep_to_stitch_here_is_parsed_whole() -> None:
+    # The stitched chain is as deep as it is long: where Python's stack cannot print it back, the
+    # file is parsed whole as without batches, not refused.
+    text = "total = " + " + ".join(f"x{i}" for i in range(600)) + "\n"
+    tree = cpython_tree(text)
+    assert tree is not None
+    chained = collect(tree).chained
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(400)
+    try:
+        module, _ = _parse(text, 16 * 1024, held=[tree], chained=chained)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert isinstance(module, cst.Module)

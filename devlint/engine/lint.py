@@ -65,7 +65,8 @@ def _parse(
             if chains:
                 try:
                     return parse_with_chains(text, chains, cst.parse_module, lambda source: whole(source)[0]), True
-                except (Unstitchable, cst.ParserSyntaxError):
+                except (Unstitchable, cst.ParserSyntaxError, RecursionError):
+                    # Parsed whole, as without batches (a stitched chain is as deep as it is long).
                     pass
             return whole(text, cuts.pop() if cuts else None)
     except cst.ParserSyntaxError as error:
