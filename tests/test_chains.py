@@ -22,7 +22,7 @@ from devlint.gate.syntax import cpython_tree
 from devlint.registry import all_rules
 
 OPERANDS = st.sampled_from(
-    ["x", "f(x)", "a.b", "(a * b)", "-a", "1", "'s'", "a[1]", "(a + b)", "(\n    a)", "x.cuda()", "not_a"]
+    ["x", "f(x)", "a.b", "(a * b)", "-a", "1", "'s'", "a[1]", "(a + b)", "(\n    a)", "x.cuda()", "not_a", "'é'", "ñame"]
 )
 OPERATORS = st.sampled_from([" + ", " - ", "+", " * ", " | ", " @ ", " // ", " << "])
 # Between an operator and the next operand, or an operand and the next operator: only inside

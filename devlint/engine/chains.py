@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 
 import libcst as cst
 
+from devlint.engine.sections import Lines, first_newline
+
 # Chains this long or longer are parsed in batches of BATCH links (a chain of 200 links takes
 # LibCST 0.03 s whole).
 CHAIN_LINKS = 200
@@ -28,7 +30,6 @@ BATCH = 64
 
 # A binary operator's character: a top-level statement with fewer of them holds no long chain.
 _OPERATOR = re.compile(r"[-+*/%@|&^<>]")
-_LINE_END = re.compile(r"\r\n|\r|\n")
 _INDENT = re.compile(r"[ \t\f]*")
 # What may stand between a chain's prefix and its next operator.
 _TRIVIA_THEN_OPERATOR = re.compile(r"(?:[ \t\f\r\n]|\\\r?\n|#[^\r\n]*)*(?:[-+*/%@|&^]|<<|>>)")
@@ -44,12 +45,10 @@ def long_chains(text: str, tree: ast.Module, links: int = CHAIN_LINKS) -> list[t
     """The chains of at least ``links`` links, each with the innermost statement holding it,
     outermost chains only, in the order of the text. Only top-level statements with that many
     operator characters are walked."""
-    starts = _line_starts(text)
+    lines = Lines.of(text)
     found: list[tuple[ast.BinOp, ast.stmt]] = []
     for top in tree.body:
-        first = starts[top.lineno - 1]
-        last = starts[top.end_lineno] if top.end_lineno < len(starts) else len(text)
-        if len(_OPERATOR.findall(text, first, last)) < links:
+        if len(_OPERATOR.findall(text, lines.start(top.lineno), lines.end(top.end_lineno))) < links:  # type: ignore[arg-type]
             continue
         pending: list[tuple[ast.AST, ast.stmt]] = [(top, top)]
         while pending:
@@ -81,31 +80,26 @@ def _spine(head: ast.BinOp) -> list[ast.BinOp]:
     return spine
 
 
-def _line_starts(text: str) -> list[int]:
-    return [0, *(match.end() for match in _LINE_END.finditer(text))]
-
-
 def parse_with_chains(
     text: str, chains: Sequence[tuple[ast.BinOp, ast.stmt]], parse: Parse, parse_rest: Parse, batch: int = BATCH
 ) -> cst.Module:
     """The module one parse of ``text`` gives, each chain of ``chains`` parsed in batches by
     ``parse``, the rest of the text (each chain a stand-in name) by ``parse_rest``."""
-    starts = _line_starts(text)
-    newline = _LINE_END.search(text)
-    ending = newline.group() if newline is not None else "\n"
+    lines = Lines.of(text)
+    ending = first_newline(text)
     stand_in = _free_name(text)
     built: dict[str, cst.BaseExpression] = {}
     pieces: list[str] = []
     at = 0
     for index, (head, statement) in enumerate(chains):
-        start = _offset(text, starts, head.lineno, head.col_offset)
-        end = _offset(text, starts, head.end_lineno, head.end_col_offset)
+        start = lines.offset(head.lineno, head.col_offset)
+        end = lines.offset(head.end_lineno, head.end_col_offset)  # type: ignore[arg-type]
         if start < at:
             raise Unstitchable
-        line = text[starts[statement.lineno - 1] :]
+        line = lines.line(statement.lineno)
         indent = line[: _INDENT.match(line).end()]  # type: ignore[union-attr]
         name = f"{stand_in}{index}"
-        built[name] = _chain(text, head, starts, indent, ending, parse, stand_in, batch)
+        built[name] = _chain(text, head, lines, indent, ending, parse, stand_in, batch)
         pieces += [text[at:start], name]
         at = end
     pieces.append(text[at:])
@@ -117,12 +111,12 @@ def parse_with_chains(
 
 
 def _chain(
-    text: str, head: ast.BinOp, starts: list[int], indent: str, ending: str, parse: Parse, stand_in: str, batch: int
+    text: str, head: ast.BinOp, lines: Lines, indent: str, ending: str, parse: Parse, stand_in: str, batch: int
 ) -> cst.BaseExpression:
     """The chain ``head`` heads, parsed ``batch`` links at a time."""
     spine = _spine(head)
-    begin = _offset(text, starts, spine[0].lineno, spine[0].col_offset)
-    ends = [_offset(text, starts, node.end_lineno, node.end_col_offset) for node in spine]  # type: ignore[arg-type]
+    begin = lines.offset(spine[0].lineno, spine[0].col_offset)
+    ends = [lines.offset(node.end_lineno, node.end_col_offset) for node in spine]  # type: ignore[arg-type]
     # Cut after a prefix only where its next operator follows (not a parenthesis that closes it).
     cuts = [i for i in range(batch - 1, len(spine) - 1, batch) if _TRIVIA_THEN_OPERATOR.match(text, ends[i])]
     left: cst.BaseExpression | None = None
@@ -169,13 +163,6 @@ def _joined(left: cst.BaseExpression, batch: cst.BaseExpression, stand_in: str, 
     for node in reversed(spine):
         joined = node.with_changes(left=joined)
     return joined
-
-
-def _offset(text: str, starts: list[int], row: int, byte_column: int) -> int:
-    """``ast`` counts columns in UTF-8 bytes; text offsets count characters."""
-    start = starts[row - 1]
-    end = starts[row] if row < len(starts) else len(text)
-    return start + len(text[start:end].encode("utf-8")[:byte_column].decode("utf-8", "replace"))
 
 
 def _free_name(text: str) -> str:

@@ -53,9 +53,10 @@ def _parse(
     chains = long_chains(text, tree) if tree is not None and chained is not None and chained >= CHAIN_LINKS - 1 else []
     cuts = [tree] if tree is not None and len(text) > 2 * section_chars and not chains else []
     del tree
-    def whole(source: str, tree: ast.Module | None = None) -> tuple[cst.Module, bool]:
+
+    def whole(source: str, cpython: ast.Module | None = None) -> tuple[cst.Module, bool]:
         if len(source) > 2 * section_chars:
-            module = parse_in_sections(source, parser, section_chars, tree)
+            module = parse_in_sections(source, parser, section_chars, cpython)
             if module is not None:
                 return module, True
         return cst.parse_module(source), False

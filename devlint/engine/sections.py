@@ -54,19 +54,22 @@ class _Unstitchable(Exception):
 
 
 @dataclass(frozen=True)
-class _Lines:
+class Lines:
     """Character offsets of line starts (1-based rows, as ``ast`` counts them)."""
 
     text: str
     starts: tuple[int, ...]
+    # Bytes and characters count alike: an offset needs no encoding of its line (a chain of
+    # thousands of links on one line asks for an offset per link).
+    ascii: bool = False
 
     @classmethod
-    def of(cls, text: str) -> _Lines:
+    def of(cls, text: str) -> Lines:
         # Only the line ends CPython counts (str.splitlines also cuts at form feeds and others).
         starts = [0, *(match.end() for match in _LINE_END.finditer(text))]
         if starts[-1] == len(text) and len(starts) > 1:
             starts.pop()
-        return cls(text, tuple(starts))
+        return cls(text, tuple(starts), text.isascii())
 
     def start(self, row: int) -> int:
         return self.starts[row - 1]
@@ -79,6 +82,8 @@ class _Lines:
 
     def offset(self, row: int, byte_column: int) -> int:
         """``ast`` counts columns in UTF-8 bytes; text offsets count characters."""
+        if self.ascii:
+            return self.start(row) + byte_column
         return self.start(row) + len(self.line(row).encode("utf-8")[:byte_column].decode("utf-8", "replace"))
 
 
@@ -93,7 +98,7 @@ def parse_in_sections(
             tree = ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
-    lines = _Lines.of(text)
+    lines = Lines.of(text)
     units = _units(tree.body, lines, section_chars)
     del tree
     if len(units) < 2 and (not units or units[0].split is None):
@@ -119,7 +124,7 @@ def _first_row(stmt: ast.stmt) -> int:
     return decorators[0].lineno if decorators else stmt.lineno
 
 
-def _cuts(statements: Sequence[ast.stmt], lines: _Lines) -> list[int | None]:
+def _cuts(statements: Sequence[ast.stmt], lines: Lines) -> list[int | None]:
     """Where the text may be cut before each statement: right after the one before, when only
     empty lines and comments at the statement's own indentation stand between them (LibCST
     gives those to the statement that follows; a comment indented deeper ends the block above)."""
@@ -134,7 +139,7 @@ def _cuts(statements: Sequence[ast.stmt], lines: _Lines) -> list[int | None]:
     return cuts
 
 
-def _indented_body(stmt: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef, lines: _Lines) -> bool:
+def _indented_body(stmt: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef, lines: Lines) -> bool:
     """The body is an indented block (``def f(): return 1`` has none): its first statement is
     the first thing on its line."""
     first = stmt.body[0]
@@ -146,7 +151,7 @@ def _is_trivia(line: str) -> bool:
     return not stripped or stripped.startswith("#")
 
 
-def _only_trivia_between(lines: _Lines, last: int, first: int) -> bool:
+def _only_trivia_between(lines: Lines, last: int, first: int) -> bool:
     """Rows after ``last`` and before ``first`` are all empty or comments at the indentation of
     row ``first`` (and row ``first`` starts with its statement)."""
     line = lines.line(first)
@@ -157,7 +162,7 @@ def _only_trivia_between(lines: _Lines, last: int, first: int) -> bool:
     return all(not text.rstrip("\r\n") or text.startswith(indent + "#") for text in between)
 
 
-def _units(statements: Sequence[ast.stmt], lines: _Lines, limit: int) -> list[_Unit]:
+def _units(statements: Sequence[ast.stmt], lines: Lines, limit: int) -> list[_Unit]:
     if not statements:
         return []
     groups: list[list[ast.stmt]] = []
@@ -176,7 +181,7 @@ def _units(statements: Sequence[ast.stmt], lines: _Lines, limit: int) -> list[_U
     return units
 
 
-def _stitch(text: str, units: list[_Unit], lines: _Lines, text_parse: Parser, limit: int) -> cst.Module:
+def _stitch(text: str, units: list[_Unit], lines: Lines, text_parse: Parser, limit: int) -> cst.Module:
     modules: list[cst.Module] = []
 
     def parse(source: str) -> cst.Module:
@@ -241,7 +246,7 @@ def _with_header(module: cst.Module) -> list[cst.BaseStatement]:
     return body
 
 
-def _split_statement(text: str, unit: _Unit, lines: _Lines, parse: Parser, limit: int) -> cst.BaseStatement:
+def _split_statement(text: str, unit: _Unit, lines: Lines, parse: Parser, limit: int) -> cst.BaseStatement:
     """The one statement of ``unit``, parsed in sections (the first one holds its start and end)."""
     stmt = unit.split
     if isinstance(stmt, _BLOCKS) and _indented_body(stmt, lines):
@@ -277,7 +282,7 @@ _STAND_IN_HEADERS = {ast.ClassDef: "class _:", ast.FunctionDef: "def _():", ast.
 
 def _split_block(
     text: str, unit: _Unit, stmt: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef,
-    lines: _Lines, parse: Parser, limit: int,
+    lines: Lines, parse: Parser, limit: int,
 ) -> cst.BaseStatement:
     """A huge class or function at the top level (see ``_Block``)."""
     block = _Block(text, stmt, lines, parse, limit, unit.start, unit.end, wrap=lambda source: source, locate=lambda module: _only(module.body))
@@ -299,7 +304,7 @@ class _Block:
 
     text: str
     stmt: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
-    lines: _Lines
+    lines: Lines
     parse: Parser
     limit: int
     start: int
@@ -348,7 +353,7 @@ class _Block:
     def _header(self) -> str:
         """A stand-in header at the statement's own indentation, ended like the file's lines."""
         line = self.lines.line(_first_row(self.stmt))
-        return line[: len(line) - len(line.lstrip(" \t"))] + _STAND_IN_HEADERS[type(self.stmt)] + _newline(self.text)
+        return line[: len(line) - len(line.lstrip(" \t"))] + _STAND_IN_HEADERS[type(self.stmt)] + first_newline(self.text)
 
     def _nested(self, index: int, cuts: list[int | None], offsets: list[int]) -> _Block | None:
         """Body statement ``index`` as a block of its own: a huge class or function with cuts
@@ -376,7 +381,7 @@ class _Block:
                 if block is not None and start <= block.start and block.end <= end:
                     line = self.lines.line(_first_row(block.stmt))
                     indent = line[: len(line) - len(line.lstrip(" \t"))]
-                    parts.append(self.text[at : block.start] + indent + "pass" + _newline(self.text))
+                    parts.append(self.text[at : block.start] + indent + "pass" + first_newline(self.text))
                     at = block.end
             parts.append(self.text[at:end])
         return "".join(parts)
@@ -401,7 +406,7 @@ class _Block:
 
 def _split_display(
     text: str, unit: _Unit, display: ast.List | ast.Set | ast.Dict,
-    lines: _Lines, parse: Parser, limit: int,
+    lines: Lines, parse: Parser, limit: int,
 ) -> cst.BaseStatement:
     """A statement holding one huge display (see ``_Display``)."""
     span = _Display.span(text, display, lines)
@@ -434,14 +439,14 @@ class _Display:
 
     text: str
     display: ast.List | ast.Set | ast.Dict
-    lines: _Lines
+    lines: Lines
     parse: Parser
     limit: int
     wrap: Wrap
     locate: Locate
 
     @staticmethod
-    def span(text: str, display: ast.expr, lines: _Lines) -> tuple[int, int] | None:
+    def span(text: str, display: ast.expr, lines: Lines) -> tuple[int, int] | None:
         """Where a display that may be cut starts and ends; None for any other expression."""
         if type(display) not in _OPENERS:
             return None
@@ -548,7 +553,7 @@ def _element_value(element: cst.CSTNode) -> cst.List | cst.Set | cst.Dict:
     return value
 
 
-def _newline(text: str) -> str:
+def first_newline(text: str) -> str:
     """The file's first line ending: a stand-in line ends like the file's lines."""
     match = _LINE_END.search(text)
     return match.group() if match else "\n"
