@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from devlint.engine.interning import SHARED_KINDS, shared_trivia
+from devlint.engine.interning import SHARED_KINDS, direct_nodes
 from devlint.engine.lint import lint_text, parse
 from devlint.engine.sections import parse_in_sections
 from devlint.findings import Finding
@@ -297,8 +297,8 @@ def test_a_tree_that_does_not_print_back_is_dropped_for_one_parse(monkeypatch: p
 
 def test_shared_trivia_gives_the_same_tree_and_puts_the_classes_back() -> None:
     text = CLASS + DISPLAYS + TOP_LEVEL
-    with shared_trivia():
-        shared = cst.parse_module(text)
+    with direct_nodes() as direct:
+        shared = direct(cst.parse_module)(text)
     assert shared.deep_equals(cst.parse_module(text))
     assert all(getattr(cst, kind.__name__) is kind for kind in SHARED_KINDS)
     spaces = [n for n in _whitespace(shared) if n.value == " "]
@@ -307,8 +307,8 @@ def test_shared_trivia_gives_the_same_tree_and_puts_the_classes_back() -> None:
 
 def test_shared_trivia_puts_the_classes_back_after_an_error() -> None:
     with pytest.raises(cst.ParserSyntaxError):
-        with shared_trivia():
-            cst.parse_module("def f(:\n")
+        with direct_nodes() as direct:
+            direct(cst.parse_module)("def f(:\n")
     assert all(isinstance(getattr(cst, kind.__name__), type) for kind in SHARED_KINDS)
 
 

@@ -10,7 +10,7 @@ import libcst as cst
 
 from devlint.engine.chains import CHAIN_LINKS, Unstitchable, long_chains, parse_with_chains
 from devlint.engine.context import FileContext, FixSettings
-from devlint.engine.interning import parser_nodes_unchecked, shared_trivia
+from devlint.engine.interning import direct_nodes
 from devlint.engine.positions import StatementPrints, TreeMismatch, statement_rows
 from devlint.engine.reuse import EarlierChecks
 from devlint.engine.sections import SECTION_CHARS, Parser, parse_in_sections
@@ -54,22 +54,22 @@ def _parse(
     cuts = [tree] if tree is not None and len(text) > 2 * section_chars and not chains else []
     del tree
 
-    def whole(source: str, cpython: ast.Module | None = None) -> tuple[cst.Module, bool]:
+    def whole(source: str, direct: Callable[[Parser], Parser], cpython: ast.Module | None = None) -> tuple[cst.Module, bool]:
         if len(source) > 2 * section_chars:
-            module = parse_in_sections(source, parser, section_chars, cpython)
+            module = parse_in_sections(source, direct(parser), section_chars, cpython)
             if module is not None:
                 return module, True
-        return cst.parse_module(source), False
+        return direct(cst.parse_module)(source), False
 
     try:
-        with shared_trivia(), parser_nodes_unchecked():
+        with direct_nodes() as direct:
             if chains:
                 try:
-                    return parse_with_chains(text, chains, cst.parse_module, lambda source: whole(source)[0]), True
+                    return parse_with_chains(text, chains, direct(cst.parse_module), lambda source: whole(source, direct)[0]), True
                 except (Unstitchable, cst.ParserSyntaxError, RecursionError):
                     # Parsed whole, as without batches (a stitched chain is as deep as it is long).
                     pass
-            return whole(text, cuts.pop() if cuts else None)
+            return whole(text, direct, cuts.pop() if cuts else None)
     except cst.ParserSyntaxError as error:
         raise cpython_error(text) or ParseError(
             f"syntax error: {error.message}", error.raw_line, error.raw_column + 1
