@@ -436,3 +436,36 @@ def test_a_text_cpython_read_within_its_default_depth_needs_no_second_compile(mo
         assert found == call_with_deep_stack(FRESH.nesting, text, call_with_deep_stack(FRESH.tree, text))
     # The wide text was read within the default depth: only the fresh reading asked again.
     assert asked == [wide, deep, deep]
+
+
+def test_a_text_cpython_read_within_its_default_depth_is_not_scanned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CPython's tokenizer refuses what the bracket scan looks for: a text it read needs no scan,
+    and a text too deep for it is still scanned and refused."""
+    import devlint.gate.nesting as nesting
+    from devlint.gate.screen import OneFileReading
+
+    fixtures = sorted((Path(__file__).resolve().parent.parent / "fixtures").rglob("*.py"))
+    for path in fixtures[::5]:
+        text = path.read_text(encoding="utf-8")
+        tree, within = call_with_deep_stack(nesting.tree_within_default_depth, text)
+        if within:
+            # What the scan would have said, had it run.
+            assert call_with_deep_stack(nesting.nesting_problem, text) is None, path
+    scanned: list[str] = []
+    tokens = nesting._TOKENS
+
+    class Tokens:
+        def finditer(self, part: str) -> object:
+            scanned.append(part)
+            return tokens.finditer(part)
+
+    monkeypatch.setattr(nesting, "_TOKENS", Tokens())
+    text = "import torch\nx = [[[1]]]\n"
+    reading = OneFileReading()
+    assert call_with_deep_stack(reading.nesting, text, call_with_deep_stack(reading.tree, text)) is None
+    assert scanned == []
+    monkeypatch.undo()
+    deep = "x = " + "(" * 250 + "1" + ")" * 250 + "\n"
+    reading = OneFileReading()
+    found = call_with_deep_stack(reading.nesting, deep, call_with_deep_stack(reading.tree, deep))
+    assert found is not None and found.message == "too many nested parentheses"

@@ -116,7 +116,12 @@ def nesting_problem(
     not continue with a backslash: no bracket is open and no logical line goes on there), each
     part by ``scan``, for a caller that keeps the scans of parts it saw before;
     ``within_default_depth``: CPython has read the text within its default depth
-    (``tree_within_default_depth``), which is all CPython's verdict on a long line asks."""
+    (``tree_within_default_depth``), which is all CPython's verdict on a long line asks, and
+    leaves nothing to scan for: CPython's tokenizer refuses more than ``MAX_BRACKET_DEPTH`` open
+    brackets (before Python 3.12 each f-string's fields get a tokenizer and an allowance of their
+    own, and quotes limit how deep f-strings nest: a few allowances, which the deep stack holds)."""
+    if within_default_depth:
+        return None
     longest = 0
     for start, end in zip((0, *cuts), (*cuts, len(text))):
         found = scan(text[start:end])
