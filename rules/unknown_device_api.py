@@ -7,7 +7,7 @@ import libcst as cst
 from devlint.analysis.semantic import dotted_name
 from devlint.analysis.version_guards import branches
 from devlint.fixes import FixPlan, Replace
-from devlint.rule import Invalid, Rule
+from devlint.rule import Invalid, Rule, Word
 from devlint.torchfacts.device_api_table import ACCELERATOR, DEVICE_MODULE
 from devlint.torchfacts.names import DEVICE_API_CLASSES, DEVICE_API_MODULES
 from devlint.torchfacts.version import TorchVersion, shown
@@ -69,8 +69,9 @@ class UnknownDeviceApi(Rule):
         "for that torch (`if hasattr(torch.accelerator, ...)`, a version check, `try`/`except AttributeError`) "
         "is not flagged. The table is generated from PyTorch's sources by tools/device_api_table.py."
     )
-    # Every finding names one of the namespaces (a use, an import or an alias).
-    triggers = ("accelerator", "amp", "Stream", "Event", "get_device_module")
+    # Every finding names one of the namespaces (a use, an import or an alias), as a whole
+    # identifier: `torch.amp`, `from torch import Stream` (not `sample`, `CUDAStream`).
+    triggers = (Word("accelerator"), Word("amp"), Word("Stream"), Word("Event"), Word("get_device_module"))
 
     VALID = (
         HEAD + "scaler = torch.amp.GradScaler(device.type)\nwith torch.amp.autocast(device.type):\n    pass\n",

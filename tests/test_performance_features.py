@@ -23,7 +23,7 @@ from devlint.engine.positions import positions
 from devlint.engine.walk import walk
 from devlint.fixes import LineIndex
 from devlint.gate import prefilter
-from devlint.registry import all_rules, select_rules
+from devlint.registry import all_rules, rule_by_code, select_rules
 from devlint.rule import Rule, Word
 from devlint.run.cache import CACHEDIR_TAG, Cache
 from devlint.run.command import Options, run_check
@@ -124,6 +124,25 @@ def test_word_triggers_match_whole_identifiers_only() -> None:
     # Beside a plain trigger of the same text, the plain one decides.
     assert prefilter.matching_rules("overload", [Loads, Plain]) == [Plain]
     assert prefilter.triggers([Loads, Plain]) == ("load",)
+
+
+def test_dev605_needs_a_namespace_as_a_whole_identifier() -> None:
+    """DEV605 reports only names under torch.accelerator, torch.amp, torch.Stream, torch.Event or a
+    device module: each spelled as an identifier in the file. Torch's own files that hold them only
+    inside other words (`sample`, `clamp`, `CUDAStream`, `EventList`) are not read for it."""
+    rule = rule_by_code("DEV605")
+    for case in rule.INVALID:
+        assert prefilter.matching_rules(case.code, [rule]) == [rule], case.code
+    for text in (
+        "import torch\ntorch.amp.missing()\n",
+        "from torch import amp\namp.missing()\n",
+        "from torch.accelerator import missing\n",
+        "import torch as t\nt.Stream.missing()\n",
+    ):
+        assert prefilter.matching_rules(text, [rule]) == [rule], text
+        assert lint_text(text, "t.py", [rule]) == lint_text(text, "t.py", [rule], prefilter=False) != [], text
+    for text in ("x = sample(clamp(y))\n", "from torch.cuda import CUDAStream\n", "events = EventList()\n"):
+        assert prefilter.matching_rules(text, [rule]) == [], text
 
 
 def test_only_the_rules_whose_triggers_appear_run_in_their_order() -> None:

@@ -72,7 +72,8 @@ RULES: tuple[RuleInfo, ...] = (
     # On by default where torch-version has torch.accelerator (2.6): there the goal is accelerator-generic code.
     RuleInfo("DEV604", "cuda-availability-check", False, ("is_available",), f"{_PACKAGE}.cuda_availability_check", (2, 6)),
     RuleInfo(
-        "DEV605", "unknown-device-api", True, ("accelerator", "amp", "Stream", "Event", "get_device_module"),
+        "DEV605", "unknown-device-api", True,
+        (Word("accelerator"), Word("amp"), Word("Stream"), Word("Event"), Word("get_device_module")),
         f"{_PACKAGE}.unknown_device_api",
     ),
 )
