@@ -18,7 +18,7 @@ import devlint.run.pool
 from devlint.analysis.tree import children
 from devlint.engine.context import FileContext
 from devlint.engine.interning import SHARED_KINDS
-from devlint.engine.lint import ParseError, lint_text, parse
+from devlint.engine.lint import ParseError, fix_text, lint_text, parse
 from devlint.engine.positions import positions
 from devlint.engine.walk import walk
 from devlint.fixes import LineIndex
@@ -478,3 +478,30 @@ def test_the_cli_writes_the_cache_and_no_cache_bypasses_it(tmp_path: Path, monke
     first = capsys.readouterr().out
     assert run_check(Options(paths=["a.py"], output_format="concise")) == 1
     assert capsys.readouterr().out == first
+
+
+def test_a_checked_file_leaves_no_tree_for_the_garbage_collector() -> None:
+    """Once a check's findings are out, nothing of its tree is held in a reference cycle: the tree
+    is freed as the last reference goes, not by the collector walking all of it (which took
+    0.45 s of 11.3 s in one process on issue 29's corpus)."""
+    files = [path for path in sorted((ROOT / "fixtures").rglob("*.py")) if "cuda" in path.read_text(encoding="utf-8")][:25]
+    assert len(files) == 25
+    found = fixed = 0
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        for path in files:
+            text = path.read_text(encoding="utf-8")
+            try:
+                found += len(lint_text(text, path.name, RULES))
+                fixed += fix_text(text, path.name, RULES, unsafe=True).applied
+            except ParseError:
+                continue
+            gc.collect()
+            held = [type(node).__name__ for node in gc.garbage if isinstance(node, cst.CSTNode)]
+            assert held == [], (path, held[:5])
+            gc.garbage.clear()
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert found > 25 and fixed > 10

@@ -89,6 +89,14 @@ class FileContext:
         self._fixes: dict[int, tuple[FixPlan, cst.SimpleStatementLine | None, Insertion, Source, Fix | None]] = {}
         self._fstring_breaks: dict[int, tuple[FixPlan, bool]] = {}
 
+    def close(self) -> None:
+        """Drops everything the check holds, once its findings are out. The analyses and the
+        reports (their fixes close over their rules) refer back to this context: cycles that
+        only the garbage collector frees, the file's whole tree with them, which it must then
+        walk (0.45 s of 11.3 s in one process on issue 29's corpus). Without them the tree goes
+        as soon as the last reference does."""
+        vars(self).clear()
+
     # -- for rules, during the walk ------------------------------------------------------
 
     def site(self, node: cst.CSTNode) -> Site:

@@ -164,10 +164,12 @@ def _lint_module(
     try:
         walk(ctx, [rule(ctx) for rule in rules])
         findings = ctx.findings(earlier.get(filename) if earlier is not None else None)
+        if earlier is not None:
+            earlier.put(filename, ctx.check)
     except RecursionError:
         raise ParseError("too deeply nested to analyse") from None
-    if earlier is not None:
-        earlier.put(filename, ctx.check)
+    finally:
+        ctx.close()
     return findings
 
 
