@@ -12,6 +12,8 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 import devlint.run.pool
@@ -124,6 +126,19 @@ def test_word_triggers_match_whole_identifiers_only() -> None:
     # Beside a plain trigger of the same text, the plain one decides.
     assert prefilter.matching_rules("overload", [Loads, Plain]) == [Plain]
     assert prefilter.triggers([Loads, Plain]) == ("load",)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    text=st.text(alphabet=st.sampled_from(list("ampload_ x.(9\u00e9\u0663\u2160\n")), max_size=40),
+    word=st.sampled_from(["amp", "load", "a", "_l"]),
+)
+def test_has_word_is_the_regex_of_a_whole_identifier(text: str, word: str) -> None:
+    """``has_word`` (str.find and a look at each side) says what ``(?<!\\w)word(?!\\w)`` says,
+    Unicode letters and digits (``é``, Arabic-Indic digits, Roman numerals) included."""
+    import re
+
+    assert prefilter.has_word(text, word) == (re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text) is not None)
 
 
 def test_dev605_needs_a_namespace_as_a_whole_identifier() -> None:
