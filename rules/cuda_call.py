@@ -20,6 +20,7 @@ from devlint.rulekit.calls import (
     prepend_arg,
     receiver_is_foreign,
 )
+from devlint.torchfacts.names import CUDA_DEVICE_KEYWORDS
 
 HEADER = "import torch\n"
 # after the imports, a blank line first (as isort leaves code there)
@@ -61,6 +62,7 @@ class CudaCall(Rule):
         "import torch\nx = torch.ones(3).to(device)\n",
         # an index picks a GPU: DEV102's business, not this rule's
         "import torch\nx = torch.ones(3).cuda(0)\n",
+        "import torch\nmodel = Net().cuda(device_id=1)\n",
         # a class with its own cuda() that is no nn.Module
         "class Pool:\n    def cuda(self):\n        return self\n\npool = Pool()\npool.cuda()\n",
         # rebinding the name in the same statement does not make it a tensor
@@ -244,7 +246,8 @@ class CudaCall(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         attribute = method_call(node, "cuda")
-        if attribute is None or positional(node) or keyword(node, "device") is not None:
+        # `device=` or torch 0.3's `device_id=` picks a GPU: DEV102's finding, whose fix keeps it.
+        if attribute is None or positional(node) or any(keyword(node, name) is not None for name in CUDA_DEVICE_KEYWORDS):
             return
         if any(arg.star for arg in node.args):
             return

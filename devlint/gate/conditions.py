@@ -154,9 +154,10 @@ def _starts_cuda_index(node: ast.AST) -> bool:
 
 
 def cuda_call(facts: Facts) -> bool:
-    # DEV101 reports `x.cuda(...)` with no argument unpacked, no positional and no `device=`.
+    # DEV101 reports `x.cuda(...)` with no argument unpacked, no positional and no `device=` or
+    # `device_id=`.
     return any(
-        not unpacks(call) and not positional(call) and keyword(call, "device") is None
+        not unpacks(call) and not positional(call) and all(keyword(call, name) is None for name in CUDA_DEVICE_KEYWORDS)
         for call in method_calls(facts, "cuda")
     )
 
