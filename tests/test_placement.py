@@ -142,3 +142,19 @@ def test_a_statement_right_after_the_definition_gets_no_blank_line_added() -> No
     code = "import torch\nmodel = use(1)\n"
     insertion = _place(code)[0].module
     assert _applied(code, insertion.torch, insertion.device).endswith('else "cpu")\nmodel = use(1)\n')
+
+
+def test_a_file_without_imports_gets_them_above_the_decorators_of_its_first_definition() -> None:
+    """LibCST's span of a decorated function or class starts at `def`/`class`: inserted there,
+    `import torch` came between the decorator and its definition, code that does not parse."""
+    from devlint.engine.lint import fix_text
+    from devlint.registry import all_rules
+
+    for head, kind in (("", "def f(x):\n    return x.cuda()\n"), ('"""Doc."""\n# note\n', "class C:\n    def f(self, x):\n        return x.cuda()\n")):
+        plain = fix_text(head + kind, "t.py", all_rules())
+        decorated = fix_text(head + "@decorator(1)\n@other\n" + kind, "t.py", all_rules())
+        assert decorated.applied == plain.applied == 1
+        # The same insertion, above both decorators.
+        definition = kind.split("\n", 1)[0]
+        assert decorated.text == plain.text.replace(definition, "@decorator(1)\n@other\n" + definition, 1)
+        compile(decorated.text, "t.py", "exec")

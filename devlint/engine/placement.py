@@ -267,7 +267,10 @@ def _at_top(source: Source, body: list[cst.BaseStatement], first_use: int) -> _S
         (i for i, stmt in enumerate(body[: first_use + 1]) if not _is_preamble(stmt, i) and not _is_cell_break(source, stmt)),
         first_use,
     )
-    offset = source.lines.starts[source.positions[body[at]].start.line - 1]
+    # A decorated function or class starts at its first decorator: LibCST's span starts at `def`.
+    stmt = body[at]
+    first = stmt.decorators[0] if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) and stmt.decorators else stmt
+    offset = source.lines.starts[source.positions[first].start.line - 1]
     return _Spot(-1, offset, "", torch_bound=False, torch_as=None)
 
 
