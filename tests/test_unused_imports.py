@@ -14,7 +14,7 @@ import pytest
 from devlint.engine.lint import fix_text, lint_text
 from devlint.findings import Edit
 from devlint.fixes import apply_fixes
-from devlint.registry import all_rules
+from devlint.registry import all_rules, rule_by_code
 from devlint.run.suppressions import apply_noqa
 from devlint.settings import FixSettings
 
@@ -169,3 +169,21 @@ def _apply_edits(text: str, edits: tuple[Edit, ...]) -> str:
     for edit in sorted(edits, key=lambda e: (e.start_offset, e.end_offset), reverse=True):
         text = text[: edit.start_offset] + edit.content + text[edit.end_offset :]
     return text
+
+
+@pytest.mark.parametrize("between", ["", "    y = 2\n"])
+def test_a_block_joined_to_the_one_before_keeps_the_imports_its_body_reads(between: str) -> None:
+    """DEV604 joins `if torch.cuda.is_available():` to an identical accelerator check right before
+    it: only the header line goes (``Replace.until``), the body stays, and so do the imports it
+    reads (`synchronize` was removed, leaving a NameError)."""
+    text = (
+        "import torch\nfrom torch.cuda import synchronize\n"
+        "if torch.accelerator.is_available():\n    x = 1\n"
+        f"if torch.cuda.is_available():\n{between}    synchronize()\n"
+    )
+    # DEV604 alone: with DEV601 too, `synchronize()` becomes `torch.accelerator.synchronize()`.
+    fixed = fix_text(text, "t.py", [rule_by_code("DEV604")], FixSettings(torch_version=(2, 6)))
+    assert fixed.applied == 1 and "if torch.cuda" not in fixed.text and "    synchronize()" in fixed.text
+    assert "synchronize" in imported(fixed.text) and unused(fixed.text) == set()
+    everything = fix_text(text, "t.py", RULES, FixSettings(torch_version=(2, 6)), unsafe=True).text
+    assert unused(everything) == set() and "synchronize" not in imported(everything)

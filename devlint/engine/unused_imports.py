@@ -27,7 +27,7 @@ from pathlib import PurePath
 import libcst as cst
 
 from devlint.analysis.semantic import SemanticModel, dotted_name, string_value
-from devlint.analysis.tree import ancestors, descendants
+from devlint.analysis.tree import ancestors, child_fields, descendants
 from devlint.engine.positions import Positions
 from devlint.findings import ImportNames, Release
 from devlint.fixes import FixPlan, LineIndex
@@ -69,7 +69,10 @@ class UnusedImports:
             return {}
         found: dict[str, set[int]] = {}
         for replace in plan.replacements:
-            inside = [n for n in descendants(replace.node) if isinstance(n, cst.Name) and n.value in self._candidates]
+            kept = self._kept(replace.node, replace.until) if replace.until is not None else set()
+            inside = [
+                n for n in descendants(replace.node) if isinstance(n, cst.Name) and n.value in self._candidates and id(n) not in kept
+            ]
             if not inside:
                 continue
             new = replace.new
@@ -80,6 +83,30 @@ class UnusedImports:
                 if order is not None and not _names(written, node.value):
                     found.setdefault(node.value, set()).add(order)
         return {name: frozenset(uses) for name, uses in found.items()}
+
+    def _kept(self, node: cst.CSTNode, until: cst.CSTNode) -> set[int]:
+        """The nodes of ``node`` a replacement that runs on only to ``until`` leaves in the text
+        (an `if` joined to the block before it loses its header line, not its body): ``until``,
+        what follows it in its block, and the blocks after that one in each statement between it
+        and ``node`` (an `else`); none where ``until`` lies after ``node``. Fields are taken in
+        their dataclass order, the source order of every compound statement's blocks but a
+        definition's, whose decorators and annotations come after its body there: what they
+        name then counts as kept, and its import stays."""
+        roots: list[cst.CSTNode] = []
+        child, parent = until, self._parents.get(until)
+        while parent is not None and child is not node:
+            later = False
+            for name in child_fields(type(parent)):
+                value = getattr(parent, name)
+                values = list(value) if isinstance(value, (list, tuple)) else [value]
+                at = 0 if later else next((i for i, v in enumerate(values) if v is child), None)
+                if at is not None:
+                    later = True
+                    roots += values[at:]
+            child, parent = parent, self._parents.get(parent)
+        if child is not node:
+            return set()
+        return {id(n) for root in roots if isinstance(root, cst.CSTNode) for n in descendants(root)}
 
     def statements(self, names: Mapping[str, frozenset[int]]) -> list[cst.CSTNode]:
         """The nodes whose positions the releases of ``names`` need."""
