@@ -175,3 +175,9 @@ class Rule:
 
     def finish(self) -> None:
         """Called once after the walk; rules that collect candidates report them here."""
+
+    def withdraws(self, report: Report) -> bool:
+        """Asked of each of this rule's reports after the walk, when the whole file is known:
+        True drops a report made on what the walk had seen so far (a class defined below the
+        function that uses it)."""
+        return False

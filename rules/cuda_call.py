@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.fixes import FixPlan, Replace
-from devlint.rule import FixFactory, Invalid, Rule, Site
+from devlint.rule import FixFactory, Invalid, Report, Rule, Site
 from devlint.rulekit.calls import (
     arg,
     delegates_to_own_method,
@@ -68,6 +68,8 @@ class CudaCall(Rule):
         # rebinding the name in the same statement does not make it a tensor
         "class Batch:\n    def cuda(self):\n        return self\n\nbatch = Batch()\nbatch = batch.cuda()\n",
         "class Pool:\n    def cuda(self):\n        return self\n\n    def warm(self):\n        return self.cuda()\n",
+        # the class defined below the function that makes one: known when the function runs
+        "def fill():\n    pool = Pool()\n    return pool.cuda()\n\n\nclass Pool:\n    def cuda(self):\n        return self\n",
         # a Module subclass implementing cuda() itself may call the parent's
         "import torch\n\nclass Net(torch.nn.Module):\n    def cuda(self, device=None):\n        return super().cuda()\n",
         # strings, comments and docstrings
@@ -243,6 +245,12 @@ class CudaCall(Rule):
             HEADER + DEVICE + "if torch.cuda.is_available():\n    model.to(device)\n",
         ),
     )
+
+    def withdraws(self, report: Report) -> bool:
+        # A class below the function that uses it was not known when the walk met the call:
+        # `p = Pool()` in a function above `class Pool` with its own `cuda()`, no Module.
+        attribute = method_call(report.node, "cuda")  # type: ignore[arg-type]
+        return attribute is not None and receiver_is_foreign(self.ctx, attribute.value, report.site, "cuda")
 
     def visit_Call(self, node: cst.Call) -> None:
         attribute = method_call(node, "cuda")

@@ -10,7 +10,7 @@ from devlint.analysis.devices import always_a_device, guarded_index, index_kind,
 from devlint.analysis.semantic import dotted_name
 from devlint.findings import Applicability
 from devlint.fixes import DeviceRef, FixPlan, Replace
-from devlint.rule import Invalid, Rule, Site
+from devlint.rule import Invalid, Report, Rule, Site
 from devlint.rulekit.accelerator import accelerator_choice, index_choice
 from devlint.rulekit.calls import (
     arg,
@@ -125,6 +125,8 @@ class CudaCallWithIndex(Rule):
         "import torch\nx = torch.ones(3).to(device)\n",
         # a class with its own cuda() that is no nn.Module
         "class Pool:\n    def cuda(self, i):\n        return self\n\npool = Pool()\npool.cuda(0)\n",
+        # the same class below the function that makes one
+        "def fill():\n    pool = Pool()\n    return pool.cuda(0)\n\n\nclass Pool:\n    def cuda(self, i):\n        return self\n",
         # a module subclass implementing cuda(device) itself
         "import torch\n\nclass Net(torch.nn.Module):\n    def cuda(self, device=None):\n        return super().cuda(device)\n",
         # numba's cuda module, not a tensor method
@@ -303,6 +305,12 @@ class CudaCallWithIndex(Rule):
             unsafe=True,
         ),
     )
+
+    def withdraws(self, report: Report) -> bool:
+        # A class below the function that uses it was not known when the walk met the call:
+        # `p = Pool()` in a function above `class Pool` with its own `cuda()`, no Module.
+        attribute = method_call(report.node, "cuda")  # type: ignore[arg-type]
+        return attribute is not None and receiver_is_foreign(self.ctx, attribute.value, report.site, "cuda")
 
     def visit_Call(self, node: cst.Call) -> None:
         attribute = method_call(node, "cuda")

@@ -215,11 +215,12 @@ class FileContext:
 
     def _reportable(self, report: Report) -> bool:
         """False for code in a branch that only runs on a torch older than the project supports,
-        or than the one the rule's advice needs (devlint.analysis.version_guards), and, for the rules that
-        ask, for code that only runs where a tensor or device is known to be on CUDA
+        or than the one the rule's advice needs (devlint.analysis.version_guards), for a report
+        its rule withdraws once the whole file is known (``Rule.withdraws``), and, for the rules
+        that ask, for code that only runs where a tensor or device is known to be on CUDA
         (devlint.analysis.cuda_regions)."""
         since = max(self.settings.torch_version, report.rule.advice_since)
-        if runs_only_below(self._older.of(report.node), since):
+        if runs_only_below(self._older.of(report.node), since) or report.rule.withdraws(report):
             return False
         return not (report.rule.quiet_where_cuda_is_known and self._regions.runs_only_on_cuda(report.node))
 
