@@ -18,6 +18,7 @@ from devlint.rulekit.calls import (
     code_in_place,
     delegates_to_own_method,
     duck_typed,
+    foreign_after_all,
     forwards_own_parameter,
     in_slots,
     is_storage,
@@ -307,10 +308,7 @@ class CudaCallWithIndex(Rule):
     )
 
     def withdraws(self, report: Report) -> bool:
-        # A class below the function that uses it was not known when the walk met the call:
-        # `p = Pool()` in a function above `class Pool` with its own `cuda()`, no Module.
-        attribute = method_call(report.node, "cuda")  # type: ignore[arg-type]
-        return attribute is not None and receiver_is_foreign(self.ctx, attribute.value, report.site, "cuda")
+        return foreign_after_all(self.ctx, report.node, report.site, "cuda")
 
     def visit_Call(self, node: cst.Call) -> None:
         attribute = method_call(node, "cuda")

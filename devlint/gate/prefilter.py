@@ -6,8 +6,8 @@ devlint.rule); a ``Word`` trigger must stand as a whole identifier (no letter, d
 underscore on either side). Whether a file needs parsing at all is one compiled alternation of every
 selected plain trigger, searched once over the decoded text (it stops at the first trigger found),
 then a ``str.find`` of each word. Which rules then run takes one substring search per distinct
-trigger. Rules are independent of each
-other (``--select`` runs any subset), so leaving out rules that cannot fire changes no finding.
+trigger. Rules are independent of each other (``--select`` runs any subset), so leaving out
+rules that cannot fire changes no finding.
 """
 
 from __future__ import annotations

@@ -195,6 +195,14 @@ def receiver_is_foreign(ctx: RuleContext, receiver: cst.BaseExpression, site: Si
     return _constructs_foreign(ctx, receiver, method)
 
 
+def foreign_after_all(ctx: RuleContext, call: cst.CSTNode, site: Site, method: str) -> bool:
+    """For ``Rule.withdraws``: the receiver of ``call``, ``x.method(...)``, is known after the
+    walk not to be a torch object, where the walk had not yet met what says so (a local class
+    with its own ``method`` defined below the function that makes one)."""
+    attribute = method_call(call, method) if isinstance(call, cst.Call) else None
+    return attribute is not None and receiver_is_foreign(ctx, attribute.value, site, method)
+
+
 def _encloses(ctx: RuleContext, value: cst.BaseExpression, node: cst.CSTNode) -> bool:
     """``value`` (a binding's expression) is ``node`` or holds it. An expression lies within one
     statement: the climb stops at the first statement above ``node``, however deep that is."""
