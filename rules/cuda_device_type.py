@@ -8,7 +8,7 @@ from devlint.analysis.devices import reach_of
 from devlint.analysis.reaching import Unknown
 from devlint.analysis.semantic import Scope, dotted_name, literal_is
 from devlint.fixes import FixPlan, Replace
-from devlint.rule import Invalid, Rule, Site, Word
+from devlint.rule import Invalid, Report, Rule, Site, Word
 from devlint.rulekit.accelerator import (
     ACCELERATOR,
     AMP_DEVICE_ARGUMENT,
@@ -515,7 +515,11 @@ class CudaDeviceType(Rule):
         setting = self.ctx.indexed(("backend attribute", attribute), lambda: self._attribute_setting(attribute))
         if setting is None:
             return
-        where, plan = setting
+        where, plan, below = setting
+        if below:
+            # A literal the walk had not reached when the attribute was first read is not known
+            # to stand under a GPU check: asked again once the whole file is known (``withdraws``).
+            self.ctx.indexed("backend attributes set below", dict)[id(value)] = attribute
         self.report(
             value,
             f'`{self.ctx.code(value)}`, {where}, holds `"{CUDA_BACKEND}"`, which runs on CUDA only; '
@@ -523,21 +527,35 @@ class CudaDeviceType(Rule):
             fix=lambda site: plan,
         )
 
-    def _attribute_setting(self, attribute: str) -> tuple[str, FixPlan] | None:
-        """Where ``attribute`` gets its values and the fix guarding them all, when every value the
-        file gives it is `"nccl"` outside device checks; else None."""
+    def withdraws(self, report: Report) -> bool:
+        attribute = self.ctx.indexed("backend attributes set below", dict).get(id(report.node))
+        return attribute is not None and self.ctx.indexed(
+            ("backend attribute guarded", attribute),
+            lambda: any(under_device_check(self.ctx, held) for held in self._attribute_values(attribute)),
+        )
+
+    def _attribute_values(self, attribute: str) -> list[cst.BaseExpression]:
+        """The values the file gives ``x.<attribute>``: its assignments, and the default of the
+        program's own option of that name."""
         declared, default = self.ctx.model.option_default(attribute)
         given = list(self.ctx.model.attribute_assignments(attribute))
-        if declared:
-            if default is None:
-                return None
-            given.append(default)
+        return [*given, default] if declared and default is not None else given
+
+    def _attribute_setting(self, attribute: str) -> tuple[str, FixPlan, bool] | None:
+        """Where ``attribute`` gets its values and the fix guarding them all, when every value the
+        file gives it is `"nccl"` outside device checks (an option without a default: the
+        command line's); else None. ``bool``: some of those values lie below where the walk is."""
+        declared, default = self.ctx.model.option_default(attribute)
+        if declared and default is None:
+            return None
+        given = self._attribute_values(attribute)
         if not given or not all(literal_is(held, CUDA_BACKEND) for held in given):
             return None
         if any(under_device_check(self.ctx, held) for held in given):
             return None
         where = "the program's own option" if declared else "set by the program"
-        return where, self._guarded_all(given)
+        below = any(self.ctx.parent(held) is None for held in given)
+        return where, self._guarded_all(given), below
 
     def _guarded_all(self, literals: list[cst.BaseExpression]) -> FixPlan:
         """Every literal guarded as ``_guarded`` guards one, in one fix."""

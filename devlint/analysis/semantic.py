@@ -32,6 +32,10 @@ class Binding:
     param: cst.Param | None = None
 
 
+# Binding kinds that give a name a value of the scope's own.
+_OWN_VALUES = frozenset(("param", "def", "class"))
+
+
 def _order_of(binding: Binding) -> Order:
     return binding.order
 
@@ -44,6 +48,12 @@ class Scope:
     name: str = ""
     bindings: dict[str, list[Binding]] = field(default_factory=dict)
     params: list[str] = field(default_factory=list)
+    # The names an import binds here, each with the qualified name of its latest import (None:
+    # a module of the file's own package).
+    imported: dict[str, str | None] = field(default_factory=dict)
+    # The names bound here otherwise than as a parameter, a function or a class (or an import):
+    # `torch = reload(torch)`, `torch, _ = load_modules()` may well hold what an import bound.
+    _assigned: set[str] = field(default_factory=set)
     # Where each name's parameter bindings stand in its list, and the names whose list is not in
     # textual order (then ``before`` scans the whole list): see ``before``.
     _param_indices: dict[str, list[int]] = field(default_factory=dict)
@@ -55,7 +65,14 @@ class Scope:
             self._unordered.add(binding.name)
         if binding.kind == "param":
             self._param_indices.setdefault(binding.name, []).append(len(bindings))
+        elif binding.kind not in _OWN_VALUES:
+            self._assigned.add(binding.name)
         bindings.append(binding)
+
+    def own_value(self, name: str) -> bool:
+        """``name`` is bound here only as a parameter, a function or a class: never as what an
+        import of another scope bound."""
+        return name in self.bindings and name not in self._assigned
 
     def before(self, name: str, order: Order) -> Iterator[Binding]:
         """The bindings of ``name`` here that come before ``order`` or are parameters, latest
@@ -228,7 +245,9 @@ class SemanticModel:
         """Every qualified name an expression may refer to (value aliases included)."""
         if isinstance(node, cst.Name):
             if node.value in self.imports:
-                return {self.imports[node.value]}
+                imported = self._imported(node.value)
+                if imported != "":
+                    return {imported} if imported is not None else set()
             if follow_values and node.value in self.value_aliases:
                 return set(self.value_aliases[node.value])
             return set()
@@ -237,6 +256,27 @@ class SemanticModel:
         if isinstance(node, cst.IfExp) and follow_values:
             return self.qualnames(node.body) | self.qualnames(node.orelse)
         return set()
+
+    def _imported(self, name: str) -> str | None:
+        """What ``name`` refers to through an import, seen from the scope the walk is in: the
+        qualified name of the latest import of the innermost scope that imports it (class scopes
+        skipped, as Python does; None when that import names the file's own package), or "" when
+        a scope nearer binds it only as a parameter, a function or a class (a parameter
+        ``FloatTensor`` is not the ``torch.cuda.FloatTensor`` another function imports). A name
+        no scope around imports is taken from the file's last import of it: after the walk,
+        when every question is asked from the module, a function's own import still resolves
+        its code."""
+        current: Scope | None = self.scope
+        first = True
+        while current is not None:
+            if first or current.kind != "class":
+                if name in current.imported:
+                    return current.imported[name]
+                if current.own_value(name):
+                    return ""
+            first = False
+            current = current.parent
+        return self.imports[name]
 
     def option_default(self, dest: str) -> tuple[bool, cst.BaseExpression | None]:
         """Whether the file declares a command-line option ``dest`` with argparse's
@@ -283,7 +323,7 @@ class SemanticModel:
                 else:
                     local = full.split(".")[0]
                     self.imports[local] = local
-                self._bind_import(local, order)
+                self._bind_import(local, order, self.imports[local])
                 if full.split(".")[0] == "torch" and self.torch_imported_at is None:
                     self.torch_imported_at = order
             return
@@ -295,7 +335,7 @@ class SemanticModel:
                     name = _import_alias_name(alias)
                     if name is not None:
                         asname = alias.asname.name if alias.asname is not None else None
-                        self._bind_import(asname.value if isinstance(asname, cst.Name) else name, order)
+                        self._bind_import(asname.value if isinstance(asname, cst.Name) else name, order, None)
             return
         module = dotted_name(node.module)
         if module is None or isinstance(node.names, cst.ImportStar):
@@ -310,11 +350,12 @@ class SemanticModel:
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                 local = alias.asname.name.value
             self.imports[local] = f"{module}.{name}"
-            self._bind_import(local, order)
+            self._bind_import(local, order, self.imports[local])
 
-    def _bind_import(self, local: str, order: Order) -> None:
+    def _bind_import(self, local: str, order: Order, qualified: str | None) -> None:
         self.identifiers.add(local)
         self.scope.bind(Binding(local, order, "import"))
+        self.scope.imported[local] = qualified
 
     def record_assignment(
         self, target: cst.BaseExpression, value: cst.BaseExpression | None, order: Order, conditional: bool

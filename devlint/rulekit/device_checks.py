@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.analysis.semantic import dotted_name, string_value
+from devlint.analysis.semantic import Scope, dotted_name, string_value
 from devlint.analysis.tree import climbed
 from devlint.rule import RuleContext
 from devlint.rulekit.calls import keyword, positional
@@ -24,16 +24,19 @@ def _availability_call(ctx: RuleContext, node: cst.CSTNode) -> bool:
     return qual.startswith("torch.") and qual.endswith(".is_available")
 
 
-def device_present_if(ctx: RuleContext, test: cst.BaseExpression, depth: int = 0) -> bool | None:
+def device_present_if(
+    ctx: RuleContext, test: cst.BaseExpression, depth: int = 0, scope: Scope | None = None
+) -> bool | None:
     """True: ``test`` holds only where torch has a GPU (``torch.cuda.is_available()``,
     ``torch.cuda.device_count() > 0``, ``device.type == "cuda"``, ``x.is_cuda``, a name bound to
     one of those, an ``and`` with one); False: it fails wherever there is one
-    (``not torch.cuda.is_available()``, ``device.type == "cpu"``); None: it tells nothing."""
+    (``not torch.cuda.is_available()``, ``device.type == "cpu"``); None: it tells nothing.
+    A name is looked up from ``scope``, the test's own (default: the scope the walk is in)."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = device_present_if(ctx, test.expression, depth)
+        inner = device_present_if(ctx, test.expression, depth, scope)
         return None if inner is None else not inner
     if isinstance(test, cst.BooleanOperation):
-        sides = [device_present_if(ctx, test.left, depth), device_present_if(ctx, test.right, depth)]
+        sides = [device_present_if(ctx, test.left, depth, scope), device_present_if(ctx, test.right, depth, scope)]
         if isinstance(test.operator, cst.And):
             return True if True in sides else None
         return False if False in sides else (True if sides == [True, True] else None)
@@ -45,9 +48,9 @@ def device_present_if(ctx: RuleContext, test: cst.BaseExpression, depth: int = 0
         return _comparison(ctx, test.left, test.comparisons[0])
     if isinstance(test, cst.Name) and depth == 0:
         # `use_cuda = torch.cuda.is_available()` ... `if use_cuda:`
-        for _, binding in ctx.model.lookup(test.value, ctx.model.scope):
+        for _, binding in ctx.model.lookup(test.value, scope or ctx.model.scope):
             if binding.order < ctx.tracker.order and binding.kind == "assign" and binding.value is not None:
-                return device_present_if(ctx, binding.value, depth + 1)
+                return device_present_if(ctx, binding.value, depth + 1, scope)
             return None
     return None
 
@@ -96,6 +99,10 @@ def under_device_check(ctx: RuleContext, node: cst.CSTNode) -> bool:
     climbed): a test is read once, however many findings lie under it (an ``elif`` chain). A test
     that is a name (``if use_cuda:``) is read at each question, as the name's binding before the
     walk's position says."""
+    if ctx.parent(node) is None and node is not ctx.module:
+        # Not reached by the walk yet: nothing is known above it, and nothing is kept, so that
+        # asking again once the walk has passed it finds its guards.
+        return False
     known: dict[int, _Guards] = ctx.indexed("device checks above", dict)
     found, named = climbed(node, ctx.parent, known, lambda ancestor, child, above: _guards(ctx, ancestor, child, above), (False, ()))
     return found or any(device_present_if(ctx, test) == holds for test, holds in named)
@@ -144,16 +151,32 @@ def _checked_earlier(ctx: RuleContext, block: cst.IndentedBlock | cst.Module, st
 def _first_check(ctx: RuleContext, block: cst.IndentedBlock | cst.Module) -> tuple[int, dict[int, int]]:
     """Where in ``block`` the first statement stands after which a GPU is certain (``assert
     <check>``, ``if <no GPU>: return``), and where each statement stands: one pass over the
-    block, however many of its statements ask."""
+    block, however many of its statements ask. The first to ask may stand in a function inside
+    the block: a name in a test is looked up from the block's own scope, not from the asker's."""
     places = {id(statement): i for i, statement in enumerate(block.body)}
+    scope = _scope_of(ctx, block)
     for i, earlier in enumerate(block.body):
-        if isinstance(earlier, cst.If) and device_present_if(ctx, earlier.test) is False and exits(earlier.body):
+        if isinstance(earlier, cst.If) and device_present_if(ctx, earlier.test, scope=scope) is False and exits(earlier.body):
             return i, places
         if isinstance(earlier, cst.SimpleStatementLine):
             for small in earlier.body:
-                if isinstance(small, cst.Assert) and device_present_if(ctx, small.test) is True:
+                if isinstance(small, cst.Assert) and device_present_if(ctx, small.test, scope=scope) is True:
                     return i, places
     return len(block.body), places
+
+
+def _scope_of(ctx: RuleContext, block: cst.IndentedBlock | cst.Module) -> Scope:
+    """The scope whose code ``block`` is: that of its function or class, or the module's, found
+    among the scopes the walk is in."""
+    owner: cst.CSTNode | None = block
+    while owner is not None and not isinstance(owner, (cst.Module, cst.FunctionDef, cst.ClassDef)):
+        owner = ctx.parent(owner)
+    scope: Scope | None = ctx.model.scope
+    while scope is not None:
+        if scope.node is owner:
+            return scope
+        scope = scope.parent
+    return ctx.model.scope
 
 
 def hardcoded_gpu_index(ctx: RuleContext, node: cst.Call) -> bool:
