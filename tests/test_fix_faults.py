@@ -98,7 +98,7 @@ def test_a_file_edited_while_devlint_fixed_it_is_not_overwritten(tmp_path: Path,
             path.write_text(edited)
         return real_mkstemp(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(writer.tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
     code, _, err = run(capsys, "fix", str(path), str(other))
     assert code == 2
     assert f"devlint: error: {path}: changed on disk since it was read; not overwritten" in err.splitlines()
@@ -166,7 +166,7 @@ def test_a_read_only_folder_simulated(tmp_path: Path, capsys: pytest.CaptureFixt
     def mkstemp(*args: object, **kwargs: object) -> tuple[int, str]:
         raise PermissionError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(writer.tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
     code, _, err = run(capsys, "fix", str(path))
     assert code == 2
     assert f"devlint: error: {path}: cannot write a temporary file in {tmp_path}: Permission denied; left unchanged" in err.splitlines()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import importlib.util
 import json
+import multiprocessing
 import random
 import threading
 from pathlib import Path
@@ -324,7 +325,7 @@ def test_where_no_process_can_start_files_are_checked_in_this_process(tmp_path: 
 
     work = [(path, JOB) for path in _tree(tmp_path, 12)]
     expected = _summary(execute(work, jobs=1))
-    monkeypatch.setattr(devlint.run.pool.multiprocessing, "get_context", lambda method: NoProcesses())
+    monkeypatch.setattr(multiprocessing, "get_context", lambda method: NoProcesses())
     assert _summary(execute(work, jobs=2)) == expected
 
 

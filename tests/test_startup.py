@@ -71,6 +71,30 @@ def test_a_run_without_findings_imports_nothing_heavy_and_says_the_same(project:
     assert status == 0
 
 
+# What a run of a few files (a pre-commit hook's) does not use: worker processes, git, a
+# temporary file; the three are a fifth of what the command imports.
+UNUSED_BY_A_FEW_FILES = ("multiprocessing", "subprocess", "tempfile")
+
+
+def test_a_check_of_a_few_files_starts_no_worker_runs_no_git_and_writes_nothing(project: Path) -> None:
+    status, _, modules = _run(project, "check", "clean.py", "quiet.py", "clean.ipynb", "--no-cache")
+    assert status == 0 and "devlint.run.pool" in modules
+    assert sorted(name for name in modules if name.startswith(UNUSED_BY_A_FEW_FILES)) == []
+    # LibCST's own modules bring subprocess along; nothing of devlint's needs the other two
+    status, out, modules = _run(project, "check", "clean.py", "cuda.py", "--no-cache")
+    assert status == 1 and "DEV101" in out
+    assert sorted(name for name in modules if name.startswith(("multiprocessing", "tempfile"))) == []
+
+
+def test_what_a_few_files_leave_out_is_imported_when_used(project: Path) -> None:
+    # twelve files: worker processes; --fix: a temporary file per fixed file
+    for i in range(12):
+        (project / f"copy{i}.py").write_text(CUDA)
+    status, _, modules = _run(project, "check", "--fix", "--no-cache", "--jobs", "2", *(f"copy{i}.py" for i in range(12)))
+    assert status == 0 and {"multiprocessing", "tempfile"} <= modules
+    assert "x.cuda()" not in (project / "copy0.py").read_text() and ".cuda()" not in (project / "copy0.py").read_text()
+
+
 def test_the_full_format_imports_rich_to_print_but_never_libcst(project: Path) -> None:
     args = ("check", "clean.py", "quiet.py", "--no-cache", "--output-format", "full")
     status, out, modules = _run(project, *args)

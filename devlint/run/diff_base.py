@@ -17,13 +17,16 @@ from __future__ import annotations
 import difflib
 import json
 import os
-import subprocess
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from devlint.findings import Finding
+
+if TYPE_CHECKING:
+    import subprocess
 
 # A file the change does not touch: none of its findings are reported.
 UNCHANGED = "unchanged"
@@ -168,15 +171,21 @@ def _entries(fields: list[str]) -> Iterable[tuple[str, str, str]]:
 
 
 def _show(root: Path, revision: str, path: str) -> str:
-    data = subprocess.run(["git", "show", f"{revision}:{path}"], cwd=root, capture_output=True, check=False).stdout
-    return data.decode("utf-8", errors="replace")
+    return _run_git(["show", f"{revision}:{path}"], root).stdout.decode("utf-8", errors="replace")
 
 
 def _git(args: list[str], cwd: Path | None, failure: str) -> str:
     try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
+        done = _run_git(args, cwd)
     except OSError:
         raise DiffBaseError("git is not installed (--diff-base needs it)") from None
     if done.returncode != 0:
         raise DiffBaseError(failure)
     return done.stdout.decode("utf-8", errors="surrogateescape")
+
+
+def _run_git(args: list[str], cwd: Path | None) -> subprocess.CompletedProcess[bytes]:
+    # Imported here: only --diff-base runs git, and every check would import subprocess.
+    import subprocess
+
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)

@@ -9,8 +9,6 @@ would cost more than it saves. Workers send back findings only, never source tex
 from __future__ import annotations
 
 import gc
-import multiprocessing
-import multiprocessing.pool
 import os
 import signal
 import sys
@@ -21,6 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from devlint.fixes import applicable
 from devlint.registry import UnknownCodeError, info_by_code
@@ -28,6 +27,9 @@ from devlint.run.cache import Cache, Depends, content_digest, entry_key, run_key
 from devlint.run.file_job import process_data, process_file
 from devlint.run.job import FileResult, Job
 from devlint.run.project_imports import Dependencies, digest_of, origin
+
+if TYPE_CHECKING:
+    import multiprocessing.pool
 
 # Fewer files than this (or than two per worker) are checked in this process.
 MIN_PARALLEL_FILES = 8
@@ -180,6 +182,10 @@ class Executor:
             # safe while other threads run (a progress bar): then workers start afresh.
             single = threading.active_count() == 1
             method = "fork" if sys.platform == "linux" and single else "spawn"
+            # Imported here: a run of a few files (a pre-commit hook's) starts no worker, and
+            # multiprocessing is a sixth of what the command imports.
+            import multiprocessing
+
             try:
                 self._pool = multiprocessing.get_context(method).Pool(self.jobs, initializer=_start_worker)
             except (OSError, ImportError):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from devlint.signals import interrupts_deferred
@@ -41,6 +40,9 @@ def write_atomic(path: Path, data: bytes, expected: bytes) -> None:
     Refuses when the file no longer holds ``expected`` (it changed on disk since it was read).
     A symbolic link stays a link: the file it points to is replaced.
     """
+    # Imported here: a check writes nothing, and tempfile brings random with it.
+    import tempfile
+
     target = Path(os.path.realpath(path))
     info = _check_writable(target)
     with interrupts_deferred():
