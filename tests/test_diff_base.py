@@ -114,3 +114,17 @@ def test_an_unknown_ref_or_no_repository_is_one_line_and_exit_2(repo: Path, tmp_
     os.chdir(elsewhere)
     assert main(["check", "--diff-base", "main", "."]) == 2
     assert capsys.readouterr().err == "devlint: error: --diff-base: not a git repository (--diff-base compares with a git revision)\n"
+
+
+def test_the_rows_a_change_touched_are_the_edited_ones_only() -> None:
+    # an edit in every function: the rows edited, not the blank lines between them (difflib's
+    # matcher took those for popular lines and counted two of them as added)
+    from devlint.run.diff_base import added_rows
+
+    base = "".join(f"def f{i}(x):\n    return x.cuda()\n\n\n" for i in range(300))
+    text = base.replace("x.cuda()", "x.to(device)")
+    assert added_rows(base, text) == {4 * i + 2 for i in range(300)}
+    # an insertion, a deletion and an edit around unchanged lines
+    lines = [f"line {i}" for i in range(20)]
+    edited = lines[:3] + ["new"] + lines[3:10] + lines[11:15] + ["line 15 edited"] + lines[16:]
+    assert added_rows("\n".join(lines), "\n".join(edited)) == {4, 16}

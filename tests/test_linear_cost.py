@@ -11,6 +11,7 @@ covered as soon as it has examples.
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 import threading
@@ -23,7 +24,9 @@ from devlint.engine.positions import StatementPrints
 from devlint.engine.reuse import EarlierChecks
 from devlint.registry import all_rules
 from devlint.rule import Rule
+from devlint.run.diff_base import added_rows
 from devlint.run.job import unified_diff
+from devlint.run.notebook import read_notebook
 from devlint.verify.project_copy import _edited
 from devlint.verify.targets import line_map
 from devlint.settings import FixSettings
@@ -175,6 +178,30 @@ def test_the_diff_of_a_fix_in_every_function_costs_linear_work() -> None:
 
     # The matcher's loops run inside a few calls: count the lines run instead.
     small, large = _lines(work(300)), _lines(work(1200))
+    assert large <= LIMIT * small, f"{large} lines run at 4N against {small} at N: {large / small:.2f}x"
+
+
+def test_the_rows_a_change_touched_cost_linear_work() -> None:
+    # `--diff-base` keeps the findings on the rows a change added or edited: with difflib's
+    # matcher a change in every one of 4,000 small functions took 4.7 s.
+    def work(n: int) -> Callable[[], object]:
+        before = "".join(f"def f{i}(x):\n    return x.cuda()\n\n\n" for i in range(n))
+        return lambda: added_rows(before, before.replace("x.cuda()", "x.to(device)"))
+
+    small, large = _lines(work(300)), _lines(work(1200))
+    assert large <= LIMIT * small, f"{large} lines run at 4N against {small} at N: {large / small:.2f}x"
+
+
+def test_a_notebook_cell_fixed_on_every_line_costs_linear_work() -> None:
+    # the new source of a fixed cell keeps the JSON text of its unchanged lines: matched with
+    # difflib's matcher, a long cell edited in every function took time that grew with its square
+    def work(n: int) -> Callable[[], object]:
+        source = "".join(f"def f{i}(x):\n    return x.cuda()\n\n\n" for i in range(n))
+        cell = {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": source.splitlines(keepends=True)}
+        notebook = read_notebook(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}).encode())
+        return lambda: notebook.with_sources({1: source.replace("x.cuda()", "x.to(device)")})
+
+    small, large = _lines(work(100)), _lines(work(400))
     assert large <= LIMIT * small, f"{large} lines run at 4N against {small} at N: {large / small:.2f}x"
 
 

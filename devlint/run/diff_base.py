@@ -14,7 +14,6 @@ text as the fixes left it: a line a fix rewrote is still new).
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 from collections.abc import Callable, Iterable
@@ -23,6 +22,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from devlint import linediff
 from devlint.findings import Finding
 
 if TYPE_CHECKING:
@@ -95,10 +95,12 @@ def _rows(finding: Finding) -> set[int]:
 
 
 def added_rows(base: str, text: str) -> set[int]:
-    """The 1-based rows of ``text`` that ``base`` does not have at that place: added or edited."""
-    matcher = difflib.SequenceMatcher(None, base.splitlines(), text.splitlines())
+    """The 1-based rows of ``text`` that ``base`` does not have at that place: added or edited.
+    Lines are matched as ``--diff`` matches them (devlint.linediff): difflib's matcher took time
+    that grew with the square of a file edited in every function, and counted blank lines next
+    to the edits among them."""
     rows: set[int] = set()
-    for tag, _, _, start, end in matcher.get_opcodes():
+    for tag, _, _, start, end in linediff.opcodes(base.splitlines(), text.splitlines()):
         if tag in ("replace", "insert"):
             rows.update(range(start + 1, end + 1))
     return rows

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import bisect
 import codecs
-import difflib
 import json
 import re
 from collections.abc import Iterator, Sequence
@@ -23,6 +22,7 @@ from itertools import count
 from json.decoder import scanstring
 from typing import Any
 
+from devlint import linediff
 from devlint.findings import Finding, Location
 
 CELL_BREAK = "__devlint_cell__"
@@ -221,8 +221,9 @@ def _source_json(text: str, cell: Cell, source: str, ensure_ascii: bool) -> str:
         opening, closing, separators, default = "", "", [], ", "
     new_lines = source.splitlines(keepends=True)
     items: list[tuple[int | None, str]] = []
-    matcher = difflib.SequenceMatcher(None, cell.lines, new_lines, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    # Lines matched as `--diff` matches them (devlint.linediff): difflib's matcher takes time that
+    # grows with the square of a long cell fixed on many lines.
+    for tag, i1, i2, j1, j2 in linediff.opcodes(cell.lines, new_lines):
         if tag == "equal":
             items += [(i, old[spans[i][0] : spans[i][1]]) for i in range(i1, i2)]
         else:
