@@ -23,7 +23,7 @@ from devlint.gate.catalog import RULES, Word
 from devlint.gate.conditions import CONDITIONS
 from devlint.gate.facts import collect
 from devlint.gate.prefilter import matching_rules
-from devlint.gate.screen import screen
+from devlint.gate.screen import screen, screened
 from devlint.registry import all_rules, rule_by_code
 from devlint.rule import Rule
 from devlint.run.notebook import CELL_BREAK, Program, read_notebook
@@ -305,6 +305,47 @@ def test_near_misses_pass_the_prefilter_but_not_the_gate(text: str) -> None:
     assert matching_rules(text, RULES_ALL)
     assert screen(text, RULES_ALL) == []
     assert _assert_same(text) == []
+
+
+# DEV601 where the project's torch-version is known: (program, ruled out at 2.4, ruled out at
+# 2.6). Below 2.6 the rule reports no call under a GPU check, from 2.6 on only device queries
+# are left alone there; the gate knows the checks that say so by their shape.
+GUARDED_RUNTIME_CALLS = [
+    ("def props(device):\n    if device.type == 'cuda':\n        return torch.cuda.get_device_properties(device)\n", True, True),
+    ("def index(device):\n    if device.type == 'cuda':\n        return torch.cuda.current_device()\n", True, False),
+    ("def cap(x):\n    return x.is_cuda and torch.cuda.get_device_capability()\n", True, True),
+    ("def cap(x, y):\n    return y and x.is_cuda and torch.cuda.get_device_capability()\n", True, True),
+    ("def wait(device):\n    if device.type != 'cpu':\n        torch.cuda.synchronize()\n", True, False),
+    ("def name(x):\n    if not x.is_cuda:\n        return None\n    else:\n        return torch.cuda.get_device_name()\n", True, True),
+    ("def name(x):\n    return torch.cuda.get_device_name() if x.type == 'cuda' else 'cpu'\n", True, True),
+    ("def name(d):\n    if d.type == 'cpu':\n        pass\n    elif d.is_cuda:\n        print(torch.cuda.get_device_name())\n", True, True),
+    # never reported below 2.6: device_count runs without CUDA, an unguarded set_device is DEV202's
+    ("def pick():\n    torch.cuda.set_device(torch.cuda.device_count() - 1)\n", True, False),
+    # the shape says nothing: the rule decides
+    ("def props(device):\n    if device.type == 'cpu':\n        return torch.cuda.get_device_properties(device)\n", False, False),
+    ("def props(device):\n    if device.type == 'cuda' or device.is_cuda:\n        return torch.cuda.get_device_properties(device)\n", False, False),
+    ("def wait(use_cuda):\n    if use_cuda:\n        torch.cuda.synchronize()\n", False, False),
+    ("if torch.cuda.is_available():\n    torch.cuda.synchronize()\n", False, False),
+    ("assert x.is_cuda\nprint(torch.cuda.get_device_name())\n", False, False),
+    ("def outer(d):\n    if d.type == 'cuda':\n        def inner():\n            return torch.cuda.get_device_name()\n        return inner\n", False, False),
+    ("@skip_if(torch.cuda.get_device_capability() < (8, 0))\ndef test(d):\n    pass\n", False, False),
+    ("def wait(device):\n    if device.type == 'cuda':\n        torch.cuda.synchronize()\n    torch.cuda.synchronize()\n", False, False),
+]
+
+
+@pytest.mark.parametrize(("body", "at_2_4", "at_2_6"), GUARDED_RUNTIME_CALLS)
+def test_guarded_runtime_calls_are_ruled_out_only_where_the_version_says_so(body: str, at_2_4: bool, at_2_6: bool) -> None:
+    text = "import torch\n\n" + body
+    rule = rule_by_code("DEV601")
+    for version, ruled_out in (((2, 4), at_2_4), ((2, 6), at_2_6), ((2, 9), at_2_6)):
+        settings = FixSettings(torch_version=version)
+        assert (screened(text, [rule], torch_version=version).rules == []) is ruled_out, version
+        found = _assert_same(text, [rule], settings)
+        _assert_same(text, RULES_ALL, settings)
+        if ruled_out:
+            assert found == []
+    # a caller that does not pass the version gets the condition that holds for every version
+    assert screened(text, [rule]).rules == [rule]
 
 
 def test_a_file_parsed_in_sections_is_gated_on_its_whole_text() -> None:

@@ -119,7 +119,7 @@ def lint_text(
     it itself (``prefilter`` False), so that it is not compiled again; ``chained``: what its
     screen counted of that tree's chained operations (devlint.gate.screen.Screened)."""
     if prefilter:
-        screen = screened(text, rules, gate, reading)
+        screen = screened(text, rules, gate, reading, settings.torch_version)
         tree, chosen, chained = screen.tree, screen.rules, screen.chained
         del screen
         if chosen is None:

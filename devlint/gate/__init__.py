@@ -35,6 +35,14 @@ Writing the condition of a new rule (say DEV601):
 4. ``tests/test_gate.py`` fails until both exist, and compares the findings with and without the
    gate on the rule's own VALID and INVALID examples, the fixtures and the torch sources; give
    the rule examples that exercise aliases (``import torch as t``, ``from torch import x as y``).
+
+One exemption is taken where it is certain and costly to miss: DEV601 leaves alone every call
+under a GPU check below torch-version 2.6, and device queries under one from 2.6 on, and library
+code guards its CUDA calls (torch's ``_inductor``: files the gate passed for DEV601 alone were a
+third of LibCST's parse there). ``KNOWING_THE_VERSION`` holds such conditions: asked after the
+rule's own condition, only when the caller passes the project's torch-version, over guards whose
+shape says so (devlint.gate.guards: ``x.type == "cuda"``, ``x.is_cuda``; never a name or a call,
+which only the rule can resolve).
 """
 
 from __future__ import annotations
@@ -43,8 +51,9 @@ import ast
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TypeVar
 
-from devlint.gate.conditions import CONDITIONS
+from devlint.gate.conditions import CONDITIONS, KNOWING_THE_VERSION
 from devlint.gate.facts import Facts, collect
+from devlint.torchfacts.version import TorchVersion
 
 if TYPE_CHECKING:
     from devlint.gate.catalog import Triggered
@@ -57,8 +66,21 @@ def gated(rules: Sequence[R]) -> bool:
     return any(rule.code in CONDITIONS for rule in rules)
 
 
-def passing(tree: ast.AST, rules: Sequence[R], facts: Facts | None = None) -> list[R]:
+def passing(
+    tree: ast.AST, rules: Sequence[R], facts: Facts | None = None, torch_version: TorchVersion | None = None
+) -> list[R]:
     """The rules of ``rules`` that may report in the file of ``tree`` (in their order);
-    ``facts``: the tree's, where the caller has them."""
+    ``facts``: the tree's, where the caller has them; ``torch_version``: the project's, where
+    the caller knows it (then a condition of ``KNOWING_THE_VERSION`` is asked too)."""
     facts = collect(tree) if facts is None else facts
-    return [rule for rule in rules if rule.code not in CONDITIONS or CONDITIONS[rule.code](facts)]
+    return [rule for rule in rules if _passes(rule.code, tree, facts, torch_version)]
+
+
+def _passes(code: str, tree: ast.AST, facts: Facts, torch_version: TorchVersion | None) -> bool:
+    condition = CONDITIONS.get(code)
+    if condition is None:
+        return True
+    if not condition(facts):
+        return False
+    versioned = KNOWING_THE_VERSION.get(code)
+    return versioned is None or torch_version is None or not isinstance(tree, ast.Module) or versioned(facts, tree, torch_version)

@@ -25,6 +25,9 @@ import ast
 from collections.abc import Callable, Iterable, Iterator
 
 from devlint.gate.facts import Facts
+from devlint.gate.guards import certainly_guarded
+from devlint.torchfacts.api_versions import SINCE
+from devlint.torchfacts.version import TorchVersion
 from devlint.torchfacts.names import (
     AMP_DEVICE_TYPE,
     AMP_MODULES,
@@ -34,6 +37,7 @@ from devlint.torchfacts.names import (
     CUDA_MEMORY_API,
     CUDA_OUT_OF_MEMORY,
     CUDA_RUNTIME_API,
+    CUDA_RUNS_WITHOUT_CUDA,
     CUDA_SEED_API,
     CUDA_SUBMODULES,
     DATA_PARALLEL,
@@ -493,22 +497,26 @@ def deprecated_cuda_amp(facts: Facts) -> bool:
 def _cuda_functions(facts: Facts, names: frozenset[str]) -> bool:
     """Some call of `torch.cuda.X` (through any import) for X in ``names``, calls in `with` items
     included (devlint.rulekit.accelerator.cuda_function resolves through imports only)."""
+    return next(_cuda_function_calls(facts, names), None) is not None
+
+
+def _cuda_function_calls(facts: Facts, names: frozenset[str]) -> Iterator[tuple[str, ast.Call]]:
+    """The calls ``_cuda_functions`` looks for, each with the X it may call."""
     holders: set[str] | None = None
     for name in names:
         for prefix in CUDA_SUBMODULES:
-            if next(calls_to(facts, prefix + name), None) is not None:
-                return True
+            for call in calls_to(facts, prefix + name):
+                yield name, call
         # `torch.get_device_module("cuda").X(...)`, `torch.get_device_module(torch.device("cuda")).X(...)`,
         # and `m.X(...)` where some assignment binds `m` to torch.cuda or that module
         for call in method_calls(facts, name):
             owner = call.func.value  # type: ignore[attr-defined]
             if type(owner) is ast.Call and _cuda_device_module(facts, owner):
-                return True
-            if type(owner) is ast.Name:
+                yield name, call
+            elif type(owner) is ast.Name:
                 holders = _cuda_module_holders(facts) if holders is None else holders
                 if owner.id in holders:
-                    return True
-    return False
+                    yield name, call
 
 
 def _cuda_module_holders(facts: Facts) -> set[str]:
@@ -538,7 +546,31 @@ def cuda_runtime_api(facts: Facts) -> bool:
     # DEV601 reports calls of torch.cuda's runtime functions (CUDA_RUNTIME_API), and `with` items
     # calling `torch.cuda.device` (which `calls_to` finds among all calls, with items included);
     # and (issue 22 item 7) calls of its seeding functions and device queries.
-    return _cuda_functions(facts, CUDA_RUNTIME_API | CUDA_SEED_API | CUDA_DEVICE_QUERIES | {"device"})
+    return _cuda_functions(facts, _RUNTIME_API)
+
+
+_RUNTIME_API = CUDA_RUNTIME_API | CUDA_SEED_API | CUDA_DEVICE_QUERIES | {"device"}
+
+
+def cuda_runtime_api_unguarded(facts: Facts, tree: ast.Module, torch_version: TorchVersion) -> bool:
+    # DEV601 for a known torch-version: a call under a GPU check is reported only as follows
+    # (rules/cuda_runtime_api.py). Below torch.accelerator (`runs_without_cuda_before_accelerator`)
+    # none is, nor `device_count` anywhere, nor `set_device` and `with torch.cuda.device` at all
+    # (unguarded they are DEV202's); from it on, every call but a device query (`_device_query`)
+    # is reported guarded or not. Guards known by their shape only (devlint.gate.guards).
+    # torch.accelerator's first release (devlint.rulekit.accelerator.ACCELERATOR)
+    before = torch_version < SINCE["torch.accelerator.is_available"]
+    for name, call in _cuda_function_calls(facts, _RUNTIME_API):
+        if before and name in _NEVER_BEFORE_ACCELERATOR:
+            continue
+        if not before and name not in CUDA_DEVICE_QUERIES:
+            return True
+        if not certainly_guarded(tree, call):
+            return True
+    return False
+
+
+_NEVER_BEFORE_ACCELERATOR = CUDA_RUNS_WITHOUT_CUDA | {"set_device", "device"}
 
 
 def cuda_memory_api(facts: Facts) -> bool:
@@ -657,4 +689,11 @@ CONDITIONS: dict[str, Condition] = {
     "DEV603": cuda_device_type,
     "DEV604": cuda_availability_check,
     "DEV605": unknown_device_api,
+}
+
+# Conditions asked next, only where the project's torch-version is known: what a rule leaves
+# alone depends on it (DEV601 reports no guarded call below torch.accelerator).
+VersionedCondition = Callable[[Facts, ast.Module, TorchVersion], bool]
+KNOWING_THE_VERSION: dict[str, VersionedCondition] = {
+    "DEV601": cuda_runtime_api_unguarded,
 }

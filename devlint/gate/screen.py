@@ -17,6 +17,7 @@ from devlint.gate.facts import Facts, collect
 from devlint.gate.nesting import NestingProblem, nesting_problem, tree_within_default_depth
 from devlint.gate.prefilter import matching_rules
 from devlint.gate.syntax import cpython_tree
+from devlint.torchfacts.version import TorchVersion
 
 
 class Reading(Protocol):
@@ -85,8 +86,11 @@ def screen(text: str, rules: Sequence[R], gate: bool = True) -> list[R] | None:
     return screened(text, rules, gate).rules
 
 
-def screened(text: str, rules: Sequence[R], gate: bool = True, reading: Reading = FRESH) -> Screened[R]:
-    """``screen``'s answer, with the CPython tree it read to give it."""
+def screened(
+    text: str, rules: Sequence[R], gate: bool = True, reading: Reading = FRESH, torch_version: TorchVersion | None = None
+) -> Screened[R]:
+    """``screen``'s answer, with the CPython tree it read to give it; ``torch_version``: the
+    project's, where the caller knows it (the gate then asks what depends on it)."""
     candidates = matching_rules(text, rules)
     if candidates and not (gate and gated(candidates)):
         return Screened(candidates)
@@ -96,4 +100,4 @@ def screened(text: str, rules: Sequence[R], gate: bool = True, reading: Reading 
     if not candidates:
         return Screened([], tree)
     facts = reading.facts(tree)
-    return Screened(passing(tree, candidates, facts), tree, facts.chained)
+    return Screened(passing(tree, candidates, facts, torch_version), tree, facts.chained)

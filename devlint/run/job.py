@@ -87,7 +87,7 @@ def lint(text: str, filename: str, job: Job, settings: FixSettings) -> tuple[lis
     on. Those files are read only for a text the screen lets through: a text no rule can report
     on depends on nothing."""
     reading = OneFileReading()
-    screen = screened(text, _infos(job.codes), reading=reading)
+    screen = screened(text, _infos(job.codes), reading=reading, torch_version=settings.torch_version)
     if screen.rules == []:
         return [], None
     from devlint.engine.lint import lint_text
@@ -116,7 +116,7 @@ def fix(
     """``fix_text`` with the job's rules; None when no rule can report on ``text``: nothing to fix.
     The screen's answer for ``text`` is handed on, so the first fix round does not screen it again."""
     reading = OneFileReading()
-    screen = screened(text, _infos(job.codes), reading=reading)
+    screen = screened(text, _infos(job.codes), reading=reading, torch_version=settings.torch_version)
     if screen.rules == []:
         return None, None
     from devlint.engine.lint import fix_text
