@@ -272,10 +272,12 @@ def file_growth(corpus: Path, env: dict[str, str], largest: int) -> list[tuple[s
     rule's INVALID examples against N blocks."""
     from devlint.gate.screen import screen
     from devlint.registry import select_infos
+    from devlint.torchfacts.version import DEFAULT
     from scaling import check_seconds, parse_seconds, shape_growth, synthetic_growth
 
     rules = select_infos(None)
-    parsed = [path for path in corpus.rglob("*.py") if screen(path.read_text("utf-8", "replace"), rules) != []]
+    # as the runs screen them: the corpus has no configuration, so the default torch-version
+    parsed = [path for path in corpus.rglob("*.py") if screen(path.read_text("utf-8", "replace"), rules, torch_version=DEFAULT) != []]
     rows = []
     print(f"  the {largest} largest files sent to LibCST, one process each", file=sys.stderr, flush=True)
     for path in sorted(parsed, key=lambda p: p.stat().st_size, reverse=True)[:largest]:
@@ -301,12 +303,13 @@ def prefilter_note(corpus: Path) -> str:
     from devlint.gate.prefilter import may_match
     from devlint.gate.screen import screen
     from devlint.registry import select_infos
+    from devlint.torchfacts.version import DEFAULT
 
     rules = select_infos(None)
     sizes = []
     for path in corpus.rglob("*.py"):
         text = path.read_text("utf-8", "replace")
-        sizes.append((path.stat().st_size, may_match(text, rules), screen(text, rules) != []))
+        sizes.append((path.stat().st_size, may_match(text, rules), screen(text, rules, torch_version=DEFAULT) != []))
     triggered = [size for size, matched, _ in sizes if matched]
     parsed = [size for size, _, kept in sizes if kept]
     return (

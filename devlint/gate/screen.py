@@ -79,11 +79,11 @@ class Screened(Generic[R]):
     chained: int | None = None
 
 
-def screen(text: str, rules: Sequence[R], gate: bool = True) -> list[R] | None:
+def screen(text: str, rules: Sequence[R], gate: bool = True, torch_version: TorchVersion | None = None) -> list[R] | None:
     """The rules of ``rules`` that may report on ``text``, in their order: empty when LibCST need
     not parse the file at all; None when CPython cannot read it, so that LibCST must decide
     (its syntax may be newer than this interpreter's, or the error is to be reported)."""
-    return screened(text, rules, gate).rules
+    return screened(text, rules, gate, torch_version=torch_version).rules
 
 
 def screened(
