@@ -27,7 +27,6 @@ from collections.abc import Callable, Iterable, Iterator
 from devlint.gate.facts import Facts
 from devlint.gate.guards import certainly_guarded
 from devlint.torchfacts.api_versions import SINCE
-from devlint.torchfacts.version import TorchVersion
 from devlint.torchfacts.names import (
     AMP_DEVICE_TYPE,
     AMP_MODULES,
@@ -36,8 +35,8 @@ from devlint.torchfacts.names import (
     CUDA_DEVICE_QUERIES,
     CUDA_MEMORY_API,
     CUDA_OUT_OF_MEMORY,
-    CUDA_RUNTIME_API,
     CUDA_RUNS_WITHOUT_CUDA,
+    CUDA_RUNTIME_API,
     CUDA_SEED_API,
     CUDA_SUBMODULES,
     DATA_PARALLEL,
@@ -59,6 +58,7 @@ from devlint.torchfacts.names import (
     PROCESS_GROUP_BACKEND,
     VISIBLE_DEVICES,
 )
+from devlint.torchfacts.version import TorchVersion
 
 Condition = Callable[[Facts], bool]
 
@@ -553,12 +553,12 @@ _RUNTIME_API = CUDA_RUNTIME_API | CUDA_SEED_API | CUDA_DEVICE_QUERIES | {"device
 
 
 def cuda_runtime_api_unguarded(facts: Facts, tree: ast.Module, torch_version: TorchVersion) -> bool:
-    # DEV601 for a known torch-version: a call under a GPU check is reported only as follows
-    # (rules/cuda_runtime_api.py). Below torch.accelerator (`runs_without_cuda_before_accelerator`)
-    # none is, nor `device_count` anywhere, nor `set_device` and `with torch.cuda.device` at all
-    # (unguarded they are DEV202's); from it on, every call but a device query (`_device_query`)
-    # is reported guarded or not. Guards known by their shape only (devlint.gate.guards).
-    # torch.accelerator's first release (devlint.rulekit.accelerator.ACCELERATOR)
+    # DEV601 where the project's torch-version is known (rules/cuda_runtime_api.py). Below
+    # torch.accelerator's first release (devlint.rulekit.accelerator.ACCELERATOR) it reports no
+    # call under a GPU check (`runs_without_cuda_before_accelerator`), and never `device_count`,
+    # `set_device` or `with torch.cuda.device` (unguarded, the last two are DEV202's); from that
+    # release on, every call guarded or not, but a device query (`_device_query`). Guards count
+    # only where their shape says so (devlint.gate.guards).
     before = torch_version < SINCE["torch.accelerator.is_available"]
     for name, call in _cuda_function_calls(facts, _RUNTIME_API):
         if before and name in _NEVER_BEFORE_ACCELERATOR:
