@@ -92,7 +92,7 @@ def test_what_a_few_files_leave_out_is_imported_when_used(project: Path) -> None
         (project / f"copy{i}.py").write_text(CUDA)
     status, _, modules = _run(project, "check", "--fix", "--no-cache", "--jobs", "2", *(f"copy{i}.py" for i in range(12)))
     assert status == 0 and {"multiprocessing", "tempfile"} <= modules
-    assert "x.cuda()" not in (project / "copy0.py").read_text() and ".cuda()" not in (project / "copy0.py").read_text()
+    assert ".cuda()" not in (project / "copy0.py").read_text()
 
 
 def test_the_full_format_imports_rich_to_print_but_never_libcst(project: Path) -> None:
