@@ -139,6 +139,9 @@ class CudaRuntimeApi(WholeChoiceRule):
         HEAD + 'name = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"\n',
         HEAD + "def describe(device):\n    if device.type != \"cuda\":\n        return \"cpu\"\n"
         "    return torch.cuda.get_device_capability(device)\n",
+        # the program's own device string says CUDA (`torch.device` never equals a string)
+        HEAD + 'def describe(device: str):\n    if device == "cuda" and torch.version.hip:\n'
+        '        return torch.cuda.get_device_properties(0).gcnArchName\n    return "cpu"\n',
         HEAD + "import unittest\n\n\nclass T(unittest.TestCase):\n"
         "    @unittest.skipUnless(torch.cuda.is_available(), \"needs a GPU\")\n"
         "    def test_name(self):\n        self.assertTrue(torch.cuda.get_device_name())\n",
@@ -250,6 +253,8 @@ class CudaRuntimeApi(WholeChoiceRule):
             unsafe=True,
             torch_version=ACCELERATOR,
         ),
+        # `device != "cpu"` always holds for a `torch.device` (it never equals a string): no GPU check
+        Invalid(HEAD + 'def describe(device):\n    if device != "cpu":\n        return torch.cuda.get_device_name()\n'),
         # before torch 2.4 there is no torch.Event; an option torch.Event lacks: no fix
         Invalid(HEAD + "e = torch.cuda.Event(enable_timing=True)\n", torch_version=(2, 3)),
         Invalid(HEAD + "e = torch.cuda.Event(True, external=True)\n"),

@@ -319,12 +319,21 @@ GUARDED_RUNTIME_CALLS = [
     ("def name(x):\n    if not x.is_cuda:\n        return None\n    else:\n        return torch.cuda.get_device_name()\n", True, True),
     ("def name(x):\n    return torch.cuda.get_device_name() if x.type == 'cuda' else 'cpu'\n", True, True),
     ("def name(d):\n    if d.type == 'cpu':\n        pass\n    elif d.is_cuda:\n        print(torch.cuda.get_device_name())\n", True, True),
+    # the program's device string says CUDA, on either side, also as a CUDA index
+    ("def props(device):\n    if device == 'cuda' and torch.version.hip:\n        return torch.cuda.get_device_properties(0)\n", True, True),
+    ("def name(args):\n    return torch.cuda.get_device_name() if 'cuda:0' == args.device else 'cpu'\n", True, True),
+    ("def name(device):\n    if device != 'cuda':\n        return 'cpu'\n    else:\n        return torch.cuda.get_device_name()\n", True, True),
     # never reported below 2.6: device_count runs without CUDA, an unguarded set_device is DEV202's
     ("def pick():\n    torch.cuda.set_device(torch.cuda.device_count() - 1)\n", True, False),
     # the shape says nothing: the rule decides
     ("def props(device):\n    if device.type == 'cpu':\n        return torch.cuda.get_device_properties(device)\n", False, False),
     ("def props(device):\n    if device.type == 'cuda' or device.is_cuda:\n        return torch.cuda.get_device_properties(device)\n", False, False),
     ("def wait(use_cuda):\n    if use_cuda:\n        torch.cuda.synchronize()\n", False, False),
+    # always true of a torch.device, a string that is no device, two strings, a chained comparison
+    ("def name(device):\n    if device != 'cpu':\n        return torch.cuda.get_device_name()\n", False, False),
+    ("def name(device):\n    if device == 'cudnn':\n        return torch.cuda.get_device_name()\n", False, False),
+    ("if 'cuda' == 'cuda':\n    print(torch.cuda.get_device_name())\n", False, False),
+    ("def name(a, b):\n    if a == 'cuda' == b:\n        return torch.cuda.get_device_name()\n", False, False),
     ("if torch.cuda.is_available():\n    torch.cuda.synchronize()\n", False, False),
     ("assert x.is_cuda\nprint(torch.cuda.get_device_name())\n", False, False),
     ("def outer(d):\n    if d.type == 'cuda':\n        def inner():\n            return torch.cuda.get_device_name()\n        return inner\n", False, False),

@@ -3,7 +3,7 @@ written around it: the part of devlint.rulekit.device_checks' guards that needs 
 resolved, so that the gate can tell a guarded call from one a rule reports.
 
 Only tests that say so by their shape count: ``x.type == "cuda"``, ``x.type != "cpu"``,
-``x.is_cuda``, ``not`` of the opposite, an ``and`` holding one. The call must stand in the body
+``x == "cuda"``, ``x.is_cuda``, ``not`` of the opposite, an ``and`` holding one. The call must stand in the body
 of such an ``if`` (or the ``else`` of its opposite), on either side of the matching conditional
 expression, or right of the check in an ``and``, within its own function. A test that calls
 something (``torch.cuda.is_available()``) or reads a name, an ``assert`` above, an ``or`` and a
@@ -66,14 +66,26 @@ def gpu_present_if(test: ast.expr) -> bool | None:
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq))):
         return None
     left, right = test.left, test.comparators[0]
-    if not (isinstance(left, ast.Attribute) and left.attr == "type" and isinstance(right, ast.Constant)):
-        return None
     equal = isinstance(test.ops[0], ast.Eq)
+    if not (isinstance(left, ast.Attribute) and left.attr == "type"):
+        return _names_cuda(left, right, equal)
+    if not isinstance(right, ast.Constant):
+        return None
     if right.value == "cuda":
         return equal
     if right.value == "cpu":
         return not equal
     return None
+
+
+def _names_cuda(left: ast.expr, right: ast.expr, equal: bool) -> bool | None:
+    """``device == "cuda"`` / ``"cuda:N"``, either side, the other no string (``_names_cuda`` of
+    devlint.rulekit.device_checks)."""
+    sides = [side.value if isinstance(side, ast.Constant) and isinstance(side.value, str) else None for side in (left, right)]
+    if (sides[0] is None) == (sides[1] is None):
+        return None
+    value = sides[0] or sides[1] or ""
+    return equal if value == "cuda" or value.startswith("cuda:") else None
 
 
 def _path(tree: ast.Module, node: ast.expr) -> list[ast.AST] | None:

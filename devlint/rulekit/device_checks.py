@@ -1,5 +1,5 @@
 """Whether code runs only where torch has a GPU: the guards around it (`if torch.cuda.is_available():`,
-`if device.type == "cuda":`, an early return when there is none, ...).
+`if device.type == "cuda":`, `if device == "cuda":`, an early return when there is none, ...).
 
 DEV202 leaves a GPU selection alone under such a guard; the DEV6 rules need no second guard there.
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from devlint.analysis.devices import is_cuda_string
 from devlint.analysis.semantic import Scope, dotted_name, string_value
 from devlint.analysis.tree import climbed
 from devlint.rule import RuleContext
@@ -28,8 +29,8 @@ def device_present_if(
     ctx: RuleContext, test: cst.BaseExpression, depth: int = 0, scope: Scope | None = None
 ) -> bool | None:
     """True: ``test`` holds only where torch has a GPU (``torch.cuda.is_available()``,
-    ``torch.cuda.device_count() > 0``, ``device.type == "cuda"``, ``x.is_cuda``, a name bound to
-    one of those, an ``and`` with one); False: it fails wherever there is one
+    ``torch.cuda.device_count() > 0``, ``device.type == "cuda"``, ``device == "cuda"``,
+    ``x.is_cuda``, a name bound to one of those, an ``and`` with one); False: it fails wherever there is one
     (``not torch.cuda.is_available()``, ``device.type == "cpu"``); None: it tells nothing.
     A name is looked up from ``scope``, the test's own (default: the scope the walk is in)."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
@@ -64,17 +65,30 @@ def _comparison(ctx: RuleContext, left: cst.BaseExpression, target: cst.Comparis
         if isinstance(operator, cst.GreaterThanEqual) and bound not in (None, "0"):
             return True
         return None
-    if not (isinstance(left, cst.Attribute) and left.attr.value == "type"):
-        return None
-    kind = string_value(right)
-    if kind is None or not isinstance(operator, (cst.Equal, cst.NotEqual)):
+    if not isinstance(operator, (cst.Equal, cst.NotEqual)):
         return None
     equal = isinstance(operator, cst.Equal)
+    if not (isinstance(left, cst.Attribute) and left.attr.value == "type"):
+        return _names_cuda(left, right, equal)
+    kind = string_value(right)
+    if kind is None:
+        return None
     if kind == "cuda":
         return equal
     if kind == "cpu":
         return not equal
     return None
+
+
+def _names_cuda(left: cst.BaseExpression, right: cst.BaseExpression, equal: bool) -> bool | None:
+    """``device == "cuda"`` (or ``"cuda:N"``, either side): the program's own device string says
+    CUDA, as ``device.type == "cuda"`` does for a ``torch.device``. A ``torch.device`` never
+    equals a string, so the block then never runs: no call in it runs without a GPU either way.
+    Nothing is read from ``!= "cpu"`` here: for a ``torch.device`` it always holds."""
+    sides = (string_value(left), string_value(right))
+    if (sides[0] is None) == (sides[1] is None):
+        return None
+    return equal if is_cuda_string(sides[0] or sides[1]) else None
 
 
 def exits(block: cst.BaseSuite) -> bool:
