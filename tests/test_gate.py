@@ -334,7 +334,16 @@ GUARDED_RUNTIME_CALLS = [
     ("def name(device):\n    if device == 'cudnn':\n        return torch.cuda.get_device_name()\n", False, False),
     ("if 'cuda' == 'cuda':\n    print(torch.cuda.get_device_name())\n", False, False),
     ("def name(a, b):\n    if a == 'cuda' == b:\n        return torch.cuda.get_device_name()\n", False, False),
-    ("if torch.cuda.is_available():\n    torch.cuda.synchronize()\n", False, False),
+    # torch certainly is torch: its availability tests count
+    ("if torch.cuda.is_available():\n    torch.cuda.synchronize()\n", True, False),
+    # (from 2.6 on the count itself is reported: torch.accelerator.device_count())
+    ("def name():\n    return torch.cuda.get_device_name() if torch.cuda.device_count() > 0 else 'cpu'\n", True, False),
+    ("def name():\n    if not torch.cuda.is_available():\n        return 'cpu'\n    else:\n        return torch.cuda.get_device_name()\n", True, True),
+    # ... not where `torch` may be something else, or before it is imported
+    ("def name(torch):\n    if torch.cuda.is_available():\n        return torch.cuda.get_device_name()\n", False, False),
+    ("def name():\n    if torch.cuda.is_available():\n        return torch.cuda.get_device_name()\ntorch = load()\n", False, False),
+    ("def name():\n    if torch.cuda.device_count() >= 0:\n        return torch.cuda.get_device_name()\n", False, False),
+    ("def name():\n    if torch.cuda.is_available(0):\n        return torch.cuda.get_device_name()\n", False, False),
     ("assert x.is_cuda\nprint(torch.cuda.get_device_name())\n", False, False),
     ("def outer(d):\n    if d.type == 'cuda':\n        def inner():\n            return torch.cuda.get_device_name()\n        return inner\n", False, False),
     ("@skip_if(torch.cuda.get_device_capability() < (8, 0))\ndef test(d):\n    pass\n", False, False),
@@ -355,6 +364,49 @@ def test_guarded_runtime_calls_are_ruled_out_only_where_the_version_says_so(body
             assert found == []
     # a caller that does not pass the version gets the condition that holds for every version
     assert screened(text, [rule]).rules == [rule]
+
+
+# Exemptions read from CPython's tree (`WITH_THE_TREE`): (rule, program, ruled out). A program
+# not ruled out (False) has a finding the exemption must not lose; None: the rule reports
+# nothing, but the gate cannot tell (a name that may be bound elsewhere, torch under another name).
+TREE_EXEMPTIONS = [
+    # DEV304: values its flow never places on the device
+    ("DEV304", "def f(w, device):\n    t = torch.rand(3, device=device)\n"
+     "    w_cpu = t.to(dtype=torch.float32, device='cpu')\n    w_cpu = t.cpu()\n    return w_cpu.numpy()\n", True),
+    ("DEV304", "x = y.to(device)\nref = lambda a, beta=1: np.asarray(beta, dtype=a.dtype)\n"
+     "grid = np.array(np.tril_indices(3), dtype=float)\nnan = np.array(float('nan'))\n", True),
+    # a name read where its own function binds it: that function's code alone counts
+    ("DEV304", "def g(device):\n    inputs = [x.to(device)]\n    inputs.append(y.to(device))\n\n\n"
+     "def f(seq):\n    inputs = tuple(a for a in seq)\n    return np.concatenate(inputs)\n", True),
+    ("DEV304", "def f(device):\n    x = torch.rand(3, device=device)\n    return x.numpy()\n", False),
+    ("DEV304", "def f(device):\n    out = []\n    out.append(torch.rand(3, device=device))\n    return np.stack(out)\n", False),
+    ("DEV304", "x = t.to(device)\n\n\ndef f():\n    print(x.numpy())\n    x = 1\n", False),
+    ("DEV304", "x = t.cuda()\n\n\ndef f():\n    global x\n    x = 1\n    return x.numpy()\n", None),
+    ("DEV304", "def f(device, t):\n    y = t.float()\n    y = torch.exp(y.to(device))\n    return np.array(y)\n", False),
+    ("DEV304", "model = Net().cuda()\nnet = model\nprint(net(batch).numpy())\n", False),
+    # a default is read around its function, not in it: the file's code counts
+    ("DEV304", "x = t.cuda()\n\n\ndef f(x=np.array(x)):\n    return x\n", None),
+    # DEV103: the CUDA side of an availability choice, code that runs only on CUDA
+    ("DEV103", "devs = [torch.device('cpu'), torch.device('cuda:0')] if torch.cuda.is_available() else []\n", True),
+    ("DEV103", "def f(x):\n    if x.is_cuda:\n        return torch.randn(2, device='cuda')\n    return x\n", True),
+    ("DEV103", "def f(device):\n    if torch.device(device).type != 'cuda':\n        return None\n    else:\n"
+     "        return torch.randn((), device='cuda')\n", True),
+    ("DEV103", "devs = [torch.device('cuda:0')] if ok else []\nx = torch.ones(2, device=devs[0])\n", False),
+    ("DEV103", "devs = [] if torch.cuda.is_available() else [torch.device('cuda:0')]\n", False),
+    ("DEV103", "def f(torch):\n    return [torch.device('cuda:0')] if torch.cuda.is_available() else []\n", None),
+    ("DEV103", "import torch as t\ndevs = [t.device('cuda:0')] if t.cuda.is_available() else []\n", None),
+    ("DEV103", "def f(x):\n    if x.is_cuda:\n        def g():\n            return torch.randn(2, device='cuda')\n        return g\n", False),
+]
+
+
+@pytest.mark.parametrize(("code", "body", "ruled_out"), TREE_EXEMPTIONS, ids=[f"{c}-{i}" for i, (c, _, _) in enumerate(TREE_EXEMPTIONS)])
+def test_exemptions_read_from_the_tree(code: str, body: str, ruled_out: bool | None) -> None:
+    text = "import numpy as np\nimport torch\n\n" + body
+    rule = rule_by_code(code)
+    assert (screened(text, [rule]).rules == []) is bool(ruled_out)
+    found = _assert_same(text, [rule])
+    _assert_same(text, RULES_ALL)
+    assert isinstance(found, list) and (found == []) is (ruled_out is not False)
 
 
 def test_a_file_parsed_in_sections_is_gated_on_its_whole_text() -> None:

@@ -36,13 +36,26 @@ Writing the condition of a new rule (say DEV601):
    gate on the rule's own VALID and INVALID examples, the fixtures and the torch sources; give
    the rule examples that exercise aliases (``import torch as t``, ``from torch import x as y``).
 
-One exemption is taken where it is certain and costly to miss: DEV601 leaves alone every call
-under a GPU check below torch-version 2.6, and device queries under one from 2.6 on, and library
-code guards its CUDA calls (torch's ``_inductor``: files the gate passed for DEV601 alone were a
-third of LibCST's parse there). ``KNOWING_THE_VERSION`` holds such conditions: asked after the
-rule's own condition, only when the caller passes the project's torch-version, over guards whose
-shape says so (devlint.gate.guards: ``x.type == "cuda"``, ``x.is_cuda``; never a name or a call,
-which only the rule can resolve).
+Some exemptions are taken where they are certain and costly to miss, read from the tree itself
+(``WITH_THE_TREE``, asked after the rule's own condition; each "yes, exempt" must be a "yes" of
+the rule's code, and the tests hold the findings equal with and without them):
+
+- DEV103 leaves alone a `torch.device("cuda:N")` on the CUDA side of a choice on
+  `torch.cuda.is_available()`, and code that runs only where CUDA is in use
+  (``if x.is_cuda:``, ``if x.type == "cuda":``; devlint.gate.cuda_only);
+- DEV304 leaves alone values its flow never places on the device (a `.cpu()` copy, a parameter,
+  numpy's own results; devlint.gate.host_values), read per function where the function binds
+  the name;
+- ``torch.cuda.<name>`` is read as torch's only where the file binds ``torch`` by ``import
+  torch`` alone (devlint.gate.torch_name).
+
+And where the project's torch-version is known (``KNOWING_THE_VERSION``, asked last, only when
+the caller passes it): DEV601 leaves alone every call under a GPU check below torch-version 2.6,
+and device queries under one from 2.6 on, and library code guards its CUDA calls (torch's
+``_inductor``: files the gate passed for DEV601 alone were a third of LibCST's parse there).
+Guards count where their shape says so (devlint.gate.guards: ``x.type == "cuda"``,
+``x == "cuda"``, ``x.is_cuda``, ``torch.cuda.is_available()`` where ``torch`` is certain; never
+another name or call, which only the rule can resolve).
 """
 
 from __future__ import annotations
@@ -51,7 +64,7 @@ import ast
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TypeVar
 
-from devlint.gate.conditions import CONDITIONS, KNOWING_THE_VERSION
+from devlint.gate.conditions import CONDITIONS, KNOWING_THE_VERSION, WITH_THE_TREE
 from devlint.gate.facts import Facts, collect
 from devlint.torchfacts.version import TorchVersion
 
@@ -81,6 +94,9 @@ def _passes(code: str, tree: ast.AST, facts: Facts, torch_version: TorchVersion 
     if condition is None:
         return True
     if not condition(facts):
+        return False
+    with_the_tree = WITH_THE_TREE.get(code)
+    if with_the_tree is not None and isinstance(tree, ast.Module) and not with_the_tree(facts, tree):
         return False
     versioned = KNOWING_THE_VERSION.get(code)
     return versioned is None or torch_version is None or not isinstance(tree, ast.Module) or versioned(facts, tree, torch_version)

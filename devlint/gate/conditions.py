@@ -24,8 +24,12 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterable, Iterator
 
-from devlint.gate.facts import Facts
-from devlint.gate.guards import certainly_guarded
+from devlint.gate.cuda_only import only_on_cuda
+from devlint.gate.facts import Facts, collect
+from devlint.gate.guards import certainly_guarded, cuda_query
+from devlint.gate.host_values import Bindings, HostValues
+from devlint.gate.paths import path_to
+from devlint.gate.torch_name import TorchName
 from devlint.torchfacts.api_versions import SINCE
 from devlint.torchfacts.names import (
     AMP_DEVICE_TYPE,
@@ -61,6 +65,7 @@ from devlint.torchfacts.names import (
 from devlint.torchfacts.version import TorchVersion
 
 Condition = Callable[[Facts], bool]
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
 
 # -- reading calls ----------------------------------------------------------------------------
@@ -176,6 +181,71 @@ def cuda_call_with_index(facts: Facts) -> bool:
 
 
 def hardcoded_device_string(facts: Facts) -> bool:
+    return _hardcoded_device_string(facts, _never)
+
+
+def hardcoded_device_string_in_tree(facts: Facts, tree: ast.Module) -> bool:
+    # As `hardcoded_device_string`, less the `torch.device("cuda...")` calls `_exempt` certainly
+    # leaves alone: the CUDA side of a choice on `torch.cuda.is_available()` (or
+    # `device_count()`), alone or in a list, tuple, set or dict of devices
+    # (`_in_guarded_choice`), where `torch` certainly is torch (devlint.gate.torch_name).
+    # Nor a call that runs only where CUDA is known to be in use (`quiet_where_cuda_is_known`,
+    # devlint.gate.cuda_only): what DEV103 reports of a call stands in it, an argument.
+    torch = TorchName(tree, facts)
+    return _hardcoded_device_string(facts, lambda call: only_on_cuda(tree, call) or _guarded_device_call(tree, torch, call))
+
+
+def _never(call: ast.Call) -> bool:
+    return False
+
+
+def _guarded_device_call(tree: ast.Module, torch: TorchName, call: ast.Call) -> bool:
+    func = call.func
+    if not (type(func) is ast.Attribute and func.attr == "device" and type(func.value) is ast.Name and func.value.id == "torch"):
+        return False
+    if not torch.certain_above(call.lineno):
+        return False
+    child: ast.AST = call
+    for parent in reversed(path_to(tree, call) or ()):
+        if type(parent) is ast.IfExp:
+            test = parent.test
+            return child is parent.body and (cuda_query(test, "is_available") or cuda_query(test, "device_count"))
+        if type(parent) not in _DEVICE_CONTAINERS:
+            return False
+        child = parent
+    return False
+
+
+def _reports_in_call(facts: Facts, call: ast.Call) -> bool:
+    """DEV103 may report ``call``, or a CUDA literal given to it."""
+    if not from_torch(facts, call.func) and any(
+        is_cuda_literal(value) for value in [*call.args, *(given.value for given in call.keywords)]
+    ):
+        return True
+    plain = positional(call)
+    if plain and is_cuda_literal(plain[0]):
+        func = call.func
+        if (type(func) is ast.Attribute and func.attr == "to") or any(
+            may_be(facts, func, name) for name in POSITIONAL_DEVICE_FUNCTIONS
+        ):
+            return True
+    kind = keyword(call, "type")
+    if kind is not None and is_cuda_literal(kind) and may_be(facts, call.func, "torch.device"):
+        return True
+    for name in DEVICE_KEYWORDS:
+        value = keyword(call, name)
+        if value is not None and is_cuda_literal(value) and (
+            (type(call.func) is ast.Attribute and call.func.attr in DEVICE_METHODS) or from_torch(facts, call.func)
+        ):
+            return True
+    return False
+
+
+# What `_in_guarded_choice` climbs through (LibCST's `Element`s and `DictElement`s are no nodes here).
+_DEVICE_CONTAINERS = (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Starred)
+
+
+def _hardcoded_device_string(facts: Facts, exempt: Callable[[ast.Call], bool]) -> bool:
     # Every DEV103 finding is a CUDA literal (`cuda_literal`) standing
     # - as the first positional of `torch.device`, `torch.set_default_device`,
     #   `torch.Generator` or `x.to`, or as `type=` of `torch.device` (`_device_call`,
@@ -195,26 +265,8 @@ def hardcoded_device_string(facts: Facts) -> bool:
         return True
     calls = facts.all_calls()
     for call in calls:
-        if not from_torch(facts, call.func) and any(
-            is_cuda_literal(value) for value in [*call.args, *(given.value for given in call.keywords)]
-        ):
+        if _reports_in_call(facts, call) and not exempt(call):
             return True
-        plain = positional(call)
-        if plain and is_cuda_literal(plain[0]):
-            func = call.func
-            if (type(func) is ast.Attribute and func.attr == "to") or any(
-                may_be(facts, func, name) for name in POSITIONAL_DEVICE_FUNCTIONS
-            ):
-                return True
-        kind = keyword(call, "type")
-        if kind is not None and is_cuda_literal(kind) and may_be(facts, call.func, "torch.device"):
-            return True
-        for name in DEVICE_KEYWORDS:
-            value = keyword(call, name)
-            if value is not None and is_cuda_literal(value) and (
-                (type(call.func) is ast.Attribute and call.func.attr in DEVICE_METHODS) or from_torch(facts, call.func)
-            ):
-                return True
     for call in method_calls(facts, "add_argument"):
         # `parser.add_argument("--device", default="cuda")` (`_device_option`)
         default = keyword(call, "default")
@@ -448,6 +500,98 @@ def numpy_on_device_tensor(facts: Facts) -> bool:
     return next(calls_to_any(facts, NUMPY_HOST_COPIES), None) is not None
 
 
+def numpy_on_device_tensor_in_tree(facts: Facts, tree: ast.Module) -> bool:
+    # DEV304 reports only where its flow finds the value on the device: `.numpy()`'s receiver,
+    # or the name or call a numpy copy is given first (`_numpy_copy` reads no other shape).
+    # Values that flow can never place there (devlint.gate.host_values) are left out; a name
+    # a function binds before the read (a parameter, an assignment above it in its own body) is
+    # read from that function's code alone, where the flow looks it up.
+    host = HostValues(facts)
+    functions: dict[int, _LocalNames] = {}
+    for call in method_calls(facts, "numpy"):
+        if keyword(call, "force") is None and not _on_host(host, functions, tree, call, call.func.value):  # type: ignore[attr-defined]
+            return True
+    for call in calls_to_any(facts, NUMPY_HOST_COPIES):
+        plain = positional(call)
+        if unpacks(call) or (plain and type(plain[0]) in (ast.Name, ast.Call) and not _on_host(host, functions, tree, call, plain[0])):
+            return True
+    return False
+
+
+def _on_host(host: HostValues, functions: dict[int, _LocalNames], tree: ast.Module, call: ast.Call, value: ast.expr) -> bool:
+    if host.on_host(value):
+        return True
+    if type(value) is not ast.Name:
+        return False
+    function = _running_in(path_to(tree, call), call)
+    if function is None:
+        return False
+    if id(function) not in functions:
+        functions[id(function)] = _LocalNames(function)
+    local = functions[id(function)]
+    return local.bound_above(value.id, call.lineno) and host.name_on_host(value.id, local.bindings)
+
+
+def _running_in(path: list[ast.AST] | None, node: ast.AST) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | None:
+    """The innermost function (or lambda) whose body holds ``node``, found on its ``path``; None
+    where that is none, or where ``node`` stands in a decorator, default or annotation of it
+    (run around the function, not in it)."""
+    below = node
+    for parent in reversed(path or ()):
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return parent if any(statement is below for statement in parent.body) else None
+        if isinstance(parent, ast.Lambda):
+            return parent if parent.body is below else None
+        below = parent
+    return None
+
+
+class _LocalNames:
+    """Where one function (or lambda) binds names itself, read once: its parameters, the last
+    line of the first assignment of each name among its own statements (not a nested
+    function's or class's), the names it declares global or nonlocal, and what its code may
+    bind each name to (devlint.gate.host_values.Bindings)."""
+
+    def __init__(self, function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
+        arguments = function.args
+        every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]
+        self.params = {arg.arg for arg in every if arg is not None}
+        self.first: dict[str, int] = {}
+        self.elsewhere: set[str] = set()
+        self.bindings = Bindings(collect(function))
+        pending: list[ast.AST] = [] if isinstance(function, ast.Lambda) else list(function.body)
+        while pending:
+            statement = pending.pop()
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            if isinstance(statement, (ast.Global, ast.Nonlocal)):
+                self.elsewhere.update(statement.names)
+            for name, end in _assigned_names(statement):
+                self.first[name] = min(end, self.first.get(name, end))
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                pending += [child for child in getattr(statement, field, ()) if isinstance(child, (ast.stmt, ast.ExceptHandler, ast.match_case))]
+
+    def bound_above(self, name: str, line: int) -> bool:
+        """The flow finds ``name`` bound in this function when it reads it on ``line``: a
+        parameter, or assigned on a line above (a name declared global or nonlocal is bound in
+        another scope, where the flow may find it)."""
+        if name in self.elsewhere:
+            return False
+        return name in self.params or self.first.get(name, line) < line
+
+
+def _assigned_names(statement: ast.AST) -> list[tuple[str, int]]:
+    """The names ``name = ...`` (or ``name: T = ...``) binds, with the statement's last line."""
+    if isinstance(statement, ast.Assign):
+        targets = statement.targets
+    elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+        targets = [statement.target]
+    else:
+        return []
+    end = statement.end_lineno or statement.lineno
+    return [(target.id, end) for target in targets if type(target) is ast.Name]
+
+
 def loss_not_on_device(facts: Facts) -> bool:
     # DEV401 reports, only in a file with a `.to`/`.cuda` move, a call given some argument whose
     # qualified name (value aliases included) is `torch.nn.<a loss with tensor arguments>` and
@@ -560,12 +704,13 @@ def cuda_runtime_api_unguarded(facts: Facts, tree: ast.Module, torch_version: To
     # release on, every call guarded or not, but a device query (`_device_query`). Guards count
     # only where their shape says so (devlint.gate.guards).
     before = torch_version < SINCE["torch.accelerator.is_available"]
+    torch = TorchName(tree, facts)
     for name, call in _cuda_function_calls(facts, _RUNTIME_API):
         if before and name in _NEVER_BEFORE_ACCELERATOR:
             continue
         if not before and name not in CUDA_DEVICE_QUERIES:
             return True
-        if not certainly_guarded(tree, call):
+        if not certainly_guarded(tree, call, torch):
             return True
     return False
 
@@ -691,7 +836,14 @@ CONDITIONS: dict[str, Condition] = {
     "DEV605": unknown_device_api,
 }
 
-# Conditions asked next, only where the project's torch-version is known: what a rule leaves
+# Conditions asked next, with CPython's tree: a rule's exemption, where the tree makes it certain.
+TreeCondition = Callable[[Facts, ast.Module], bool]
+WITH_THE_TREE: dict[str, TreeCondition] = {
+    "DEV103": hardcoded_device_string_in_tree,
+    "DEV304": numpy_on_device_tensor_in_tree,
+}
+
+# Conditions asked last, only where the project's torch-version is known: what a rule leaves
 # alone depends on it (DEV601 reports no guarded call below torch.accelerator).
 VersionedCondition = Callable[[Facts, ast.Module, TorchVersion], bool]
 KNOWING_THE_VERSION: dict[str, VersionedCondition] = {

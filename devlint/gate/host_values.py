@@ -1,0 +1,173 @@
+"""Values that DEV304's flow (devlint.rulekit.value_flow) can never find on the device, told from
+CPython's tree: the gate's exemption for `.numpy()` and numpy's copies of host values.
+
+The flow sets a fact on a name only where the name is bound by ``=``, an annotated ``=``, ``:=``
+(``Flow.bind``), a loop (a batch, never a device fact), or where a statement
+``name.append(v)`` / ``name.to(d)`` / ``name.cuda()`` gathers or moves it. So, read without
+regard to order or scope, a name is on the host when every value any of those assignments gives
+it anywhere in the file is, and no such statement names it: whatever the flow knows of it then
+is no device fact. Each answer here is a "no" of ``Flow.value(expr).kind is Kind.DEVICE``; where
+the shape is not one listed, the answer is "not known" and the rule decides.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+
+from devlint.gate.facts import Facts
+
+# What `Flow.value` knows nothing about: it answers None for these shapes whatever they hold.
+_NO_FACT = (
+    ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp,
+    ast.DictComp, ast.GeneratorExp, ast.Lambda, ast.Compare, ast.BoolOp,
+)
+# Methods whose result the flow never places on the device (value_flow's `_LEAVES_DEVICE`, and
+# `cpu`, which gives a host copy or one still in flight).
+_LEAVES_DEVICE = frozenset(
+    {"cpu", "numpy", "tolist", "item", "type", "size", "dim", "numel", "nelement", "get_device", "data_ptr",
+     "element_size", "is_contiguous", "is_floating_point", "storage", "untyped_storage"}
+)
+# Statements `name.<method>(...)` that may give `name` a device fact (`Flow.gathered`, `Flow.moved_in_place`).
+_RECEIVING = ("append", "to", "cuda")
+_HOST_PREFIXES = ("cpu", "meta")
+
+
+class Bindings:
+    """What the flow may bind names to in some code (a file, or one function): the value each
+    assignment gives each name (None: "not known"), and the names that a statement may gather
+    into or move (receivers of ``append``, ``to``, ``cuda``)."""
+
+    def __init__(self, facts: Facts) -> None:
+        assigned: dict[str, list[ast.expr | None]] = {}
+        for targets, value in facts.assignments:
+            for target in targets:
+                _bind(assigned, target, value)
+        self.assigned = assigned
+        self.receivers = {
+            call.func.value.id
+            for method in _RECEIVING
+            for call in facts.calls.get(method, ())
+            if type(call.func) is ast.Attribute and type(call.func.value) is ast.Name
+        }
+
+    def untouched(self, name: str) -> bool:
+        return name not in self.assigned and name not in self.receivers
+
+
+class HostValues:
+    """Answers ``on_host(expr)`` for one file's facts; each name is looked at once."""
+
+    def __init__(self, facts: Facts) -> None:
+        self._facts = facts
+        self._file: Bindings | None = None
+        self._names: dict[str, bool] = {}
+
+    def on_host(self, expr: ast.expr) -> bool:
+        """The flow never finds ``expr`` on the device (nor, for a name, gathered into a list of
+        device values), wherever in the file it is read."""
+        kind = type(expr)
+        if isinstance(expr, _NO_FACT):
+            return True
+        if kind is ast.Name:
+            return self._name(expr.id)
+        if kind is ast.Attribute or kind is ast.Subscript:
+            return self.on_host(expr.value)
+        if kind is ast.BinOp:
+            return self.on_host(expr.left) and self.on_host(expr.right)
+        if kind is ast.UnaryOp:
+            return self.on_host(expr.operand)
+        if kind is ast.IfExp:
+            return self.on_host(expr.body) or self.on_host(expr.orelse)
+        if kind is ast.Call:
+            return self._call(expr)
+        return False
+
+    def name_on_host(self, name: str, local: Bindings) -> bool:
+        """``name`` is on the host where the flow looks it up in one function only (the caller
+        knows the function binds it before the read): ``local`` is that function's code."""
+        return name not in local.receivers and self._values_on_host(local.assigned.get(name, ()))
+
+    def _call(self, call: ast.Call) -> bool:
+        if any(type(arg) is ast.Starred for arg in call.args) or any(k.arg is None for k in call.keywords):
+            return False
+        func = call.func
+        if type(func) is ast.Attribute:
+            method = func.attr
+            if method in _LEAVES_DEVICE:
+                return True
+            if method == "to":
+                return _host_target(call)
+            if method == "cuda":
+                return False
+            # a tensor method keeps the device of its receiver (a name holds no moved module
+            # where it is on the host); a torch function places its result where its arguments
+            # or `device=` say
+            return self.on_host(func.value) and self._not_torch(func)
+        if type(func) is ast.Name:
+            if func.id == "next" and call.args:
+                return True
+            # neither a device value called, nor a torch module, nor a torch function
+            return self._bindings().untouched(func.id) and self._not_torch(func)
+        return False
+
+    def _not_torch(self, func: ast.expr) -> bool:
+        """The callee's qualified name never starts with ``torch.``: its root is no name (the
+        flow resolves no qualified name then), or a name never assigned (no value alias) that
+        no import binds to torch."""
+        while type(func) is ast.Attribute:
+            func = func.value
+        if type(func) is not ast.Name:
+            return True
+        bound = self._facts.imports.get(func.id, ())
+        return self._bindings().untouched(func.id) and not any(name == "torch" or name.startswith("torch.") for name in bound)
+
+    def _name(self, name: str) -> bool:
+        known = self._names.get(name)
+        if known is not None:
+            return known
+        bindings = self._bindings()
+        # a cycle (`x = x.float()`) answers "not known" until every value is read
+        self._names[name] = False
+        answer = name not in bindings.receivers and self._values_on_host(bindings.assigned.get(name, ()))
+        self._names[name] = answer
+        return answer
+
+    def _values_on_host(self, values: Iterable[ast.expr | None]) -> bool:
+        return all(value is not None and self.on_host(value) for value in values)
+
+    def _bindings(self) -> Bindings:
+        if self._file is None:
+            self._file = Bindings(self._facts)
+        return self._file
+
+
+def _bind(assigned: dict[str, list[ast.expr | None]], target: ast.expr, value: ast.expr | None) -> None:
+    """What ``target = value`` gives each name: an element of a display unpacked into as many
+    targets, else the whole value (for a tuple target: None, "not known", where the value is a
+    display that does not unpack element by element)."""
+    kind = type(target)
+    if kind is ast.Name:
+        assigned.setdefault(target.id, []).append(value)
+    elif kind is ast.Tuple or kind is ast.List:
+        elements = target.elts
+        if (
+            type(value) in (ast.Tuple, ast.List)
+            and len(value.elts) == len(elements)
+            and not any(type(e) is ast.Starred for e in (*elements, *value.elts))
+        ):
+            for element, item in zip(elements, value.elts):
+                _bind(assigned, element, item)
+            return
+        for element in elements:
+            _bind(assigned, element, None if type(value) in (ast.Tuple, ast.List) else value)
+    elif kind is ast.Starred:
+        _bind(assigned, target.value, None)
+
+
+def _host_target(call: ast.Call) -> bool:
+    """``x.to("cpu")``, ``x.to(device="cpu", ...)``: where `Flow.move_target` answers "cpu"."""
+    given = next((k.value for k in call.keywords if k.arg == "device"), None)
+    if given is None:
+        given = call.args[0] if call.args else None
+    return type(given) is ast.Constant and type(given.value) is str and given.value.startswith(_HOST_PREFIXES)
