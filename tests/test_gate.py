@@ -20,7 +20,7 @@ from devlint import registry
 from devlint.engine.lint import ParseError, fix_text, lint_text
 from devlint.engine.sections import SECTION_CHARS
 from devlint.gate.catalog import RULES, Word
-from devlint.gate.conditions import CONDITIONS
+from devlint.gate.conditions import CONDITIONS, WITH_THE_TREE
 from devlint.gate.facts import collect
 from devlint.gate.prefilter import matching_rules
 from devlint.gate.screen import screen, screened
@@ -149,6 +149,24 @@ def test_rule_examples_give_the_same_findings_with_and_without_the_gate(name: st
         with_gate = fix_text(text, "t.py", RULES_ALL, unsafe=unsafe)
         without = fix_text(text, "t.py", RULES_ALL, unsafe=unsafe, gate=False)
         assert (with_gate.text, with_gate.applied, with_gate.remaining) == (without.text, without.applied, without.remaining)
+
+
+def test_a_condition_read_with_the_tree_holds_only_where_the_condition_does() -> None:
+    """``WITH_THE_TREE`` is asked instead of ``CONDITIONS`` where the tree is read: it may only
+    narrow it (on every rule example, fixture and example program)."""
+    texts = [text for _, text in _examples()] + [decode(path.read_bytes()).text for path in _fixture_files()]
+    narrowed = 0
+    for text in texts:
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        facts = collect(tree)
+        for code, with_the_tree in WITH_THE_TREE.items():
+            plain = CONDITIONS[code](facts)
+            assert with_the_tree(facts, tree) <= plain, (code, text[:200])
+            narrowed += plain and not with_the_tree(facts, tree)
+    assert narrowed > 0
 
 
 def _fixture_files() -> list[Path]:
@@ -378,7 +396,10 @@ TREE_EXEMPTIONS = [
     # a name read where its own function binds it: that function's code alone counts
     ("DEV304", "def g(device):\n    inputs = [x.to(device)]\n    inputs.append(y.to(device))\n\n\n"
      "def f(seq):\n    inputs = tuple(a for a in seq)\n    return np.concatenate(inputs)\n", True),
+    ("DEV304", "def f(t, device):\n    u = t.to(device)\n    return t.detach().cpu().to(torch.float32).numpy(), t.cpu().to(u.dtype).numpy()\n", True),
     ("DEV304", "def f(device):\n    x = torch.rand(3, device=device)\n    return x.numpy()\n", False),
+    ("DEV304", "def f(t, device):\n    u = t.to(device)\n    return u.to(torch.float32).numpy()\n", False),
+    ("DEV304", "def f(t, device):\n    return t.cpu().to(torch.float32, device=device).numpy()\n", False),
     ("DEV304", "def f(device):\n    out = []\n    out.append(torch.rand(3, device=device))\n    return np.stack(out)\n", False),
     ("DEV304", "x = t.to(device)\n\n\ndef f():\n    print(x.numpy())\n    x = 1\n", False),
     ("DEV304", "x = t.cuda()\n\n\ndef f():\n    global x\n    x = 1\n    return x.numpy()\n", None),

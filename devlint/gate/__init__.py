@@ -37,8 +37,9 @@ Writing the condition of a new rule (say DEV601):
    the rule examples that exercise aliases (``import torch as t``, ``from torch import x as y``).
 
 Some exemptions are taken where they are certain and costly to miss, read from the tree itself
-(``WITH_THE_TREE``, asked after the rule's own condition; each "yes, exempt" must be a "yes" of
-the rule's code, and the tests hold the findings equal with and without them):
+(``WITH_THE_TREE``: the rule's condition and the exemption, asked instead of the condition where
+the tree is read; each "yes, exempt" must be a "yes" of the rule's code, and the tests hold the
+findings equal with and without them):
 
 - DEV103 leaves alone a `torch.device("cuda:N")` on the CUDA side of a choice on
   `torch.cuda.is_available()`, and code that runs only where CUDA is in use
@@ -93,10 +94,8 @@ def _passes(code: str, tree: ast.AST, facts: Facts, torch_version: TorchVersion 
     condition = CONDITIONS.get(code)
     if condition is None:
         return True
-    if not condition(facts):
-        return False
-    with_the_tree = WITH_THE_TREE.get(code)
-    if with_the_tree is not None and isinstance(tree, ast.Module) and not with_the_tree(facts, tree):
+    with_the_tree = WITH_THE_TREE.get(code) if isinstance(tree, ast.Module) else None
+    if not (condition(facts) if with_the_tree is None else with_the_tree(facts, tree)):
         return False
     versioned = KNOWING_THE_VERSION.get(code)
     return versioned is None or torch_version is None or not isinstance(tree, ast.Module) or versioned(facts, tree, torch_version)

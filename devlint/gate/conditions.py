@@ -505,7 +505,10 @@ def numpy_on_device_tensor_in_tree(facts: Facts, tree: ast.Module) -> bool:
     # or the name or call a numpy copy is given first (`_numpy_copy` reads no other shape).
     # Values that flow can never place there (devlint.gate.host_values) are left out; a name
     # a function binds before the read (a parameter, an assignment above it in its own body) is
-    # read from that function's code alone, where the flow looks it up.
+    # read from that function's code alone, where the flow looks it up. (`numpy_on_device_tensor`
+    # with the exemption: asked instead of it where the tree is read.)
+    if not (moves(facts) or "device" in facts.keywords):
+        return False
     host = HostValues(facts)
     functions: dict[int, _LocalNames] = {}
     for call in method_calls(facts, "numpy"):
@@ -836,7 +839,8 @@ CONDITIONS: dict[str, Condition] = {
     "DEV605": unknown_device_api,
 }
 
-# Conditions asked next, with CPython's tree: a rule's exemption, where the tree makes it certain.
+# A rule's condition with an exemption the tree makes certain, asked instead of the rule's
+# condition where CPython's tree is read (each holds only where that condition holds).
 TreeCondition = Callable[[Facts, ast.Module], bool]
 WITH_THE_TREE: dict[str, TreeCondition] = {
     "DEV103": hardcoded_device_string_in_tree,

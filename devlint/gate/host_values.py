@@ -16,17 +16,12 @@ import ast
 from collections.abc import Iterable
 
 from devlint.gate.facts import Facts
+from devlint.torchfacts.names import DTYPE_NAMES, LEAVES_DEVICE
 
 # What `Flow.value` knows nothing about: it answers None for these shapes whatever they hold.
 _NO_FACT = (
     ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp,
     ast.DictComp, ast.GeneratorExp, ast.Lambda, ast.Compare, ast.BoolOp,
-)
-# Methods whose result the flow never places on the device (value_flow's `_LEAVES_DEVICE`, and
-# `cpu`, which gives a host copy or one still in flight).
-_LEAVES_DEVICE = frozenset(
-    {"cpu", "numpy", "tolist", "item", "type", "size", "dim", "numel", "nelement", "get_device", "data_ptr",
-     "element_size", "is_contiguous", "is_floating_point", "storage", "untyped_storage"}
 )
 # Statements `name.<method>(...)` that may give `name` a device fact (`Flow.gathered`, `Flow.moved_in_place`).
 _RECEIVING = ("append", "to", "cuda")
@@ -44,6 +39,10 @@ class Bindings:
             for target in targets:
                 _bind(assigned, target, value)
         self.assigned = assigned
+        # `a.b = ...`: a dotted name the semantic model may bind
+        self.dotted_targets = {
+            name for targets, _ in facts.assignments for target in targets if (name := _dotted(target)) is not None
+        }
         self.receivers = {
             call.func.value.id
             for method in _RECEIVING
@@ -94,10 +93,11 @@ class HostValues:
         func = call.func
         if type(func) is ast.Attribute:
             method = func.attr
-            if method in _LEAVES_DEVICE:
+            if method in LEAVES_DEVICE:
+                # (`cpu` too: a host copy, or one still in flight)
                 return True
             if method == "to":
-                return _host_target(call)
+                return _host_target(call) or (self._cast(call) and self.on_host(func.value))
             if method == "cuda":
                 return False
             # a tensor method keeps the device of its receiver (a name holds no moved module
@@ -110,6 +110,23 @@ class HostValues:
             # neither a device value called, nor a torch module, nor a torch function
             return self._bindings().untouched(func.id) and self._not_torch(func)
         return False
+
+    def _cast(self, call: ast.Call) -> bool:
+        """``x.to(torch.float32)``, ``x.to(y.dtype)``, ``x.to(dtype=...)`` or ``x.to()``: no
+        device named (`Flow.move_target` answers "dtype", or None for a name no code binds
+        where its last name is no device's), so the result is where ``x`` is."""
+        if any(k.arg == "device" for k in call.keywords):
+            return False
+        if not call.args:
+            return True
+        first = call.args[0]
+        dotted = _dotted(first)
+        return (
+            type(first) is ast.Attribute
+            and (first.attr in DTYPE_NAMES or first.attr == "dtype")
+            and dotted is not None
+            and dotted not in self._bindings().dotted_targets
+        )
 
     def _not_torch(self, func: ast.expr) -> bool:
         """The callee's qualified name never starts with ``torch.``: its root is no name (the
@@ -171,3 +188,14 @@ def _host_target(call: ast.Call) -> bool:
     if given is None:
         given = call.args[0] if call.args else None
     return type(given) is ast.Constant and type(given.value) is str and given.value.startswith(_HOST_PREFIXES)
+
+
+def _dotted(node: ast.expr) -> str | None:
+    parts: list[str] = []
+    while type(node) is ast.Attribute:
+        parts.append(node.attr)
+        node = node.value
+    if type(node) is not ast.Name:
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))

@@ -34,22 +34,11 @@ from devlint.analysis.devices import device_value, is_guarded_device_choice
 from devlint.analysis.semantic import Binding, Scope, dotted_name, string_value
 from devlint.rule import Rule, RuleContext
 from devlint.rulekit.calls import keyword, positional, receiver_is_foreign
-from devlint.torchfacts.names import DEVICE_NAMES, LOOP_WRAPPERS, MOVES
+from devlint.torchfacts.names import DEVICE_NAMES, DTYPE_NAMES, LEAVES_DEVICE, LOOP_WRAPPERS, MOVES
 
 # Device types a string may name; anything else (a path, a dtype name) is not a device string.
 _DEVICE_TYPES = frozenset({"cuda", "mps", "xpu", "npu", "hpu", "xla", "mtia", "privateuseone"})
 _HOST_TYPES = ("cpu", "meta")
-_DTYPES = frozenset(
-    {
-        "float32", "float", "float16", "half", "bfloat16", "float64", "double", "complex64", "cfloat",
-        "complex128", "cdouble", "int64", "long", "int32", "int", "int16", "short", "int8", "uint8", "bool",
-    }
-)
-# Methods that give something other than a tensor on the receiver's device.
-_LEAVES_DEVICE = frozenset(
-    {"cpu", "numpy", "tolist", "item", "type", "size", "dim", "numel", "nelement", "get_device", "data_ptr",
-     "element_size", "is_contiguous", "is_floating_point", "storage", "untyped_storage"}
-)
 _NOT_TENSORS = frozenset({"shape", "device", "dtype", "ndim", "is_cuda", "layout", "names", "requires_grad"})
 # Python methods that read a tensor's data on the host.
 HOST_READ_METHODS = frozenset({"numpy", "item", "tolist"})
@@ -180,7 +169,7 @@ class Flow:
                 if where == "dtype":
                     return self._device(receiver)
                 return None
-            if method in _LEAVES_DEVICE:
+            if method in LEAVES_DEVICE:
                 return None
             base = self.value(receiver)
             if base is not None and base.kind in (Kind.DEVICE, Kind.MOVED_MODULE):
@@ -246,7 +235,7 @@ class Flow:
         if isinstance(expr, cst.Attribute) and expr.attr.value == "dtype":
             return True
         qual = self.ctx.model.qualname(expr)
-        return qual is not None and qual.startswith("torch.") and qual.split(".")[-1] in _DTYPES
+        return qual is not None and qual.startswith("torch.") and qual.split(".")[-1] in DTYPE_NAMES
 
     def device_kind(self, expr: cst.BaseExpression) -> str | None:
         """"device" for an expression naming a device a CUDA run keeps on the GPU, "cpu" for a

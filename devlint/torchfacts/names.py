@@ -43,6 +43,19 @@ CUDA_DEVICE_KEYWORDS = ("device", "device_id")
 # DEV302, DEV401, devlint.analysis.devices, devlint.rulekit.value_flow (DEV301 to DEV304) and the
 # gate conditions of those.
 MOVES = ("to", "cuda")
+# The last names of torch's dtypes, as `x.to(torch.float32)` writes them: a cast, no move. DEV304's
+# flow (devlint.rulekit.value_flow) and its gate condition.
+DTYPE_NAMES = frozenset(
+    {
+        "float32", "float", "float16", "half", "bfloat16", "float64", "double", "complex64", "cfloat",
+        "complex128", "cdouble", "int64", "long", "int32", "int", "int16", "short", "int8", "uint8", "bool",
+    }
+)
+# Tensor methods that give something other than a tensor on the receiver's device. The same.
+LEAVES_DEVICE = frozenset(
+    {"cpu", "numpy", "tolist", "item", "type", "size", "dim", "numel", "nelement", "get_device", "data_ptr",
+     "element_size", "is_contiguous", "is_floating_point", "storage", "untyped_storage"}
+)
 # numpy functions that copy their first argument (a tensor, or a list of tensors) to the host
 # through `Tensor.__array__`, which fails for a tensor on the device as `.numpy()` does. DEV304
 # and its gate condition.
