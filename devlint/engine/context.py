@@ -146,6 +146,8 @@ class FileContext:
         """A function the file defines once at its top level as ``define`` writes it (an earlier
         fix inserted it), in the file's spelling of torch."""
         alias = self.model.torch_alias()
+        if not self._may_define(define, alias):
+            return None
         for stmt in self.module.body:
             if not isinstance(stmt, cst.FunctionDef) or len(self.model.module_scope.bindings.get(stmt.name.value, ())) != 1:
                 continue
@@ -153,6 +155,16 @@ class FileContext:
             if written.rstrip() == in_file_style(self.module, define(stmt.name.value), alias).rstrip():
                 return HelperRef(stmt.name.value)
         return None
+
+    def _may_define(self, define: Callable[[str], str], alias: str | None) -> bool:
+        """The text holds what ``define`` writes below its first line, wherever that does not
+        depend on the function's name: a file without it defines no such function, and its
+        functions need not be printed to tell."""
+        bodies = {
+            in_file_style(self.module, define(name), alias).rstrip().partition(self.module.default_newline)[2]
+            for name in ("a", "b")
+        }
+        return len(bodies) != 1 or next(iter(bodies)) in self.text
 
     def indexed(self, key: Hashable, build: Callable[[], T]) -> T:
         if key not in self._indexes:
