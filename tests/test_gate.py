@@ -407,6 +407,16 @@ TREE_EXEMPTIONS = [
     ("DEV304", "model = Net().cuda()\nnet = model\nprint(net(batch).numpy())\n", False),
     # a default is read around its function, not in it: the file's code counts
     ("DEV304", "x = t.cuda()\n\n\ndef f(x=np.array(x)):\n    return x\n", None),
+    # DEV101 / DEV102: a method `cuda` delegating or passing its own parameter on, code that
+    # runs only on CUDA
+    ("DEV102", "class Holder(torch.nn.Module):\n    def cuda(self, device=None):\n        return self._apply(lambda t: t.cuda(device))\n", True),
+    ("DEV101", "class Net(torch.nn.Module):\n    def cuda(self):\n        return super().cuda()\n", True),
+    ("DEV101", "def f(x, y):\n    if x.is_cuda:\n        y = y.cuda()\n    return y\n", True),
+    ("DEV102", "def f(x, y):\n    return y.cuda(0) if x.device.type == 'cuda' else y\n", True),
+    ("DEV102", "def cuda(device=None):\n    x = torch.ones(2)\n    return x.cuda(0)\n", False),
+    ("DEV102", "def cuda(self, *, device=None):\n    x = torch.ones(2)\n    return x.cuda(device)\n", False),
+    ("DEV102", "def cuda(self, device=None):\n    def inner(device_id):\n        return torch.ones(2).cuda(device_id)\n    return inner\n", False),
+    ("DEV101", "def f(x, y):\n    if x.is_cuda:\n        return y\n    return y.cuda()\n", False),
     # DEV103: the CUDA side of an availability choice, code that runs only on CUDA
     ("DEV103", "devs = [torch.device('cpu'), torch.device('cuda:0')] if torch.cuda.is_available() else []\n", True),
     ("DEV103", "def f(x):\n    if x.is_cuda:\n        return torch.randn(2, device='cuda')\n    return x\n", True),

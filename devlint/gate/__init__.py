@@ -41,9 +41,10 @@ Some exemptions are taken where they are certain and costly to miss, read from t
 the tree is read; each "yes, exempt" must be a "yes" of the rule's code, and the tests hold the
 findings equal with and without them):
 
-- DEV103 leaves alone a `torch.device("cuda:N")` on the CUDA side of a choice on
-  `torch.cuda.is_available()`, and code that runs only where CUDA is in use
-  (``if x.is_cuda:``, ``if x.type == "cuda":``; devlint.gate.cuda_only);
+- DEV101, DEV102 and DEV103 leave alone code that runs only where CUDA is in use
+  (``if x.is_cuda:``, ``if x.type == "cuda":``; devlint.gate.cuda_only); DEV101 and DEV102 a
+  method ``cuda`` delegating (``super().cuda()``) or passing its own parameter on; DEV103 a
+  `torch.device("cuda:N")` on the CUDA side of a choice on `torch.cuda.is_available()`;
 - DEV304 leaves alone values its flow never places on the device (a `.cpu()` copy, a parameter,
   numpy's own results; devlint.gate.host_values), read per function where the function binds
   the name;

@@ -174,10 +174,54 @@ def cuda_call(facts: Facts) -> bool:
 def cuda_call_with_index(facts: Facts) -> bool:
     # DEV102 reports `x.cuda(...)` with no argument unpacked, given a positional, `device=` or
     # `device_id=`.
+    return any(_indexed_cuda(call) for call in method_calls(facts, "cuda"))
+
+
+def _indexed_cuda(call: ast.Call) -> bool:
+    return not unpacks(call) and bool(positional(call) or any(keyword(call, name) is not None for name in CUDA_DEVICE_KEYWORDS))
+
+
+def cuda_call_in_tree(facts: Facts, tree: ast.Module) -> bool:
+    # As `cuda_call`, less what DEV101 certainly leaves alone: a call that runs only where CUDA
+    # is known to be in use (`quiet_where_cuda_is_known`, devlint.gate.cuda_only), and
+    # `self.cuda()` / `super().cuda()` in a method called `cuda` (`delegates_to_own_method`).
     return any(
-        not unpacks(call) and (positional(call) or any(keyword(call, name) is not None for name in CUDA_DEVICE_KEYWORDS))
+        not _indexed_cuda(call) and not unpacks(call) and not _cuda_call_exempt(tree, call, forwarding=False)
         for call in method_calls(facts, "cuda")
     )
+
+
+def cuda_call_with_index_in_tree(facts: Facts, tree: ast.Module) -> bool:
+    # As `cuda_call_with_index`, less what DEV102 certainly leaves alone: as for DEV101, and a
+    # method called `cuda` passing its own parameter on (`forwards_own_parameter`:
+    # `def cuda(self, device=None): return self._apply(lambda t: t.cuda(device))`).
+    return any(
+        _indexed_cuda(call) and not _cuda_call_exempt(tree, call, forwarding=True)
+        for call in method_calls(facts, "cuda")
+    )
+
+
+def _cuda_call_exempt(tree: ast.Module, call: ast.Call, forwarding: bool) -> bool:
+    path = path_to(tree, call)
+    if path is None:
+        return False
+    if only_on_cuda(tree, call, path):
+        return True
+    # The model's scopes are the functions, lambdas, classes and comprehensions around the
+    # call; a function's decorators and defaults count as inside it (devlint.analysis.tracker).
+    method = next((node for node in reversed(path) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "cuda"), None)
+    if method is None:
+        return False
+    receiver = call.func.value  # type: ignore[attr-defined]
+    if (type(receiver) is ast.Name and receiver.id == "self") or (
+        type(receiver) is ast.Call and type(receiver.func) is ast.Name and receiver.func.id == "super"
+    ):
+        return True
+    if not forwarding:
+        return False
+    given = (positional(call) or [keyword(call, name) for name in CUDA_DEVICE_KEYWORDS if keyword(call, name) is not None])[0]
+    params = {arg.arg for arg in (*method.args.posonlyargs, *method.args.args)}
+    return type(given) is ast.Name and given.id in params
 
 
 def hardcoded_device_string(facts: Facts) -> bool:
@@ -218,9 +262,10 @@ def _guarded_device_call(tree: ast.Module, torch: TorchName, call: ast.Call) -> 
 
 def _reports_in_call(facts: Facts, call: ast.Call) -> bool:
     """DEV103 may report ``call``, or a CUDA literal given to it."""
-    if not from_torch(facts, call.func) and any(
-        is_cuda_literal(value) for value in [*call.args, *(given.value for given in call.keywords)]
-    ):
+    # Every case below needs a CUDA literal among the arguments: most calls have none.
+    if not any(is_cuda_literal(value) for value in [*call.args, *(given.value for given in call.keywords)]):
+        return False
+    if not from_torch(facts, call.func):
         return True
     plain = positional(call)
     if plain and is_cuda_literal(plain[0]):
@@ -843,6 +888,8 @@ CONDITIONS: dict[str, Condition] = {
 # condition where CPython's tree is read (each holds only where that condition holds).
 TreeCondition = Callable[[Facts, ast.Module], bool]
 WITH_THE_TREE: dict[str, TreeCondition] = {
+    "DEV101": cuda_call_in_tree,
+    "DEV102": cuda_call_with_index_in_tree,
     "DEV103": hardcoded_device_string_in_tree,
     "DEV304": numpy_on_device_tensor_in_tree,
 }
