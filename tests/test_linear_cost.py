@@ -156,9 +156,19 @@ SHAPES: dict[str, Callable[[int], str]] = {
     + "".join(f"x{i} = torch.ones(1).cuda()  # noqa: DEV101\ny{i} = torch.ones(1).cuda()\n" for i in range(n)),
     "imports that may fail": lambda n: HEAD
     + "".join(f"try:\n    from torch.cuda import FloatTensor as F{i}\nexcept ImportError:\n    F{i} = None\nz{i} = F{i}(2)\n" for i in range(n)),
+    # The gate finds where each call stands by descending CPython's tree: every element of one
+    # long display was once compared with its siblings (15x the time at 4x the elements).
+    "calls under a device check in one long display": lambda n: HEAD
+    + "def f(x, t, d):\n    return [\n"
+    + "".join(f"        t[{i}].cuda({i % 2}) if x.is_cuda else {{**d, {i}: t[{i}].cpu().numpy()}},\n" for i in range(n))
+    + "    ]\n",
 }
 # Shapes whose extra work shows only past a few dozen blocks (at 100 and 400: 4.8x to 5.5x before).
-SIZES = {"a name rebound at every line": 100, "a name rebound in every branch": 100}
+SIZES = {
+    "a name rebound at every line": 100, "a name rebound in every branch": 100,
+    # (at 200 and 800: 9.5x when the gate compared every element with its siblings)
+    "calls under a device check in one long display": 200,
+}
 
 
 @pytest.mark.parametrize("mode", ["check", "fix", "server"])

@@ -28,7 +28,7 @@ from devlint.gate.cuda_only import only_on_cuda
 from devlint.gate.facts import Facts, collect
 from devlint.gate.guards import certainly_guarded, cuda_query
 from devlint.gate.host_values import Bindings, HostValues
-from devlint.gate.paths import path_to
+from devlint.gate.paths import Paths
 from devlint.gate.torch_name import TorchName
 from devlint.torchfacts.api_versions import SINCE
 from devlint.torchfacts.names import (
@@ -185,8 +185,9 @@ def cuda_call_in_tree(facts: Facts, tree: ast.Module) -> bool:
     # As `cuda_call`, less what DEV101 certainly leaves alone: a call that runs only where CUDA
     # is known to be in use (`quiet_where_cuda_is_known`, devlint.gate.cuda_only), and
     # `self.cuda()` / `super().cuda()` in a method called `cuda` (`delegates_to_own_method`).
+    paths = Paths(tree)
     return any(
-        not _indexed_cuda(call) and not unpacks(call) and not _cuda_call_exempt(tree, call, forwarding=False)
+        not _indexed_cuda(call) and not unpacks(call) and not _cuda_call_exempt(paths, call, forwarding=False)
         for call in method_calls(facts, "cuda")
     )
 
@@ -195,17 +196,18 @@ def cuda_call_with_index_in_tree(facts: Facts, tree: ast.Module) -> bool:
     # As `cuda_call_with_index`, less what DEV102 certainly leaves alone: as for DEV101, and a
     # method called `cuda` passing its own parameter on (`forwards_own_parameter`:
     # `def cuda(self, device=None): return self._apply(lambda t: t.cuda(device))`).
+    paths = Paths(tree)
     return any(
-        _indexed_cuda(call) and not _cuda_call_exempt(tree, call, forwarding=True)
+        _indexed_cuda(call) and not _cuda_call_exempt(paths, call, forwarding=True)
         for call in method_calls(facts, "cuda")
     )
 
 
-def _cuda_call_exempt(tree: ast.Module, call: ast.Call, forwarding: bool) -> bool:
-    path = path_to(tree, call)
+def _cuda_call_exempt(paths: Paths, call: ast.Call, forwarding: bool) -> bool:
+    path = paths.to(call)
     if path is None:
         return False
-    if only_on_cuda(tree, call, path):
+    if only_on_cuda(paths, call, path):
         return True
     # The model's scopes are the functions, lambdas, classes and comprehensions around the
     # call; a function's decorators and defaults count as inside it (devlint.analysis.tracker).
@@ -235,22 +237,27 @@ def hardcoded_device_string_in_tree(facts: Facts, tree: ast.Module) -> bool:
     # (`_in_guarded_choice`), where `torch` certainly is torch (devlint.gate.torch_name).
     # Nor a call that runs only where CUDA is known to be in use (`quiet_where_cuda_is_known`,
     # devlint.gate.cuda_only): what DEV103 reports of a call stands in it, an argument.
-    torch = TorchName(tree, facts)
-    return _hardcoded_device_string(facts, lambda call: only_on_cuda(tree, call) or _guarded_device_call(tree, torch, call))
+    torch, paths = TorchName(tree, facts), Paths(tree)
+    return _hardcoded_device_string(facts, lambda call: _device_call_exempt(paths, torch, call))
 
 
 def _never(call: ast.Call) -> bool:
     return False
 
 
-def _guarded_device_call(tree: ast.Module, torch: TorchName, call: ast.Call) -> bool:
+def _device_call_exempt(paths: Paths, torch: TorchName, call: ast.Call) -> bool:
+    path = paths.to(call)
+    return path is not None and (only_on_cuda(paths, call, path) or _guarded_device_call(path, torch, call))
+
+
+def _guarded_device_call(path: list[ast.AST], torch: TorchName, call: ast.Call) -> bool:
     func = call.func
     if not (type(func) is ast.Attribute and func.attr == "device" and type(func.value) is ast.Name and func.value.id == "torch"):
         return False
     if not torch.certain_above(call.lineno):
         return False
     child: ast.AST = call
-    for parent in reversed(path_to(tree, call) or ()):
+    for parent in reversed(path):
         if type(parent) is ast.IfExp:
             test = parent.test
             return child is parent.body and (cuda_query(test, "is_available") or cuda_query(test, "device_count"))
@@ -554,24 +561,24 @@ def numpy_on_device_tensor_in_tree(facts: Facts, tree: ast.Module) -> bool:
     # with the exemption: asked instead of it where the tree is read.)
     if not (moves(facts) or "device" in facts.keywords):
         return False
-    host = HostValues(facts)
+    host, paths = HostValues(facts), Paths(tree)
     functions: dict[int, _LocalNames] = {}
     for call in method_calls(facts, "numpy"):
-        if keyword(call, "force") is None and not _on_host(host, functions, tree, call, call.func.value):  # type: ignore[attr-defined]
+        if keyword(call, "force") is None and not _on_host(host, functions, paths, call, call.func.value):  # type: ignore[attr-defined]
             return True
     for call in calls_to_any(facts, NUMPY_HOST_COPIES):
         plain = positional(call)
-        if unpacks(call) or (plain and type(plain[0]) in (ast.Name, ast.Call) and not _on_host(host, functions, tree, call, plain[0])):
+        if unpacks(call) or (plain and type(plain[0]) in (ast.Name, ast.Call) and not _on_host(host, functions, paths, call, plain[0])):
             return True
     return False
 
 
-def _on_host(host: HostValues, functions: dict[int, _LocalNames], tree: ast.Module, call: ast.Call, value: ast.expr) -> bool:
+def _on_host(host: HostValues, functions: dict[int, _LocalNames], paths: Paths, call: ast.Call, value: ast.expr) -> bool:
     if host.on_host(value):
         return True
     if type(value) is not ast.Name:
         return False
-    function = _running_in(path_to(tree, call), call)
+    function = _running_in(paths.to(call), call)
     if function is None:
         return False
     if id(function) not in functions:
@@ -752,13 +759,13 @@ def cuda_runtime_api_unguarded(facts: Facts, tree: ast.Module, torch_version: To
     # release on, every call guarded or not, but a device query (`_device_query`). Guards count
     # only where their shape says so (devlint.gate.guards).
     before = torch_version < SINCE["torch.accelerator.is_available"]
-    torch = TorchName(tree, facts)
+    torch, paths = TorchName(tree, facts), Paths(tree)
     for name, call in _cuda_function_calls(facts, _RUNTIME_API):
         if before and name in _NEVER_BEFORE_ACCELERATOR:
             continue
         if not before and name not in CUDA_DEVICE_QUERIES:
             return True
-        if not certainly_guarded(tree, call, torch):
+        if not certainly_guarded(paths, call, torch):
             return True
     return False
 

@@ -13,16 +13,16 @@ from __future__ import annotations
 
 import ast
 
-from devlint.gate.paths import path_to
+from devlint.gate.paths import Paths
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
-def only_on_cuda(tree: ast.Module, node: ast.expr, path: list[ast.AST] | None = None) -> bool:
-    """``node`` (found in ``tree``) runs only where CUDA is known to be in use; ``path``: the
-    nodes down to it (``path_to``), where the caller has found them."""
+def only_on_cuda(paths: Paths, node: ast.expr, path: list[ast.AST] | None = None) -> bool:
+    """``node`` (of the tree ``paths`` finds nodes in) runs only where CUDA is known to be in
+    use; ``path``: the nodes down to it (``paths.to``), where the caller has found them."""
     child: ast.AST = node
-    for parent in reversed(path if path is not None else path_to(tree, node) or ()):
+    for parent in reversed(path if path is not None else paths.to(node) or ()):
         if isinstance(parent, _SCOPES):
             return False
         if isinstance(parent, ast.If):

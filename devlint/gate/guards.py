@@ -17,17 +17,17 @@ from __future__ import annotations
 
 import ast
 
-from devlint.gate.paths import path_to
+from devlint.gate.paths import Paths
 from devlint.gate.torch_name import TorchName
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
-def certainly_guarded(tree: ast.Module, node: ast.expr, torch: TorchName | None = None) -> bool:
-    """``node`` (found in ``tree``) runs only where there is a GPU, by its enclosing tests;
-    ``torch``: where ``torch.cuda.is_available()`` certainly means torch's (else it is no
-    shape that says so)."""
-    path = path_to(tree, node)
+def certainly_guarded(paths: Paths, node: ast.expr, torch: TorchName | None = None) -> bool:
+    """``node`` (of the tree ``paths`` finds nodes in) runs only where there is a GPU, by its
+    enclosing tests; ``torch``: where ``torch.cuda.is_available()`` certainly means torch's
+    (else it is no shape that says so)."""
+    path = paths.to(node)
     if path is None:
         return False
     child = node
