@@ -417,6 +417,12 @@ TREE_EXEMPTIONS = [
     ("DEV102", "def cuda(self, *, device=None):\n    x = torch.ones(2)\n    return x.cuda(device)\n", False),
     ("DEV102", "def cuda(self, device=None):\n    def inner(device_id):\n        return torch.ones(2).cuda(device_id)\n    return inner\n", False),
     ("DEV101", "def f(x, y):\n    if x.is_cuda:\n        return y\n    return y.cuda()\n", False),
+    # DEV303: a non-blocking copy to the device leaves nothing pending on the host
+    ("DEV303", "def step(batch, device, lr, t):\n    x = batch.to(device, non_blocking=True)\n"
+     "    y = lr.to(device=t.device, non_blocking=True)\n    z = t.to('cuda:0', non_blocking=True)\n    return x.sum().item()\n", True),
+    ("DEV303", "def step(t):\n    host = t.to('cpu', non_blocking=True)\n    return host.numpy()\n", False),
+    ("DEV303", "device = torch.device('cpu')\n\n\ndef step(t):\n    host = t.to(device, non_blocking=True)\n    return host.numpy()\n", False),
+    ("DEV303", "def step(t):\n    host = t.cpu(non_blocking=True)\n    print(host)\n", False),
     # DEV103: the CUDA side of an availability choice, code that runs only on CUDA
     ("DEV103", "devs = [torch.device('cpu'), torch.device('cuda:0')] if torch.cuda.is_available() else []\n", True),
     ("DEV103", "def f(x):\n    if x.is_cuda:\n        return torch.randn(2, device='cuda')\n    return x\n", True),

@@ -531,13 +531,40 @@ def _pins_by_check(call: ast.Call) -> bool:
 
 def non_blocking_device_to_host(facts: Facts) -> bool:
     # DEV303 reports host reads of a pending copy; a value is pending only as the result of
-    # `x.to(...)` or `x.cpu(...)` given `non_blocking=True` (`Flow._call_value`).
+    # `x.cpu(...)`, or of `x.to(...)` whose target may be the host (`Flow.move_target`),
+    # given `non_blocking=True` (`Flow._call_value`).
+    assigned: set[str] | None = None
     for name in ("to", "cpu"):
         for call in method_calls(facts, name):
             flag = keyword(call, "non_blocking")
-            if type(flag) is ast.Constant and flag.value is True:
+            if not (type(flag) is ast.Constant and flag.value is True):
+                continue
+            if name == "cpu":
+                return True
+            if assigned is None:
+                assigned = {target.id for targets, _ in facts.assignments for target in targets if type(target) is ast.Name}
+            if not _never_the_host(call, assigned):
                 return True
     return False
+
+
+def _never_the_host(call: ast.Call, assigned: set[str]) -> bool:
+    """``x.to(target, ...)`` whose target `Flow.device_kind` never reads as the host: a string
+    naming no host device, a `.device`, a name never assigned a value (read by its name, its
+    annotation or as a dtype, none of them the host); a cast (`dtype=` alone) or nothing."""
+    target = keyword(call, "device")
+    if target is None:
+        plain = positional(call)
+        if unpacks(call):
+            return False
+        if not plain:
+            return True
+        target = plain[0]
+    if type(target) is ast.Constant:
+        return type(target.value) is str and not target.value.startswith(("cpu", "meta"))
+    if type(target) is ast.Attribute:
+        return target.attr == "device"
+    return type(target) is ast.Name and target.id not in assigned
 
 
 def numpy_on_device_tensor(facts: Facts) -> bool:
