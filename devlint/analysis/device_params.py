@@ -14,21 +14,22 @@ device sink* when the function gives it, unchanged (or wrapped in ``torch.device
   for a method of the same class).
 
 A parameter the function rebinds reaches nothing here: what it holds at the sink is not known.
-The index is built once per module, one walk over its function definitions and a worklist over
-the calls between them (linear in the module), and read at every call site. It reads the
+The index is worked out per function when asked (a function's facts read once, a worklist over
+the calls between the functions asked about and those they hand values on to: linear in the
+module), and read at every call site. It reads the
 module's own imports flow-insensitively (as the gate does), so the same code indexes the checked
 file and the source of another module's function that the run hands over (devlint.project)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 
 import libcst as cst
 
 from devlint.analysis.semantic import dotted_name
-from devlint.analysis.tree import descendants
+from devlint.analysis.tree import descendants, statement_children
 
 # qualified callee -> (position, keyword) of its argument that is a device, for the sinks
 # that are functions (`.to` is a method of any receiver).
@@ -63,42 +64,74 @@ class Signature:
         return None
 
 
-@dataclass(frozen=True)
 class DeviceParams:
     """The module's functions that have a parameter reaching a device sink, by name: ``f`` for a
-    module-level function, ``Class.m`` for a method of a module-level class."""
+    module-level function, ``Class.m`` for a method of a module-level class. Worked out when
+    asked: a function's answer needs the facts of the functions it hands parameters to, theirs,
+    and so on, not those of the whole module; each function is read once however many ask."""
 
-    functions: Mapping[str, Signature] = field(default_factory=lambda: MappingProxyType({}))
-
-    def get(self, name: str) -> Signature | None:
-        return self.functions.get(name)
+    def __init__(self, module: cst.Module) -> None:
+        self._module = module
+        self._imports: dict[str, str] | None = None
+        self._defs: dict[str, cst.FunctionDef] | None = None
+        self._facts: dict[str, _Facts] = {}
+        # name -> the parameters of it that reach a sink, once known (empty: none)
+        self._reaching: dict[str, frozenset[str]] = {}
 
     @classmethod
     def of(cls, module: cst.Module) -> DeviceParams:
-        imports = _imports(module)
-        defs = dict(_functions(module))
-        facts = {name: _Facts.of(name, function, imports, defs) for name, function in defs.items()}
-        reaching = {name: set(fact.direct) for name, fact in facts.items()}
+        return cls(module)
+
+    def get(self, name: str) -> Signature | None:
+        defs = self._definitions()
+        if name not in defs:
+            return None
+        if name not in self._reaching:
+            self._solve(name)
+        reaching = self._reaching[name]
+        if not reaching:
+            return None
+        fact = self._fact(name)
+        return Signature(fact.params, fact.kwonly, reaching)
+
+    def _solve(self, name: str) -> None:
+        """The parameters reaching a sink of ``name`` and of every function it hands a value
+        on to, at any remove (those already known stay as they are)."""
+        new = [name]
+        seen = {name}
+        for current in new:
+            for _, callee, _ in self._fact(current).handed:
+                if callee not in seen and callee not in self._reaching:
+                    seen.add(callee)
+                    new.append(callee)
+        reaching = {function: set(self._fact(function).direct) for function in new}
         # (callee, its parameter) -> the (caller, its parameter) pairs that hand a value on to it
         callers: dict[tuple[str, str], list[tuple[str, str]]] = {}
-        for name, fact in facts.items():
-            for own, callee, theirs in fact.handed:
-                callers.setdefault((callee, theirs), []).append((name, own))
-        pending = [(name, param) for name, params in reaching.items() for param in params]
+        for function in new:
+            for own, callee, theirs in self._fact(function).handed:
+                if callee in reaching:
+                    callers.setdefault((callee, theirs), []).append((function, own))
+                elif theirs in self._reaching[callee]:
+                    reaching[function].add(own)
+        pending = [(function, param) for function, params in reaching.items() for param in params]
         while pending:
             for caller, param in callers.get(pending.pop(), ()):
                 if param not in reaching[caller]:
                     reaching[caller].add(param)
                     pending.append((caller, param))
-        return cls(
-            MappingProxyType(
-                {
-                    name: Signature(facts[name].params, facts[name].kwonly, frozenset(params))
-                    for name, params in reaching.items()
-                    if params
-                }
-            )
-        )
+        self._reaching.update((function, frozenset(params)) for function, params in reaching.items())
+
+    def _fact(self, name: str) -> _Facts:
+        if name not in self._facts:
+            if self._imports is None:
+                self._imports = _imports(self._module)
+            self._facts[name] = _Facts.of(name, self._definitions()[name], self._imports, self._definitions())
+        return self._facts[name]
+
+    def _definitions(self) -> dict[str, cst.FunctionDef]:
+        if self._defs is None:
+            self._defs = dict(_functions(self._module))
+        return self._defs
 
 
 def signature_of(source: str, name: str) -> Signature | None:
@@ -182,7 +215,7 @@ def _imports(module: cst.Module) -> dict[str, str]:
     """Local name -> qualified name, from every import of the module (inside functions too), as
     SemanticModel.record_import binds them."""
     imports: dict[str, str] = {}
-    for node in descendants(module):
+    for node in _statements(module):
         if isinstance(node, cst.Import):
             for alias in node.names:
                 full = dotted_name(alias.name)
@@ -202,6 +235,19 @@ def _imports(module: cst.Module) -> dict[str, str]:
                 if name is not None and local is not None:
                     imports[local] = f"{base}.{name}"
     return imports
+
+
+def _statements(module: cst.Module) -> list[cst.CSTNode]:
+    """The module's statements and their parts, in ``descendants``' order (the imports a later
+    one binds are read first, so the first import of a name wins, as before): only these can
+    be an import, and a module's expressions are most of its nodes."""
+    found: list[cst.CSTNode] = []
+    stack: list[cst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack.extend(statement_children(node))
+    return found
 
 
 def _qualname(expression: cst.BaseExpression, imports: Mapping[str, str]) -> str | None:
