@@ -384,7 +384,8 @@ def test_guarded_runtime_calls_are_ruled_out_only_where_the_version_says_so(body
     assert screened(text, [rule]).rules == [rule]
 
 
-# Exemptions read from CPython's tree (`WITH_THE_TREE`): (rule, program, ruled out). A program
+# Exemptions the gate takes, most read from CPython's tree (`WITH_THE_TREE`; DEV303's from the
+# facts alone): (rule, program, ruled out). A program
 # not ruled out (False) has a finding the exemption must not lose; None: the rule reports
 # nothing, but the gate cannot tell (a name that may be bound elsewhere, torch under another name).
 TREE_EXEMPTIONS = [
