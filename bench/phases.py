@@ -21,7 +21,7 @@ from pathlib import Path
 from devlint.engine.context import FileContext
 from devlint.engine.lint import ParseError, parse
 from devlint.engine.walk import walk
-from devlint.gate import passing
+from devlint.gate.decision import passing
 from devlint.gate.prefilter import matching_rules
 from devlint.gate.syntax import cpython_tree
 from devlint.registry import select_rules

@@ -115,6 +115,9 @@ def test_a_warm_run_answers_from_the_cache_without_libcst(project: Path) -> None
     warm = _run(project, "check", "cuda.py", "clean.py")
     assert (warm[0], warm[1]) == (cold[0], cold[1]) and "DEV101" in warm[1]
     assert "libcst" in cold[2] and _heavy(warm[2]) == []
+    # nor the screen and the gate's conditions: every answer is the cache's
+    assert "devlint.gate.conditions" in cold[2]
+    assert not {"devlint.gate.screen", "devlint.gate.conditions"} & warm[2]
 
 
 def test_fix_of_files_without_findings_imports_nothing_heavy(project: Path) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from devlint.engine.lint import fix_text, lint_text
-from devlint.gate import passing
+from devlint.gate.decision import passing
 from devlint.registry import all_rules, rule_by_code
 from devlint.settings import FixSettings
 

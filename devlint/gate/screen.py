@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol
 
-from devlint.gate import R, gated, passing
+from devlint.gate.decision import R, gated, passing
 from devlint.gate.facts import Facts, collect
 from devlint.gate.nesting import NestingProblem, nesting_problem, tree_within_default_depth
 from devlint.gate.prefilter import matching_rules

@@ -2,7 +2,8 @@
 notebook share. Runs in worker processes, so everything it takes and returns is plain, picklable data.
 
 LibCST and the rule classes (devlint.engine.lint) are imported only for a text that may hold a
-finding (devlint.gate.screen decides): a run over files that cannot never pays their import."""
+finding (devlint.gate.screen decides): a run over files that cannot never pays their import; the
+screen and the gate's conditions only for a text the cache did not answer."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from typing import TYPE_CHECKING
 from devlint import linediff
 from devlint.findings import FileError, Finding
 from devlint.gate.catalog import RuleInfo
-from devlint.gate.screen import OneFileReading, screened
 from devlint.registry import info_by_code, load
 from devlint.run.diff_base import DiffBase
 from devlint.run.project_imports import Dependencies, ProjectImports
@@ -86,6 +86,8 @@ def lint(text: str, filename: str, job: Job, settings: FixSettings) -> tuple[lis
     needed) that no `# noqa` comment suppresses, and the other files of the project they depend
     on. Those files are read only for a text the screen lets through: a text no rule can report
     on depends on nothing."""
+    from devlint.gate.screen import OneFileReading, screened
+
     reading = OneFileReading()
     screen = screened(text, _infos(job.codes), reading=reading, torch_version=settings.torch_version)
     if screen.rules == []:
@@ -115,6 +117,8 @@ def fix(
 ) -> tuple[FixResult | None, Dependencies | None]:
     """``fix_text`` with the job's rules; None when no rule can report on ``text``: nothing to fix.
     The screen's answer for ``text`` is handed on, so the first fix round does not screen it again."""
+    from devlint.gate.screen import OneFileReading, screened
+
     reading = OneFileReading()
     screen = screened(text, _infos(job.codes), reading=reading, torch_version=settings.torch_version)
     if screen.rules == []:

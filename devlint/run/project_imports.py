@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
 
-from devlint.gate.conditions import is_cuda_literal
+from devlint.gate.literals import is_cuda_literal
 from devlint.gate.facts import descendants
 from devlint.project import NONE, Constant, Function, ImportedConstants
 from devlint.run.cache import content_digest
