@@ -284,3 +284,22 @@ def test_devlint_rules_shows_the_defaults_per_torch_version(capsys) -> None:
     assert re.search(r"DEV604\W+cuda-availability-check\W+sometimes\W+on\b", capsys.readouterr().out)
     assert main(["rules", "--torch-version", "2.5"]) == 0
     assert re.search(r"DEV604\W+cuda-availability-check\W+sometimes\W+off\b", capsys.readouterr().out)
+
+
+def test_the_compiled_exclusion_matcher_agrees_with_each_pattern() -> None:
+    # Resolver.excluded asks one compiled alternation per path; every pattern alone must say the same.
+    from devlint.run.config import _matcher, _matches
+    from devlint.run.discovery import DEFAULT_EXCLUDES
+
+    patterns = (*DEFAULT_EXCLUDES, "build/", "**/gen_*.py", "docs/*.py", "x[ab].py", "vendor/**/x.py", "*.ipynb")
+    paths = [
+        "a.py", "build", "build/x.py", "src/gen_a.py", "gen_b.py", "docs/conf.py", "docs/sub/conf.py", "xa.py", "xc.py",
+        "vendor/x.py", "vendor/a/b/x.py", "nb.ipynb", ".venv", ".git/config", "node_modules/m.py", "__pycache__",
+        "pkg/.tox/t.py", "site-packages/torch/x.py",
+    ]
+    for chosen in (patterns, patterns[:1], ()):
+        for is_dir in (False, True):
+            for rel in paths:
+                name = rel.rsplit("/", 1)[-1]
+                expected = any(_matches(rel, name, pattern, is_dir) for pattern in chosen)
+                assert _matcher(chosen, is_dir)(rel, name) is expected, (chosen, rel, is_dir)
