@@ -7,7 +7,8 @@ import libcst as cst
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid
 from devlint.rulekit.calls import append_arg, arg, code_in_place, keyword, positional
-from devlint.rulekit.value_flow import HOST_READ_METHODS, FlowRule
+from devlint.rulekit.value_flow import FlowRule
+from devlint.torchfacts.names import HOST_READ_METHODS
 
 LOADER = "import torch\nfrom torch.utils.data import DataLoader\n\nloader = DataLoader(dataset, batch_size=8)\n"
 

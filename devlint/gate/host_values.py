@@ -16,7 +16,8 @@ import ast
 from collections.abc import Iterable
 
 from devlint.gate.facts import Facts
-from devlint.torchfacts.names import DTYPE_NAMES, LEAVES_DEVICE
+from devlint.torchfacts.dtypes import DTYPE_NAMES
+from devlint.torchfacts.names import LEAVES_DEVICE
 
 # What `Flow.value` knows nothing about: it answers None for these shapes whatever they hold.
 _NO_FACT = (

@@ -29,7 +29,7 @@ import libcst as cst
 from devlint.analysis.semantic import dotted_name, string_value
 from devlint.rulekit.calls import keyword, positional
 from devlint.rulekit.class_stores import Stores, escaped_attributes, foreign_attributes, function_stores, outputs, self_name
-from devlint.torchfacts.names import DATASETS, MOVES
+from devlint.torchfacts.names import DATASETS, MOVES, TO_HOST
 
 # Why a returned value may not be on the host.
 LOADED = "loaded"  # what torch.load restored without map_location="cpu"
@@ -40,8 +40,6 @@ HOST: Causes = frozenset()
 Qualname = Callable[[cst.CSTNode], "str | None"]
 
 _TENSOR_FROM_DATA = frozenset({"torch.tensor", "torch.as_tensor"})
-# methods whose result is on the host whatever the receiver's device
-_TO_HOST = frozenset({"cpu", "numpy", "tolist", "item"})
 # methods that may put a tensor on a device besides `.cuda()`/`.to()`: other backends' moves, and
 # `.type("torch.cuda.FloatTensor")`
 _OTHER_MOVES = frozenset({"xpu", "ipu", "mtia", "hpu", "npu", "type"})
@@ -304,7 +302,7 @@ class _ClassItems:
     def _call(self, node: cst.Call, frame: _Frame, env: dict[str, Causes]) -> Causes:
         func = node.func
         method = func.attr.value if isinstance(func, cst.Attribute) else None
-        if method in _TO_HOST or (method == "to" and _to_the_cpu(node)):
+        if method in TO_HOST or (method == "to" and _to_the_cpu(node)):
             return HOST
         if method == "to" and self._dtype_only(node):
             return self._expr(func.value, frame, env)

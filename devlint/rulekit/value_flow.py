@@ -34,14 +34,13 @@ from devlint.analysis.devices import device_value, is_guarded_device_choice
 from devlint.analysis.semantic import Binding, Scope, dotted_name, string_value
 from devlint.rule import Rule, RuleContext
 from devlint.rulekit.calls import keyword, positional, receiver_is_foreign
-from devlint.torchfacts.names import DEVICE_NAMES, DTYPE_NAMES, LEAVES_DEVICE, LOOP_WRAPPERS, MOVES
+from devlint.torchfacts.dtypes import DTYPE_NAMES
+from devlint.torchfacts.names import DEVICE_NAMES, HOST_READ_METHODS, LEAVES_DEVICE, LOOP_WRAPPERS, MOVES
 
 # Device types a string may name; anything else (a path, a dtype name) is not a device string.
 _DEVICE_TYPES = frozenset({"cuda", "mps", "xpu", "npu", "hpu", "xla", "mtia", "privateuseone"})
 _HOST_TYPES = ("cpu", "meta")
 _NOT_TENSORS = frozenset({"shape", "device", "dtype", "ndim", "is_cuda", "layout", "names", "requires_grad"})
-# Python methods that read a tensor's data on the host.
-HOST_READ_METHODS = frozenset({"numpy", "item", "tolist"})
 HOST_READ_FUNCTIONS = frozenset({"print", "float", "int", "bool", "str", "repr", "complex"})
 
 

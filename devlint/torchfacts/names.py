@@ -43,18 +43,15 @@ CUDA_DEVICE_KEYWORDS = ("device", "device_id")
 # DEV302, DEV401, devlint.analysis.devices, devlint.rulekit.value_flow (DEV301 to DEV304) and the
 # gate conditions of those.
 MOVES = ("to", "cuda")
-# The last names of torch's dtypes, as `x.to(torch.float32)` writes them: a cast, no move. DEV304's
-# flow (devlint.rulekit.value_flow) and its gate condition.
-DTYPE_NAMES = frozenset(
-    {
-        "float32", "float", "float16", "half", "bfloat16", "float64", "double", "complex64", "cfloat",
-        "complex128", "cdouble", "int64", "long", "int32", "int", "int16", "short", "int8", "uint8", "bool",
-    }
-)
-# Tensor methods that give something other than a tensor on the receiver's device. The same.
-LEAVES_DEVICE = frozenset(
-    {"cpu", "numpy", "tolist", "item", "type", "size", "dim", "numel", "nelement", "get_device", "data_ptr",
-     "element_size", "is_contiguous", "is_floating_point", "storage", "untyped_storage"}
+# Tensor methods that read a tensor's data on the host (DEV301, DEV303), and with `cpu` those
+# whose result is on the host whatever the receiver's device (the dataset items of DEV302).
+HOST_READ_METHODS = frozenset({"numpy", "item", "tolist"})
+TO_HOST = HOST_READ_METHODS | {"cpu"}
+# Tensor methods that give something other than a tensor on the receiver's device: DEV304's flow
+# (devlint.rulekit.value_flow) and its gate condition.
+LEAVES_DEVICE = TO_HOST | frozenset(
+    {"type", "size", "dim", "numel", "nelement", "get_device", "data_ptr", "element_size", "is_contiguous",
+     "is_floating_point", "storage", "untyped_storage"}
 )
 # numpy functions that copy their first argument (a tensor, or a list of tensors) to the host
 # through `Tensor.__array__`, which fails for a tensor on the device as `.numpy()` does. DEV304
