@@ -447,6 +447,17 @@ def test_exemptions_read_from_the_tree(code: str, body: str, ruled_out: bool | N
     assert isinstance(found, list) and (found == []) is (ruled_out is not False)
 
 
+def test_code_nested_past_the_gates_depth_is_left_to_the_rule() -> None:
+    # A chain of 1,000 `+` is 1,000 levels deep: the gate neither climbs it for every call nor
+    # recurses through it (a RecursionError on the default stack), it answers "not known".
+    calls = " + ".join(f"t{i}.cuda()" for i in range(1000))
+    guarded = f"import torch\n\n\ndef f(x):\n    if x.is_cuda:\n        return {calls}\n"
+    assert screened(guarded, [rule_by_code("DEV101")]).rules == [rule_by_code("DEV101")]
+    names = " + ".join(f"a{i}" for i in range(1000))
+    copied = f"import numpy as np\nimport torch\n\nx = t.to(device)\ny = {names}\nz = np.array(y)\n"
+    assert screened(copied, [rule_by_code("DEV304")]).rules == [rule_by_code("DEV304")]
+
+
 def test_a_file_parsed_in_sections_is_gated_on_its_whole_text() -> None:
     filler = "".join(f"n{i} = '{'a' * 100}'  # {'b' * 100}\n" for i in range(650))
     text = "import torch\n" + filler + "x = torch.ones(2).cuda()\n"

@@ -162,12 +162,18 @@ SHAPES: dict[str, Callable[[int], str]] = {
     + "def f(x, t, d):\n    return [\n"
     + "".join(f"        t[{i}].cuda({i % 2}) if x.is_cuda else {{**d, {i}: t[{i}].cpu().numpy()}},\n" for i in range(n))
     + "    ]\n",
+    # ... and where each stands in one long chain: a path per call through every `+` above it
+    # (past MAX_DEPTH the gate leaves the call to the rule).
+    "calls under a device check in one long chain": lambda n: HEAD
+    + "def f(x):\n    if x.is_cuda:\n        return " + " + ".join(f"t{i}.cuda()" for i in range(n)) + "\n",
 }
 # Shapes whose extra work shows only past a few dozen blocks (at 100 and 400: 4.8x to 5.5x before).
 SIZES = {
     "a name rebound at every line": 100, "a name rebound in every branch": 100,
     # (at 200 and 800: 9.5x when the gate compared every element with its siblings)
     "calls under a device check in one long display": 200,
+    # (at 200 and 800: 14x when every call's path was found through the whole chain)
+    "calls under a device check in one long chain": 200,
 }
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 
-from devlint.gate.paths import Paths
+from devlint.gate.paths import MAX_DEPTH, Paths
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
@@ -38,14 +38,16 @@ def only_on_cuda(paths: Paths, node: ast.expr, path: list[ast.AST] | None = None
     return False
 
 
-def _sides(test: ast.expr) -> tuple[bool, bool]:
+def _sides(test: ast.expr, depth: int = 0) -> tuple[bool, bool]:
     """Whether the body, and whether the other branch, of ``test`` run only with CUDA in use
-    (``_sides`` of devlint.analysis.cuda_regions)."""
+    (``_sides`` of devlint.analysis.cuda_regions; past ``MAX_DEPTH`` nested tests, neither)."""
+    if depth > MAX_DEPTH:
+        return False, False
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        body, orelse = _sides(test.operand)
+        body, orelse = _sides(test.operand, depth + 1)
         return orelse, body
     if isinstance(test, ast.BoolOp):
-        sides = [_sides(value) for value in test.values]
+        sides = [_sides(value, depth + 1) for value in test.values]
         if isinstance(test.op, ast.And):
             return any(side[0] for side in sides), all(side[1] for side in sides)
         return all(side[0] for side in sides), any(side[1] for side in sides)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ast
 
-from devlint.gate.paths import Paths
+from devlint.gate.paths import MAX_DEPTH, Paths
 from devlint.gate.torch_name import TorchName
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -59,15 +59,17 @@ def _guards(parent: ast.AST, child: ast.AST, torch: TorchName | None) -> bool:
     return False
 
 
-def gpu_present_if(test: ast.expr, torch: TorchName | None = None) -> bool | None:
+def gpu_present_if(test: ast.expr, torch: TorchName | None = None, depth: int = 0) -> bool | None:
     """True: ``test`` holds only where torch has a GPU; False: it fails wherever there is one;
-    None: its shape does not say (``device_present_if`` may know more). ``torch``: as for
-    ``certainly_guarded``."""
+    None: its shape does not say (``device_present_if`` may know more), nor past ``MAX_DEPTH``
+    nested ``not`` and ``and``. ``torch``: as for ``certainly_guarded``."""
+    if depth > MAX_DEPTH:
+        return None
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = gpu_present_if(test.operand, torch)
+        inner = gpu_present_if(test.operand, torch, depth + 1)
         return None if inner is None else not inner
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return True if any(gpu_present_if(value, torch) is True for value in test.values) else None
+        return True if any(gpu_present_if(value, torch, depth + 1) is True for value in test.values) else None
     if isinstance(test, ast.Attribute):
         return True if test.attr == "is_cuda" else None
     if torch is not None and cuda_query(test, "is_available") and torch.certain_above(test.lineno):

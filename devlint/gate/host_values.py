@@ -16,6 +16,7 @@ import ast
 from collections.abc import Iterable
 
 from devlint.gate.facts import Facts
+from devlint.gate.paths import MAX_DEPTH
 from devlint.torchfacts.dtypes import DTYPE_NAMES
 from devlint.torchfacts.names import LEAVES_DEVICE
 
@@ -63,32 +64,35 @@ class HostValues:
         self._file: Bindings | None = None
         self._names: dict[str, bool] = {}
 
-    def on_host(self, expr: ast.expr) -> bool:
+    def on_host(self, expr: ast.expr, depth: int = 0) -> bool:
         """The flow never finds ``expr`` on the device (nor, for a name, gathered into a list of
-        device values), wherever in the file it is read."""
+        device values), wherever in the file it is read. Past ``MAX_DEPTH`` nested reads (a
+        chain of 3,000 `+`, names copied into names) the answer is "not known"."""
+        if depth > MAX_DEPTH:
+            return False
         kind = type(expr)
         if isinstance(expr, _NO_FACT):
             return True
         if kind is ast.Name:
-            return self._name(expr.id)
+            return self._name(expr.id, depth + 1)
         if kind is ast.Attribute or kind is ast.Subscript:
-            return self.on_host(expr.value)
+            return self.on_host(expr.value, depth + 1)
         if kind is ast.BinOp:
-            return self.on_host(expr.left) and self.on_host(expr.right)
+            return self.on_host(expr.left, depth + 1) and self.on_host(expr.right, depth + 1)
         if kind is ast.UnaryOp:
-            return self.on_host(expr.operand)
+            return self.on_host(expr.operand, depth + 1)
         if kind is ast.IfExp:
-            return self.on_host(expr.body) or self.on_host(expr.orelse)
+            return self.on_host(expr.body, depth + 1) or self.on_host(expr.orelse, depth + 1)
         if kind is ast.Call:
-            return self._call(expr)
+            return self._call(expr, depth + 1)
         return False
 
     def name_on_host(self, name: str, local: Bindings) -> bool:
         """``name`` is on the host where the flow looks it up in one function only (the caller
         knows the function binds it before the read): ``local`` is that function's code."""
-        return name not in local.receivers and self._values_on_host(local.assigned.get(name, ()))
+        return name not in local.receivers and self._values_on_host(local.assigned.get(name, ()), 1)
 
-    def _call(self, call: ast.Call) -> bool:
+    def _call(self, call: ast.Call, depth: int) -> bool:
         if any(type(arg) is ast.Starred for arg in call.args) or any(k.arg is None for k in call.keywords):
             return False
         func = call.func
@@ -98,13 +102,13 @@ class HostValues:
                 # (`cpu` too: a host copy, or one still in flight)
                 return True
             if method == "to":
-                return _host_target(call) or (self._cast(call) and self.on_host(func.value))
+                return _host_target(call) or (self._cast(call) and self.on_host(func.value, depth))
             if method == "cuda":
                 return False
             # a tensor method keeps the device of its receiver (a name holds no moved module
             # where it is on the host); a torch function places its result where its arguments
             # or `device=` say
-            return self.on_host(func.value) and self._not_torch(func)
+            return self.on_host(func.value, depth) and self._not_torch(func)
         if type(func) is ast.Name:
             if func.id == "next" and call.args:
                 return True
@@ -140,19 +144,20 @@ class HostValues:
         bound = self._facts.imports.get(func.id, ())
         return self._bindings().untouched(func.id) and not any(name == "torch" or name.startswith("torch.") for name in bound)
 
-    def _name(self, name: str) -> bool:
+    def _name(self, name: str, depth: int) -> bool:
         known = self._names.get(name)
         if known is not None:
             return known
         bindings = self._bindings()
         # a cycle (`x = x.float()`) answers "not known" until every value is read
         self._names[name] = False
-        answer = name not in bindings.receivers and self._values_on_host(bindings.assigned.get(name, ()))
+        answer = name not in bindings.receivers and self._values_on_host(bindings.assigned.get(name, ()), depth)
+        # (a "not known" that the cut-off gave is kept too: it only leaves the decision to the rule)
         self._names[name] = answer
         return answer
 
-    def _values_on_host(self, values: Iterable[ast.expr | None]) -> bool:
-        return all(value is not None and self.on_host(value) for value in values)
+    def _values_on_host(self, values: Iterable[ast.expr | None], depth: int) -> bool:
+        return all(value is not None and self.on_host(value, depth) for value in values)
 
     def _bindings(self) -> Bindings:
         if self._file is None:

@@ -12,6 +12,10 @@ import ast
 from bisect import bisect_right
 
 Where = tuple[int, int, "int | None", "int | None"]
+# Deeper than this, a node is "not known" (None): every caller then leaves the decision to the
+# rule. Code nests far less; a chain of 3,000 `+` is 3,000 levels deep, and a path per call of it
+# would cost the square of its length.
+MAX_DEPTH = 100
 
 
 class Paths:
@@ -26,11 +30,11 @@ class Paths:
     def to(self, node: ast.expr) -> list[ast.AST] | None:
         """The nodes from the tree down to ``node``'s parent; None when ``node`` is not found by
         position (in a decorator, which stands above its function's first line; where the
-        positions are odd): "not known" to every caller."""
+        positions are odd) or stands deeper than ``MAX_DEPTH``: "not known" to every caller."""
         where: Where = (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
         path: list[ast.AST] = []
         current: ast.AST = self._tree
-        while True:
+        while len(path) <= MAX_DEPTH:
             found = None
             for child in self._candidates(current, where):
                 if child is node:
@@ -43,6 +47,7 @@ class Paths:
                 return None
             path.append(current)
             current = found
+        return None
 
     def _candidates(self, parent: ast.AST, where: Where) -> list[ast.AST]:
         children: list[ast.AST] = []
