@@ -66,7 +66,6 @@ from devlint.torchfacts.names import (
 from devlint.torchfacts.version import TorchVersion
 
 Condition = Callable[[Facts], bool]
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
 
 # -- reading calls ----------------------------------------------------------------------------
