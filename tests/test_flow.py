@@ -131,6 +131,56 @@ def test_loop_targets_with_items_imports_and_del() -> None:
     assert reach("d = 1\ndel d\nSITE()\n").maybe_unbound
 
 
+# Each name's analysis steps only the statements that may bind it (the others pass its state on
+# or end every path): a binding deep inside a statement must still mark that statement.
+@pytest.mark.parametrize(
+    "binding",
+    [
+        "for d in xs:\n        pass",
+        "with open(p) as d:\n        pass",
+        "try:\n        pass\n    except OSError as d:\n        pass",
+        "import d",
+        "from m import d",
+        "import d.sub",
+        "from m import other as d",
+        "del d",
+        "def d():\n        pass",
+        "class d:\n        pass",
+        "d += 1",
+        "d: str = 'cuda:1'",
+        "while (d := pick()):\n        pass",
+        "log([(d := y) for y in ys])",
+        "global d",
+        "d, e = pair",
+        "[d, *rest] = items",
+    ],
+)
+def test_a_binding_nested_in_another_statement_is_followed(binding: str) -> None:
+    found = reach(f"d = 'cpu'\nif ok:\n    {binding}\nSITE()\n")
+    assert values(found) != ["'cpu'"] or found.unknown or found.maybe_unbound
+
+
+def test_a_match_capture_nested_in_another_statement_is_followed() -> None:
+    found = reach("d = 'cpu'\nfor v in vs:\n    match v:\n        case [d]:\n            pass\nSITE()\n")
+    assert found.unknown
+
+
+@pytest.mark.parametrize(
+    ("code", "reached"),
+    [
+        ("if ok:\n    raise ValueError\nelse:\n    raise KeyError\n", []),
+        ("try:\n    raise ValueError\nfinally:\n    log()\n", []),
+        ("try:\n    raise ValueError\nexcept ValueError:\n    pass\n", ["'cuda'"]),
+        ("if ok:\n    raise ValueError\n", ["'cuda'"]),
+        ("while ok:\n    raise ValueError\n", ["'cuda'"]),
+        ("with ctx():\n    raise ValueError\n", []),
+    ],
+)
+def test_a_statement_binding_nothing_may_still_end_every_path(code: str, reached: list[str]) -> None:
+    found = reach(f"d = 'cuda'\n{code}SITE()\n")
+    assert values(found) == reached and not found.maybe_unbound
+
+
 def test_a_walrus_in_a_test_binds() -> None:
     found = reach("if (d := choose()) is not None:\n    SITE()\n")
     assert values(found) == ["choose()"] and not found.maybe_unbound

@@ -14,7 +14,8 @@ the answer may say "maybe unbound" or "maybe something else" where it is not, ne
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from bisect import bisect_left
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
@@ -48,6 +49,8 @@ State = frozenset[Reaching] | None
 
 _UNBOUND = Unbound()
 _LOOP_PASSES = 3
+# A name no statement binds: its analysis says which statements any path leaves (``_Index``).
+_NO_NAME = "\0"
 
 
 @dataclass(frozen=True)
@@ -84,8 +87,8 @@ def reaching_at(
 def reaching_at_end(name: str, scope: cst.CSTNode, walrus: bool = True) -> Reach:
     """The bindings of ``name`` that may be live when ``scope`` (a Module or FunctionDef) has run to
     its end: what a function defined in it sees when it is called later."""
-    analysis = _Analysis(name, walrus)
-    state = analysis.run(_body(scope), analysis.entry(scope))
+    analysis = _Analysis(name, walrus, _Index(walrus))
+    state = analysis.run(_owner(scope), _body(scope), analysis.entry(scope))
     return Reach(state if state is not None else frozenset())
 
 
@@ -108,8 +111,10 @@ def declared_names(module: cst.Module, text: str) -> frozenset[str]:
 
 class Flows:
     """The analyses of one file. Fix sites ask the same questions again and again (one per site
-    and candidate name): the state before each top-level statement of a scope, and what a scope
-    leaves at its end, are computed once per name."""
+    and candidate name): each name's analysis keeps the state before each statement of every
+    block it entered (``_Block``), and what a scope leaves at its end, so a question costs the
+    depth of its site; the statements that can bind a name, and those no path leaves, are
+    indexed once for every name (``_Index``)."""
 
     def __init__(
         self,
@@ -121,7 +126,8 @@ class Flows:
         # Whether the file has `:=` at all: if not, expressions need no search for one.
         self.walrus = walrus
         self._ends: dict[tuple[str, int], Reach] = {}
-        self._prefixes: dict[tuple[str, int], dict[int, State]] = {}
+        self._index = _Index(walrus)
+        self._analyses: dict[str, _Analysis] = {}
         self._declare = declared
         self._declared: frozenset[str] | None = None
 
@@ -148,30 +154,32 @@ class Flows:
             depth = 1
         if depth >= len(path):
             return None
-        before = self._prefix(name, scope).get(id(path[depth]))
+        analysis = self._analysis(name)
+        block = analysis.block(_owner(scope), _body(scope), analysis.entry(scope))
+        position = block.positions.get(id(path[depth]))
+        before = block.before(position) if position is not None else None
         if before is None:
             return Reach(frozenset())
-        found = _Analysis(name, self.walrus)._inside(path[depth], path, depth, before)
+        found = analysis._inside(path[depth], path, depth, before)
         return Reach(found if found is not None else frozenset())
 
     def at_end(self, name: str, scope: cst.CSTNode) -> Reach:
         key = (name, id(scope))
         if key not in self._ends:
-            self._ends[key] = reaching_at_end(name, scope, self.walrus)
+            analysis = self._analysis(name)
+            state = analysis.run(_owner(scope), _body(scope), analysis.entry(scope))
+            self._ends[key] = Reach(state if state is not None else frozenset())
         return self._ends[key]
 
-    def _prefix(self, name: str, scope: cst.CSTNode) -> dict[int, State]:
-        """The state just before each top-level statement of ``scope`` (None: unreachable)."""
-        key = (name, id(scope))
-        if key not in self._prefixes:
-            analysis = _Analysis(name, self.walrus)
-            state = analysis.entry(scope)
-            states: dict[int, State] = {}
-            for statement in _body(scope):
-                states[id(statement)] = state
-                state = analysis.step(statement, state) if state is not None else None
-            self._prefixes[key] = states
-        return self._prefixes[key]
+    def _analysis(self, name: str) -> _Analysis:
+        if name not in self._analyses:
+            self._analyses[name] = _Analysis(name, self.walrus, self._index)
+        return self._analyses[name]
+
+
+def _owner(scope: cst.CSTNode) -> cst.CSTNode:
+    """The node holding ``_body(scope)``: the module, or the function's suite."""
+    return scope.body if isinstance(scope, cst.FunctionDef) else scope
 
 
 def _body(scope: cst.CSTNode) -> list[cst.CSTNode]:
@@ -196,10 +204,73 @@ def _join(*states: State) -> State:
     return joined
 
 
+@dataclass(frozen=True)
+class _Statements:
+    """What a block's statements are to every name's analysis: each one's position, the positions
+    of those that may bind each name (``_bound_names``), and of those after which no path goes
+    on (a ``return``, a ``raise`` on every path)."""
+
+    positions: Mapping[int, int]
+    binders: Mapping[str, list[int]]
+    stops: list[int]
+
+
+class _Index:
+    """``_Statements`` of each block, worked out once for every name of a file. A statement that
+    cannot bind a name leaves that name's state as it was, or ends every path (None): which of
+    the two depends on the statement alone, so it is asked once, of a name nothing binds."""
+
+    def __init__(self, walrus: bool) -> None:
+        self.walrus = walrus
+        self._blocks: dict[int, _Statements] = {}
+        self._nothing = _Analysis(_NO_NAME, walrus, self)
+
+    def statements(self, owner: cst.CSTNode, statements: Sequence[cst.CSTNode]) -> _Statements:
+        found = self._blocks.get(id(owner))
+        if found is None:
+            binders: dict[str, list[int]] = {}
+            for position, statement in enumerate(statements):
+                for name in _bound_names(statement, self.walrus):
+                    binders.setdefault(name, []).append(position)
+            entry = frozenset({_UNBOUND})
+            stops = [position for position, statement in enumerate(statements) if self._nothing.step(statement, entry) is None]
+            found = _Statements({id(statement): position for position, statement in enumerate(statements)}, binders, stops)
+            self._blocks[id(owner)] = found
+        return found
+
+
+@dataclass(frozen=True)
+class _Block:
+    """What one name may hold before each statement of one block, entered in one state: it
+    changes only at the statements that may bind the name (``points``, the state after each in
+    ``states``), and no path goes past ``stop``."""
+
+    positions: Mapping[int, int]
+    entry: State
+    points: list[int]
+    states: list[State]
+    stop: int | None
+
+    def before(self, position: int) -> State:
+        if self.stop is not None and position > self.stop:
+            return None
+        passed = bisect_left(self.points, position)
+        return self.states[passed - 1] if passed else self.entry
+
+    @property
+    def end(self) -> State:
+        if self.stop is not None:
+            return None
+        return self.states[-1] if self.states else self.entry
+
+
 class _Analysis:
-    def __init__(self, name: str, walrus: bool = True) -> None:
+    def __init__(self, name: str, walrus: bool, index: _Index) -> None:
         self.name = name
         self.walrus = walrus
+        self.index = index
+        self._blocks: dict[tuple[int, State], _Block] = {}
+        self._heads: dict[tuple[int, State], State] = {}
 
     def entry(self, scope: cst.CSTNode) -> State:
         if isinstance(scope, cst.FunctionDef):
@@ -213,33 +284,63 @@ class _Analysis:
 
     # -- whole statements ----------------------------------------------------------------------
 
-    def run(self, statements: Sequence[cst.CSTNode], state: State) -> State:
-        for statement in statements:
+    def run(self, owner: cst.CSTNode, statements: Sequence[cst.CSTNode], state: State) -> State:
+        """The state after ``statements``, the statements of ``owner`` (a block, a line)."""
+        if state is None:
+            return None
+        return self.block(owner, statements, state).end
+
+    def block(self, owner: cst.CSTNode, statements: Sequence[cst.CSTNode], entry: frozenset[Reaching]) -> _Block:
+        key = (id(owner), entry)
+        found = self._blocks.get(key)
+        if found is None:
+            found = self._blocks[key] = self._through(owner, statements, entry)
+        return found
+
+    def _through(self, owner: cst.CSTNode, statements: Sequence[cst.CSTNode], entry: frozenset[Reaching]) -> _Block:
+        """Steps only the statements that may bind the name: any other one passes the state on
+        unchanged, or ends every path, the first such statement ending the block."""
+        shape = self.index.statements(owner, statements)
+        binders = shape.binders.get(self.name, [])
+        binding = set(binders)
+        stop = next((position for position in shape.stops if position not in binding), None)
+        points: list[int] = []
+        states: list[State] = []
+        state: State = entry
+        for position in binders:
+            if stop is not None and position > stop:
+                break
+            state = self.step(statements[position], state)
+            points.append(position)
+            states.append(state)
             if state is None:
-                return None
-            state = self.step(statement, state)
-        return state
+                stop = position
+                break
+        return _Block(shape.positions, entry, points, states, stop)
+
+    def _run_block(self, block: cst.CSTNode, state: State) -> State:
+        return self.run(block, _statements(block), state)
 
     def step(self, node: cst.CSTNode, state: State) -> State:
         if state is None:
             return None
         if isinstance(node, cst.SimpleStatementLine):
-            return self.run(node.body, state)
+            return self.run(node, node.body, state)
         if isinstance(node, cst.If):
             state = self._walrus(node.test, state)
             orelse = self.step(node.orelse, state) if node.orelse is not None else state
-            return _join(self.run(_statements(node.body), state), orelse)
+            return _join(self._run_block(node.body, state), orelse)
         if isinstance(node, cst.Else):
-            return self.run(_statements(node.body), state)
+            return self._run_block(node.body, state)
         if isinstance(node, (cst.For, cst.While)):
             head = self._loop_head(node, state)
             return self.step(node.orelse, head) if node.orelse is not None else head
         if isinstance(node, (cst.Try, cst.TryStar)):
             return self._try(node, state)
         if isinstance(node, cst.With):
-            return self.run(_statements(node.body), self._with_items(node, state))
+            return self._run_block(node.body, self._with_items(node, state))
         if isinstance(node, cst.Match):
-            outs = [self.run(_statements(case.body), self._captures(case.pattern, state)) for case in node.cases]
+            outs = [self._run_block(case.body, self._captures(case.pattern, state)) for case in node.cases]
             return _join(state, *outs)
         if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             return self._bind(node.name.value, Unknown(node), state)
@@ -283,14 +384,7 @@ class _Analysis:
         return state
 
     def _import(self, node: cst.Import | cst.ImportFrom, state: State) -> State:
-        if isinstance(node.names, cst.ImportStar):
-            return state
-        for alias in node.names:
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                local = alias.asname.name.value
-            else:
-                full = dotted_name(alias.name) or ""
-                local = full.split(".")[0] if isinstance(node, cst.Import) else full
+        for local in _imported_names(node):
             state = self._bind(local, Unknown(node), state)
         return state
 
@@ -331,25 +425,30 @@ class _Analysis:
 
     def _loop_head(self, node: cst.For | cst.While, state: State) -> State:
         """The state at the top of the loop: before the first pass or after any number of passes.
-        ``break`` and ``continue`` are followed as if they fell through (more paths, never fewer)."""
+        ``break`` and ``continue`` are followed as if they fell through (more paths, never fewer).
+        Kept: every site in the loop's body asks it."""
+        key = (id(node), state)
+        if key in self._heads:
+            return self._heads[key]
         head = state
         for _ in range(_LOOP_PASSES):
-            out = self.run(_statements(node.body), self._loop_entry(node, head))
+            out = self._run_block(node.body, self._loop_entry(node, head))
             joined = _join(head, out)
             if joined == head:
                 break
             head = joined
+        self._heads[key] = head
         return head
 
     def _try(self, node: cst.Try | cst.TryStar, state: State) -> State:
-        body = self.run(_statements(node.body), state)
+        body = self._run_block(node.body, state)
         # An exception may come from anywhere in the body: a handler starts from any state in it.
         raised = _join(state, body)
-        outs = [self.run(_statements(h.body), self._handler_entry(h, raised)) for h in node.handlers]
+        outs = [self._run_block(h.body, self._handler_entry(h, raised)) for h in node.handlers]
         normal = self.step(node.orelse, body) if node.orelse is not None else body
         out = _join(normal, *outs)
         if node.finalbody is not None:
-            return self.run(_statements(node.finalbody.body), out)
+            return self._run_block(node.finalbody.body, out)
         return out
 
     def _handler_entry(self, handler: cst.ExceptHandler | cst.ExceptStarHandler, state: State) -> State:
@@ -359,23 +458,26 @@ class _Analysis:
 
     # -- the state just before a node deep inside the statements ---------------------------------
 
-    def before(self, statements: Sequence[cst.CSTNode], path: list[cst.CSTNode], depth: int, state: State) -> frozenset[Reaching] | None:
-        """The state right before ``path[-1]``, where ``path[depth]`` is one of ``statements``."""
-        target = path[depth]
-        for statement in statements:
-            if state is None:
-                return None
-            if statement is target:
-                return self._inside(statement, path, depth, state)
-            state = self.step(statement, state)
-        return state
+    def before(
+        self, owner: cst.CSTNode, statements: Sequence[cst.CSTNode], path: list[cst.CSTNode], depth: int, state: State
+    ) -> frozenset[Reaching] | None:
+        """The state right before ``path[-1]``, where ``path[depth]`` is one of ``statements``
+        (those of ``owner``)."""
+        if state is None:
+            return None
+        block = self.block(owner, statements, state)
+        position = block.positions.get(id(path[depth]))
+        if position is None:
+            return block.end
+        found = block.before(position)
+        return self._inside(path[depth], path, depth, found) if found is not None else None
 
     def _inside(self, node: cst.CSTNode, path: list[cst.CSTNode], depth: int, state: State) -> frozenset[Reaching] | None:
         if depth + 1 >= len(path) or state is None:
             return state
         child = path[depth + 1]
         if isinstance(node, cst.SimpleStatementLine):
-            return self.before(node.body, path, depth + 1, state)
+            return self.before(node, node.body, path, depth + 1, state)
         if isinstance(node, cst.If):
             if child is node.body:
                 return self._in_block(node.body, path, depth + 2, self._walrus(node.test, state))
@@ -408,7 +510,7 @@ class _Analysis:
     def _in_try(self, node: cst.Try | cst.TryStar, child: cst.CSTNode, path: list[cst.CSTNode], depth: int, state: State) -> frozenset[Reaching] | None:
         if child is node.body:
             return self._in_block(node.body, path, depth + 2, state)
-        body = self.run(_statements(node.body), state)
+        body = self._run_block(node.body, state)
         raised = _join(state, body)
         for handler in node.handlers:
             if child is handler:
@@ -416,7 +518,7 @@ class _Analysis:
         if node.orelse is not None and child is node.orelse:
             return self._inside(child, path, depth + 1, body)
         if node.finalbody is not None and child is node.finalbody:
-            outs = [self.run(_statements(h.body), self._handler_entry(h, raised)) for h in node.handlers]
+            outs = [self._run_block(h.body, self._handler_entry(h, raised)) for h in node.handlers]
             normal = self.step(node.orelse, body) if node.orelse is not None else body
             return self._in_block(node.finalbody.body, path, depth + 3, _join(normal, raised, *outs))
         return state
@@ -425,7 +527,62 @@ class _Analysis:
         """``path[depth - 1]`` is ``block`` (an IndentedBlock or a one-line suite)."""
         if depth >= len(path):
             return state
-        return self.before(_statements(block), path, depth, state)
+        return self.before(block, _statements(block), path, depth, state)
+
+
+def _imported_names(node: cst.Import | cst.ImportFrom) -> list[str]:
+    """The names an import binds: `import a.b` binds `a`, `from m import f as g` binds `g`."""
+    if isinstance(node.names, cst.ImportStar):
+        return []
+    found: list[str] = []
+    for alias in node.names:
+        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            found.append(alias.asname.name.value)
+        else:
+            full = dotted_name(alias.name) or ""
+            found.append(full.split(".")[0] if isinstance(node, cst.Import) else full)
+    return found
+
+
+def _bound_names(statement: cst.CSTNode, walrus: bool) -> set[str]:
+    """Every name ``_Analysis.step`` may bind in ``statement`` (any other name it leaves as it
+    was): the targets of its assignments, loops, `with ... as`, handlers, match patterns, imports,
+    `del`, `global`, the defs and classes it holds (not what they bind inside), and with
+    ``walrus`` every `:=` outside nested functions. More names than it binds only cost time."""
+    found: set[str] = set()
+    stack = [statement]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            found.add(node.name.value)
+            continue
+        if isinstance(node, cst.Assign):
+            found.update(name for target in node.targets for name in _names_of(target.target))
+        elif isinstance(node, (cst.AnnAssign, cst.Del, cst.For)):
+            found.update(_names_of(node.target))
+        elif isinstance(node, cst.AugAssign):
+            found.add(dotted_name(node.target) or "")
+        elif isinstance(node, (cst.Import, cst.ImportFrom)):
+            found.update(_imported_names(node))
+        elif isinstance(node, (cst.Global, cst.Nonlocal)):
+            found.update(item.name.value for item in node.names)
+        elif isinstance(node, cst.With):
+            found.update(name for item in node.items if item.asname is not None for name in _names_of(item.asname.name))
+        elif isinstance(node, (cst.ExceptHandler, cst.ExceptStarHandler)) and node.name is not None:
+            found.update(_names_of(node.name.name))
+        elif isinstance(node, cst.MatchCase):
+            found.update(n.value for n in _descendants(node.pattern) if isinstance(n, cst.Name))
+        stack.extend(statement_children(node))
+    if walrus:
+        pending = [statement]
+        while pending:
+            current = pending.pop()
+            if isinstance(current, (cst.Lambda, cst.FunctionDef, cst.ClassDef)) and current is not statement:
+                continue
+            if isinstance(current, cst.NamedExpr):
+                found.add(dotted_name(current.target) or "")
+            pending.extend(children(current))
+    return found
 
 
 def _names_of(target: cst.CSTNode) -> set[str]:
