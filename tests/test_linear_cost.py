@@ -166,6 +166,22 @@ SHAPES: dict[str, Callable[[int], str]] = {
     # (past MAX_DEPTH the gate leaves the call to the rule).
     "calls under a device check in one long chain": lambda n: HEAD
     + "def f(x):\n    if x.is_cuda:\n        return " + " + ".join(f"t{i}.cuda()" for i in range(n)) + "\n",
+    # A fix asks what the device name holds at its site: each site once stepped over every
+    # statement before it in its loop (7x to 8x the work at 4N), and every device name of a scope
+    # was asked at every site, each stepping over the whole scope (9x to 11x).
+    "calls in one long loop that a device reaches": lambda n: HEAD
+    + "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\nfor epoch in range(3):\n"
+    + "".join(f"    x{i} = torch.ones(1).cuda()\n" for i in range(n)),
+    "calls in one long try in a function": lambda n: HEAD
+    + "def main(device):\n    try:\n" + "".join(f"        x{i} = torch.ones(1).cuda()\n" for i in range(n))
+    + "    except RuntimeError:\n        x0 = torch.ones(1).cuda()\n",
+    "a device name bound in every block": lambda n: HEAD
+    + "".join(
+        f"if torch.cuda.is_available():\n    d{i} = 'cuda'\nelse:\n    d{i} = 'cpu'\nx{i} = torch.ones(1).to(d{i}).cuda()\n"
+        for i in range(n)
+    ),
+    "a GPU index name bound in every block": lambda n: HEAD
+    + "".join(f"def f{i}():\n    dev{i} = 'cuda:{i % 3}'\n    return torch.ones(1).cuda()\nd{i} = 'cuda:{i % 3}'\n" for i in range(n)),
 }
 # Shapes whose extra work shows only past a few dozen blocks (at 100 and 400: 4.8x to 5.5x before).
 SIZES = {

@@ -185,6 +185,8 @@ class DeviceFinder:
         self.flows = flows
         self.preferred = preferred
         self._candidates: dict[int, list[str]] = {}
+        # per scope, the names that may be the device somewhere in it, best first (see _ranked)
+        self._ranks: dict[int, list[str]] = {}
         # calls in the file by the name they call (`f(...)`, `obj.f(...)`), found on first need
         self._calls: dict[str, list[cst.Call]] | None = None
         # per forward scope (kept alive so its id stays unique), the input whose device new tensors
@@ -212,17 +214,15 @@ class DeviceFinder:
             if current.kind in ("class", "comprehension"):
                 current = current.parent
                 continue
-            found = [
-                (0 if name == self.preferred else 1, name)
-                for name in self._names_holding_devices(current)
-                if name.split(".")[0] not in avoid
-                and not any(name in shadowing.bindings for shadowing in inner)
-                and _usable(self.model, name, current, flow_scope, site, self.flows)
-                and not self._given_the_cpu(current, name)
-                and not self._read_before_a_move(current, name)
-            ]
-            if found:
-                return DeviceInScope(min(found)[1])
+            # The first that is usable here is the best: the preferred name, then the first in
+            # sort order.
+            for name in self._ranked(current):
+                if (
+                    name.split(".")[0] not in avoid
+                    and not any(name in shadowing.bindings for shadowing in inner)
+                    and _usable(self.model, name, current, flow_scope, site, self.flows)
+                ):
+                    return DeviceInScope(name)
             inner.append(current)
             current = current.parent
         return None
@@ -266,6 +266,23 @@ class DeviceFinder:
                 return True
         return False
 
+    def _ranked(self, scope: Scope) -> list[str]:
+        """The names of ``scope`` that ``_usable`` may accept at some site, best first, without
+        those a caller gives the CPU or that were read before a move: what does not depend on
+        the site, asked once per scope, however many sites ask (a file binding a device name per
+        block would otherwise ask every name at every site)."""
+        key = id(scope)
+        if key not in self._ranks:
+            names = [
+                name
+                for name in self._names_holding_devices(scope)
+                if (scope.kind == "lambda" or _may_be_usable(self.model, scope.bindings[name]))
+                and not self._given_the_cpu(scope, name)
+                and not self._read_before_a_move(scope, name)
+            ]
+            self._ranks[key] = sorted(names, key=lambda name: (name != self.preferred, name))
+        return self._ranks[key]
+
     def _names_holding_devices(self, scope: Scope) -> list[str]:
         key = id(scope)
         if key not in self._candidates:
@@ -295,6 +312,25 @@ def _may_hold_a_device(model: SemanticModel, bindings: list[Binding]) -> bool:
         if binding.kind == "param" and binding.param is not None and _is_device_param(model, binding.param):
             return True
         if binding.kind == "assign" and device_value(model, binding.value) is not None:
+            return True
+    return False
+
+
+def _may_be_usable(model: SemanticModel, bindings: list[Binding]) -> bool:
+    """What ``_usable`` asks of every binding that reaches a site, asked of the scope's bindings
+    of the name: a device parameter, or a value that is a device, names no GPU index and is not
+    the CPU by a flag's default. Every value the flow analysis finds for the name is the value of
+    one of these bindings (an assignment, an annotated one, a `:=`), so a name with none such is
+    usable nowhere in the scope."""
+    for binding in bindings:
+        if binding.kind == "param" and binding.param is not None and _is_device_param(model, binding.param):
+            return True
+        if (
+            binding.kind == "assign"
+            and device_value(model, binding.value)
+            and not _names_gpu_index(model, binding.value)
+            and device_value(model, _chosen_by_default(model, binding.value)) is not False
+        ):
             return True
     return False
 
