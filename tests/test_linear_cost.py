@@ -180,6 +180,12 @@ SHAPES: dict[str, Callable[[int], str]] = {
         f"if torch.cuda.is_available():\n    d{i} = 'cuda'\nelse:\n    d{i} = 'cpu'\nx{i} = torch.ones(1).to(d{i}).cuda()\n"
         for i in range(n)
     ),
+    # The inserted definition must follow the file's GPU settings before the first use: each
+    # statement above it once searched the whole text for them (C work the calls do not show).
+    "a use of torch after many imports that may fail": lambda n: "".join(
+        f"try:\n    import torch as t{i}\nexcept ImportError:\n    t{i} = None\n" for i in range(n)
+    )
+    + "x = t0.ones(1).cuda()\n",
     "a GPU index name bound in every block": lambda n: HEAD
     + "".join(f"def f{i}():\n    dev{i} = 'cuda:{i % 3}'\n    return torch.ones(1).cuda()\nd{i} = 'cuda:{i % 3}'\n" for i in range(n)),
 }
@@ -212,6 +218,36 @@ def test_shapes_that_reach_across_the_file_cost_linear_work(shape: str, mode: st
     size = SIZES.get(shape, 30)
     small, large = _calls(work(size)), _calls(work(4 * size))
     assert large <= LIMIT * small, f"{large} calls at 4N against {small} at N: {large / small:.2f}x"
+
+
+class _Searched(str):
+    """A file's text that counts the searches made of all of it: a search per statement or per
+    finding is work that grows with their number times the file, which no Python call shows."""
+
+    searches = 0
+
+    def __contains__(self, part: object) -> bool:
+        _Searched.searches += 1
+        return str.__contains__(self, part)  # type: ignore[operator]
+
+    def find(self, *args: object) -> int:  # type: ignore[override]
+        _Searched.searches += 1
+        return str.find(self, *args)  # type: ignore[arg-type]
+
+    def count(self, *args: object) -> int:  # type: ignore[override]
+        _Searched.searches += 1
+        return str.count(self, *args)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_the_whole_text_is_searched_a_fixed_number_of_times(shape: str) -> None:
+    settings = FixSettings(torch_version=(2, 4))
+    searches = []
+    for n in (SIZES.get(shape, 30), 4 * SIZES.get(shape, 30)):
+        _Searched.searches = 0
+        lint_text(_Searched(SHAPES[shape](n)), "generated.py", all_rules(), settings)
+        searches.append(_Searched.searches)
+    assert searches[1] <= searches[0] + 5, f"{searches[1]} searches of the whole text at 4N against {searches[0]} at N"
 
 
 def test_the_diff_of_a_fix_in_every_function_costs_linear_work() -> None:

@@ -16,11 +16,14 @@ from devlint.torchfacts.names import VISIBLE_DEVICES
 _GPU_SETTINGS = ("environ", "putenv", "set_default_device", "set_default_tensor_type")
 
 
-def changes_gpu_environment(text: str, stmt: cst.CSTNode) -> bool:
-    """``stmt`` (of the file ``text``) touches the environment or the default device in code (not
-    in a docstring)."""
-    if not any(word in text for word in _GPU_SETTINGS):
-        return False
+def may_change_gpu_environment(text: str) -> bool:
+    """The file ``text`` names something that touches the environment or the default device:
+    read once per file, not once per statement asked (``changes_gpu_environment``)."""
+    return any(word in text for word in _GPU_SETTINGS)
+
+
+def changes_gpu_environment(stmt: cst.CSTNode) -> bool:
+    """``stmt`` touches the environment or the default device in code (not in a docstring)."""
     return any(isinstance(node, cst.Name) and node.value in _GPU_SETTINGS for node in descendants(stmt))
 
 

@@ -19,7 +19,7 @@ import libcst as cst
 from devlint.analysis.devices import device_expression
 from devlint.analysis.semantic import SemanticModel
 from devlint.analysis.tree import ancestors, climbed, descendants
-from devlint.engine.gpu_environment import changes_gpu_environment, visible_devices_set_after
+from devlint.engine.gpu_environment import changes_gpu_environment, may_change_gpu_environment, visible_devices_set_after
 from devlint.engine.positions import Positions
 from devlint.engine.render import in_file_style
 from devlint.engine.torch_imports import imports_torch, is_import_line, renamed_torch, tolerates_missing_torch, torch_names
@@ -241,8 +241,8 @@ def _anchors(source: Source, body: list[cst.BaseStatement], first_use: int) -> l
     # default device) settings that precede the first use.
     settings = [
         i
-        for i in range(first_use)
-        if not isinstance(body[i], (cst.FunctionDef, cst.ClassDef)) and changes_gpu_environment(source.lines.text, body[i])
+        for i in range(first_use if may_change_gpu_environment(source.lines.text) else 0)
+        if not isinstance(body[i], (cst.FunctionDef, cst.ClassDef)) and changes_gpu_environment(body[i])
     ]
     if settings and (not imports or settings[-1] > imports[-1]):
         imports.append(settings[-1])
