@@ -499,3 +499,22 @@ def test_a_function_that_reads_the_module_torch_still_gets_the_import() -> None:
         """
     assert applicability(source) == {"DEV601": {"unsafe"}}
     assert fixed(source, unsafe=True).startswith("import torch\n")
+
+
+def test_a_device_the_program_binds_with_walrus_in_a_comprehension_is_reused() -> None:
+    """`:=` in a comprehension binds in the enclosing function, where the flow analysis finds it,
+    while the semantic model records it in the comprehension's scope: the device names a fix may
+    reuse are not narrowed by the function's own bindings alone."""
+    text = fixed(
+        """\
+        import torch
+
+
+        def run(xs):
+            d = "cpu"
+            picked = [(d := torch.device("cuda")) for _ in xs]
+            return torch.ones(1).cuda(), picked
+        """,
+        unsafe=True,
+    )
+    assert "return torch.ones(1).to(d), picked" in text

@@ -276,7 +276,7 @@ class DeviceFinder:
             names = [
                 name
                 for name in self._names_holding_devices(scope)
-                if (scope.kind == "lambda" or _may_be_usable(self.model, scope.bindings[name]))
+                if (scope.kind == "lambda" or self.flows.walrus or _may_be_usable(self.model, scope.bindings[name]))
                 and not self._given_the_cpu(scope, name)
                 and not self._read_before_a_move(scope, name)
             ]
@@ -319,9 +319,11 @@ def _may_hold_a_device(model: SemanticModel, bindings: list[Binding]) -> bool:
 def _may_be_usable(model: SemanticModel, bindings: list[Binding]) -> bool:
     """What ``_usable`` asks of every binding that reaches a site, asked of the scope's bindings
     of the name: a device parameter, or a value that is a device, names no GPU index and is not
-    the CPU by a flag's default. Every value the flow analysis finds for the name is the value of
-    one of these bindings (an assignment, an annotated one, a `:=`), so a name with none such is
-    usable nowhere in the scope."""
+    the CPU by a flag's default. In a file without `:=`, every value the flow analysis finds for
+    the name is the value of one of these bindings (an assignment or an annotated one in the
+    scope's own statements), so a name with none such is usable nowhere in the scope; a `:=` in
+    a comprehension binds in the enclosing function, but the model records it in the
+    comprehension's scope."""
     for binding in bindings:
         if binding.kind == "param" and binding.param is not None and _is_device_param(model, binding.param):
             return True
