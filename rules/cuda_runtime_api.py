@@ -25,6 +25,7 @@ from devlint.rulekit.calls import names_in
 from devlint.rulekit.cuda_choices import WholeChoiceRule
 from devlint.rulekit.before_accelerator import cuda_guard_fix, runs_without_cuda_before_accelerator
 from devlint.rulekit.device_checks import hardcoded_gpu_index, under_device_check
+from devlint.rulekit.siblings import siblings
 from devlint.torchfacts.api_versions import SINCE
 from devlint.torchfacts.names import (
     CUDA_DEVICE_QUERIES, CUDA_RUNTIME_API, CUDA_SEED_API, DEVICE_KEYWORDS, RNG_STATE_READS, SEEDING_CALLS, TORCH_SEEDS,
@@ -641,8 +642,7 @@ class CudaRuntimeApi(WholeChoiceRule):
         block = self.ctx.parent(line)
         if not isinstance(block, (cst.IndentedBlock, cst.Module)) or not _pure(seed):
             return False
-        lines = list(block.body)
-        here = lines.index(line)
+        lines, here = siblings(self.ctx, block, line)
         return any(self._seeded_on_the_way(lines, here + step, step, seed) for step in (-1, 1))
 
     def _seeded_before_check(self, statement: cst.Expr, seed: cst.BaseExpression) -> bool:
@@ -660,10 +660,10 @@ class CudaRuntimeApi(WholeChoiceRule):
         lines = list(body.body)
         if not all(self._seeding(earlier) or self._reads_state(earlier, seed) for earlier in lines[: lines.index(line)]):
             return False
-        around = list(outer.body)
-        return self._seeded_on_the_way(around, around.index(guard) - 1, -1, seed)
+        around, at = siblings(self.ctx, outer, guard)
+        return self._seeded_on_the_way(around, at - 1, -1, seed)
 
-    def _seeded_on_the_way(self, lines: list[cst.BaseStatement], index: int, step: int, seed: cst.BaseExpression) -> bool:
+    def _seeded_on_the_way(self, lines: Sequence[cst.BaseStatement], index: int, step: int, seed: cst.BaseExpression) -> bool:
         """Walking ``lines`` from ``index`` by ``step`` through seeding calls only, one of them is
         `torch.manual_seed(seed)`. Walking back, reads of a generator's state may stand between: they
         run before the call the fix changes, so they read the same state either way."""
@@ -762,8 +762,7 @@ def _line_removal(ctx: RuleContext, statement: cst.Expr) -> list[Replace]:
     line = ctx.parent(statement)
     block = ctx.parent(line)
     assert isinstance(line, cst.SimpleStatementLine) and isinstance(block, (cst.IndentedBlock, cst.Module))
-    body = list(block.body)
-    here = body.index(line)
+    body, here = siblings(ctx, block, line)
     indent = _indent_of(ctx, line)
     written = _comment_lines(ctx, body[here + 1].leading_lines, indent) + indent if here + 1 < len(body) else ""
     if written.startswith(indent) and here + 1 < len(body):

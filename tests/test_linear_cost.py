@@ -186,6 +186,11 @@ SHAPES: dict[str, Callable[[int], str]] = {
         f"try:\n    import torch as t{i}\nexcept ImportError:\n    t{i} = None\n" for i in range(n)
     )
     + "x = t0.ones(1).cuda()\n",
+    # Each fix that guards a statement, removes a seed or asks whether CUDA is named after a guard
+    # looked its statement up among the whole block's (C work the calls do not show: 5.5x the
+    # time at 4N, at 500 blocks; bench/scaling.py times it).
+    "seeds and synchronizations on every line of the module": lambda n: HEAD
+    + "".join(f"torch.manual_seed({i})\ntorch.cuda.manual_seed({i})\ntorch.cuda.synchronize()\nx{i} = {i}\n" for i in range(n)),
     "a GPU index name bound in every block": lambda n: HEAD
     + "".join(f"def f{i}():\n    dev{i} = 'cuda:{i % 3}'\n    return torch.ones(1).cuda()\nd{i} = 'cuda:{i % 3}'\n" for i in range(n)),
 }

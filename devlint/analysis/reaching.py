@@ -128,6 +128,8 @@ class Flows:
         self._ends: dict[tuple[str, int], Reach] = {}
         self._index = _Index(walrus)
         self._analyses: dict[str, _Analysis] = {}
+        # each scope's statements, listed once (a module's list is as long as the file)
+        self._bodies: dict[int, list[cst.CSTNode]] = {}
         self._declare = declared
         self._declared: frozenset[str] | None = None
 
@@ -155,7 +157,7 @@ class Flows:
         if depth >= len(path):
             return None
         analysis = self._analysis(name)
-        block = analysis.block(_owner(scope), _body(scope), analysis.entry(scope))
+        block = analysis.block(_owner(scope), self._body(scope), analysis.entry(scope))
         position = block.positions.get(id(path[depth]))
         before = block.before(position) if position is not None else None
         if before is None:
@@ -167,9 +169,14 @@ class Flows:
         key = (name, id(scope))
         if key not in self._ends:
             analysis = self._analysis(name)
-            state = analysis.run(_owner(scope), _body(scope), analysis.entry(scope))
+            state = analysis.run(_owner(scope), self._body(scope), analysis.entry(scope))
             self._ends[key] = Reach(state if state is not None else frozenset())
         return self._ends[key]
+
+    def _body(self, scope: cst.CSTNode) -> list[cst.CSTNode]:
+        if id(scope) not in self._bodies:
+            self._bodies[id(scope)] = _body(scope)
+        return self._bodies[id(scope)]
 
     def _analysis(self, name: str) -> _Analysis:
         if name not in self._analyses:

@@ -25,6 +25,7 @@ from devlint.rule import RuleContext, Site
 from devlint.rulekit.calls import append_arg, arg, closed, code_in_place, imported_qualname, keyword, kept_args, prepend_arg
 from devlint.rulekit.device_checks import exits
 from devlint.rulekit.guards import guarded
+from devlint.rulekit.siblings import siblings
 from devlint.torchfacts.api_versions import SINCE
 from devlint.torchfacts.names import CUDA_SUBMODULES, AmpCall
 from devlint.torchfacts.version import TorchVersion
@@ -169,8 +170,17 @@ def _cuda_after_exit(ctx: RuleContext, guard: cst.If | cst.IfExp) -> bool:
     block = ctx.parent(guard)
     if not isinstance(guard, cst.If) or not exits(guard.body) or not isinstance(block, (cst.IndentedBlock, cst.Module)):
         return False
-    after = list(block.body)[list(block.body).index(guard) + 1 :]
-    return any(_names_cuda(ctx, statement) for statement in after)
+    body, at = siblings(ctx, block, guard)
+    return ctx.indexed(("names CUDA later", id(block)), lambda: _cuda_later(ctx, body))[at]
+
+
+def _cuda_later(ctx: RuleContext, body: Sequence[cst.BaseStatement]) -> list[bool]:
+    """For each statement of a block, whether one after it names CUDA: read once per block,
+    however many of its guards ask."""
+    later = [False] * len(body)
+    for position in range(len(body) - 1, 0, -1):
+        later[position - 1] = later[position] or _names_cuda(ctx, body[position])
+    return later
 
 
 def device_module(ctx: RuleContext, site: Site, avoid: Iterable[str] = ()) -> tuple[str, DeviceRef]:

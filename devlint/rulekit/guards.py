@@ -28,6 +28,7 @@ import libcst as cst
 from devlint.fixes import Replace
 from devlint.rule import RuleContext
 from devlint.rulekit.device_checks import exits
+from devlint.rulekit.siblings import siblings
 from devlint.rulekit.steady_checks import keeps_availability
 
 
@@ -40,8 +41,7 @@ def guarded(ctx: RuleContext, statement: cst.Expr, test: str, new: str) -> Repla
     indent = ctx.module.default_indent
     if not isinstance(line, cst.SimpleStatementLine) or not isinstance(block, (cst.IndentedBlock, cst.Module)):
         return Replace(statement, (f"if {test}:", indent + new), whole_lines=True)
-    body = list(block.body)
-    at = body.index(line)
+    body, at = siblings(ctx, block, line)
     before = body[at - 1] if at > 0 and not line.leading_lines else None
     after = body[at + 1] if at + 1 < len(body) and not body[at + 1].leading_lines else None
     holds = tuple(g.test for g in (before, after) if isinstance(g, cst.If) and _may_become(ctx, g, test))
@@ -72,8 +72,7 @@ def checked_block(ctx: RuleContext, guard: cst.If, old: str, new: str) -> list[R
     line_block = ctx.parent(guard)
     if not isinstance(line_block, (cst.IndentedBlock, cst.Module)) or not isinstance(guard.test, cst.Call):
         return [Replace(guard.test, new)]
-    body = list(line_block.body)
-    at = body.index(guard)
+    body, at = siblings(ctx, line_block, guard)
     before = body[at - 1] if at > 0 and not guard.leading_lines else None
     after = body[at + 1] if at + 1 < len(body) and not body[at + 1].leading_lines else None
     opens, ends = _opens_plainly(ctx, guard, old), _ends_open(ctx, guard, old)
