@@ -105,7 +105,7 @@ def _is_cuda_type(subject: cst.BaseExpression, literal: cst.BaseExpression) -> b
 
 
 def _leaves(body: cst.BaseSuite) -> bool:
-    statements = list(body.body)
+    statements = body.body
     if not statements:
         return False
     last = statements[-1]
