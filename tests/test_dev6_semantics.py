@@ -191,3 +191,22 @@ def test_the_claims_of_issue_22_item_7() -> None:
     # mem_get_info's generic twin still needs an accelerator
     with pytest.raises(RuntimeError, match="Cannot access accelerator device"):
         torch.accelerator.get_memory_info()
+
+
+def test_whether_cuda_is_named_after_a_guard_reads_each_statement_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`if not <check>: return` protects the rest of its block when a later statement names CUDA:
+    asked of every guard of a block, the block is read forward once, with the answers of reading
+    all of it after each guard."""
+    import random
+
+    from devlint.rulekit import accelerator
+
+    read: list[int] = []
+    monkeypatch.setattr(accelerator, "_names_cuda", lambda ctx, statement: read.append(statement[0]) or statement[1])
+    rng = random.Random(3)
+    for _ in range(500):
+        body = [(i, rng.random() < 0.3) for i in range(rng.randint(1, 12))]
+        later, read[:] = accelerator._CudaLater(None, body), []  # type: ignore[arg-type]
+        for position in (rng.randrange(len(body)) for _ in range(8)):
+            assert later.after(position) == any(names for _, names in body[position + 1 :])
+        assert len(read) == len(set(read))

@@ -171,16 +171,30 @@ def _cuda_after_exit(ctx: RuleContext, guard: cst.If | cst.IfExp) -> bool:
     if not isinstance(guard, cst.If) or not exits(guard.body) or not isinstance(block, (cst.IndentedBlock, cst.Module)):
         return False
     body, at = siblings(ctx, block, guard)
-    return ctx.indexed(("names CUDA later", id(block)), lambda: _cuda_later(ctx, body))[at]
+    return ctx.indexed(("names CUDA later", id(block)), lambda: _CudaLater(ctx, body)).after(at)
 
 
-def _cuda_later(ctx: RuleContext, body: Sequence[cst.BaseStatement]) -> list[bool]:
-    """For each statement of a block, whether one after it names CUDA: read once per block,
-    however many of its guards ask."""
-    later = [False] * len(body)
-    for position in range(len(body) - 1, 0, -1):
-        later[position - 1] = later[position] or _names_cuda(ctx, body[position])
-    return later
+class _CudaLater:
+    """Whether a statement of a block after a position names CUDA. The block is read forward
+    only as far as a question needs, each statement at most once, however many guards ask."""
+
+    def __init__(self, ctx: RuleContext, body: Sequence[cst.BaseStatement]) -> None:
+        self._ctx = ctx
+        self._body = body
+        self._read = 0
+        self._naming: list[int] = []
+
+    def after(self, position: int) -> bool:
+        if self._naming and self._naming[-1] > position:
+            return True
+        while self._read < len(self._body):
+            read = self._read
+            self._read += 1
+            if _names_cuda(self._ctx, self._body[read]):
+                self._naming.append(read)
+                if read > position:
+                    return True
+        return False
 
 
 def device_module(ctx: RuleContext, site: Site, avoid: Iterable[str] = ()) -> tuple[str, DeviceRef]:
