@@ -78,6 +78,7 @@ class RuleContext(FileReader, Protocol):
         fix: FixFactory | None = None,
         start: cst.CSTNode | None = None,
         lead: int = 0,
+        site: Site | None = None,
     ) -> None: ...
 
     def device(self, site: Site, avoid: Iterable[str] = ()) -> DeviceRef:
@@ -168,10 +169,12 @@ class Rule:
         fix: FixFactory | None = None,
         start: cst.CSTNode | None = None,
         lead: int = 0,
+        site: Site | None = None,
     ) -> None:
         """``start``: where the finding starts, when not at ``node``; ``lead``: that many
-        characters before ``start``, on its line."""
-        self.ctx.report(self, node, message, fix, start, lead)
+        characters before ``start``, on its line; ``site``: where ``node`` was walked, for a
+        report made after the walk (``finish``)."""
+        self.ctx.report(self, node, message, fix, start, lead, site)
 
     def finish(self) -> None:
         """Called once after the walk; rules that collect candidates report them here."""

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from devlint.analysis.devices import reach_of
 from devlint.analysis.semantic import Scope, literal_is
 from devlint.fixes import FixPlan, Replace
-from devlint.rule import Invalid, Rule
+from devlint.rule import Invalid, Rule, RuleContext, Site
 from devlint.rulekit.calls import code_in_place, keyword, method_call
 from devlint.torchfacts.names import VISIBLE_DEVICES
 
@@ -94,35 +95,45 @@ class VisibleDevicesInCode(Rule):
         Invalid(f'import os\nos.environ["A"] = os.environ["{VISIBLE_DEVICES}"] = "1"\n'),
     )
 
+    def __init__(self, ctx: RuleContext) -> None:
+        super().__init__(ctx)
+        self._assignments: list[tuple[cst.Assign, cst.BaseExpression, Site]] = []
+        self._sources: dict[tuple[int, int], str | None] = {}
+
     def visit_Assign(self, node: cst.Assign) -> None:
         targets = [t.target for t in node.targets if self._is_variable_slot(t.target)]
-        if not targets:
-            return
-        target = targets[0]
-        fixable = len(node.targets) == 1 and isinstance(target, cst.Subscript)
-        source = self._program_argument(node.value, self.ctx.site(node).scope, _FOLLOW)
-        self.report(
-            node,
-            self._message(node, source),
-            fix=(lambda site: self._fix(node, target)) if fixable and source is None else None,
-            start=target,
-        )
+        if targets:
+            # Where the value comes from is asked after the walk, when every binding that may
+            # reach it is known (a function reads the module's names as they end up).
+            self._assignments.append((node, targets[0], self.ctx.site(node)))
+
+    def finish(self) -> None:
+        for node, target, site in self._assignments:
+            fixable = len(node.targets) == 1 and isinstance(target, cst.Subscript)
+            source = self._program_argument(node.value, site.scope, site.order, _FOLLOW)
+            self.report(
+                node,
+                self._message(site, source),
+                fix=(lambda _site, node=node, target=target: self._fix(node, target)) if fixable and source is None else None,
+                start=target,
+                site=site,
+            )
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         if self._is_variable_slot(node.target):
-            self.report(node, self._message(node), start=node.target)
+            self.report(node, self._message(self.ctx.site(node)), start=node.target)
 
     def visit_Call(self, node: cst.Call) -> None:
         qualname = self.ctx.model.qualname(node.func)
         if qualname == "os.putenv":
             if node.args and literal_is(node.args[0].value, VISIBLE_DEVICES):
-                self.report(node, self._message(node))
+                self.report(node, self._message(self.ctx.site(node)))
             return
         update = method_call(node, "update")
         if update is None or self.ctx.model.qualname(update.value) != "os.environ":
             return
         if keyword(node, VISIBLE_DEVICES) is not None or any(self._dict_sets_variable(a.value) for a in node.args):
-            self.report(node, self._message(node))
+            self.report(node, self._message(self.ctx.site(node)))
 
     # -- helpers -----------------------------------------------------------------------------------
 
@@ -143,16 +154,24 @@ class VisibleDevicesInCode(Rule):
             isinstance(e, cst.DictElement) and literal_is(e.key, VISIBLE_DEVICES) for e in value.elements
         )
 
-    def _message(self, node: cst.CSTNode, source: str | None = None) -> str:
+    def _message(self, site: Site, source: str | None = None) -> str:
         imported = self.ctx.model.torch_imported_at
-        late = imported is not None and imported < self.ctx.site(node).order
+        late = imported is not None and imported < site.order
         advice = _ADVICE if source is None else _ADVICE_ARGUMENT.format(source=source)
         return _BASE + (_LATE if late else "") + advice
 
-    def _program_argument(self, value: cst.CSTNode, scope: Scope, depth: int) -> str | None:
+    def _program_argument(self, value: cst.CSTNode, scope: Scope, order: int, depth: int) -> str | None:
         """What in ``value`` is the program's own input, as the message names it: ``sys.argv``, an
-        argparse option (``args.device``), a parameter of the enclosing function, or a name assigned
-        from one of them; None when nothing is."""
+        argparse option (``args.device``), a parameter of the enclosing function, or a name
+        assigned from one of them (followed ``depth`` assignments deep); None when nothing is.
+        ``order``: the walk's order of the statement holding ``value``. Each value is read once
+        per depth, however many assignments reach it."""
+        key = (id(value), depth)
+        if key not in self._sources:
+            self._sources[key] = self._read_source(value, scope, order, depth)
+        return self._sources[key]
+
+    def _read_source(self, value: cst.CSTNode, scope: Scope, order: int, depth: int) -> str | None:
         if isinstance(value, (cst.Attribute, cst.Name)):
             qualname = self.ctx.model.qualname(value)
             if qualname is not None and (qualname == "sys.argv" or qualname.startswith("sys.argv.")):
@@ -161,19 +180,52 @@ class VisibleDevicesInCode(Rule):
             if self.ctx.model.option_declarations(value.attr.value):
                 return f"the `--{value.attr.value.replace('_', '-')}` option"
         if isinstance(value, cst.Name):
-            for _, binding in self.ctx.model.lookup(value.value, scope):
-                if binding.kind == "param":
-                    return f"the parameter `{value.value}`"
-                if binding.kind == "assign" and binding.value is not None and depth > 0:
-                    found = self._program_argument(binding.value, scope, depth - 1)
-                    if found is not None:
-                        return found
-            return None
+            if scope.kind == "class" and value.value in scope.bindings:
+                return self._class_source(value, scope, order, depth)
+            return self._name_source(value, scope, depth)
         for child in value.children:
-            found = self._program_argument(child, scope, depth)
+            found = self._program_argument(child, scope, order, depth)
             if found is not None:
                 return found
         return None
+
+    def _name_source(self, name: cst.Name, scope: Scope, depth: int) -> str | None:
+        """The source of the values ``name`` may hold where it is read (its reaching definitions):
+        an assignment's before the parameter's, as the parameter is bound before them."""
+        found = reach_of(name.value, scope, name, self.ctx.flows)
+        if found is None:
+            return None
+        bound_in, reach = found
+        if reach is None:  # a lambda's own name: one of its parameters
+            params = [b for b in bound_in.bindings.get(name.value, []) if b.kind == "param"]
+            return f"the parameter `{name.value}`" if params else None
+        if depth > 0:
+            orders = self._assignment_orders(bound_in, name.value)
+            named: list[tuple[int, str]] = []
+            for value in reach.values:
+                order = orders.get(id(value), -1)
+                source = self._program_argument(value, bound_in, order, depth - 1)
+                if source is not None:
+                    named.append((order, source))
+            if named:
+                # the latest assignment's; the values no assignment of that scope records (a `:=`
+                # in a comprehension) after them, in the order of what they name
+                return max(named)[1]
+        if reach.params:
+            return f"the parameter `{name.value}`"
+        return None
+
+    def _class_source(self, name: cst.Name, scope: Scope, order: int, depth: int) -> str | None:
+        """A class body runs in place: the name holds its latest binding above."""
+        binding = next(scope.before(name.value, order), None)
+        if binding is None or binding.value is None or depth == 0:
+            return None
+        return self._program_argument(binding.value, scope, binding.order, depth - 1)
+
+    def _assignment_orders(self, scope: Scope, name: str) -> dict[int, int]:
+        """The walk's order of each value assigned to ``name`` in ``scope``."""
+        bindings = scope.bindings.get(name, [])
+        return self.ctx.indexed(("assignment orders", id(scope), name), lambda: {id(b.value): b.order for b in bindings if b.value is not None})
 
     def _fix(self, node: cst.Assign, target: cst.Subscript) -> FixPlan:
         def code(part: cst.CSTNode) -> str:

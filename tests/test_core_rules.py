@@ -405,6 +405,44 @@ def test_dev201_os_imported_under_another_name_for_environ() -> None:
     assert fix("DEV201", text, unsafe=True) == 'from os import environ as env\nenv.setdefault("CUDA_VISIBLE_DEVICES", "2")\n'
 
 
+_CVD = 'os.environ["CUDA_VISIBLE_DEVICES"]'
+
+
+@pytest.mark.parametrize(
+    ("text", "source"),
+    [
+        # the value that reaches the assignment, not every value the name ever held
+        (f"import os, sys\ng = sys.argv[1]\ng = '0'\n{_CVD} = g\n", None),
+        (f"import os\n\ndef setup(rank):\n    r = rank\n    r = 3\n    {_CVD} = str(r)\n", None),
+        (f"import os, sys\ng = '0'\nif len(sys.argv) > 1:\n    g = sys.argv[1]\n{_CVD} = g\n", "`sys.argv`"),
+        # a function runs after the module's code below it: the value bound there reaches
+        (f"import os, sys\n\ndef later():\n    {_CVD} = GPUS\n\nGPUS = sys.argv[1]\n", "`sys.argv`"),
+        # bound in the loop's previous iteration
+        (f"import os\n\ndef loop(gpu):\n    g = '0'\n    for _ in range(2):\n        {_CVD} = g\n        g = gpu\n", "the parameter `gpu`"),
+        # a class body runs in place: its latest binding above
+        (f"import os, sys\n\nclass Job:\n    gpu = sys.argv[1]\n    {_CVD} = gpu\n", "`sys.argv`"),
+        (f"import os, sys\n\nclass Job:\n    gpu = sys.argv[1]\n    gpu = '0'\n    {_CVD} = gpu\n", None),
+        # of two branches, the later assignment names the source
+        (
+            "import argparse, os, sys\np = argparse.ArgumentParser()\np.add_argument('--gpus')\nargs = p.parse_args()\n"
+            f"if sys.argv:\n    g = sys.argv[1]\nelse:\n    g = args.gpus\n{_CVD} = g\n",
+            "the `--gpus` option",
+        ),
+        # followed three assignments deep
+        (f"import os\n\ndef f(a):\n    b = a\n    c = b\n    d = c\n    {_CVD} = d\n", "the parameter `a`"),
+        (f"import os\n\ndef f(a):\n    b = a\n    c = b\n    d = c\n    e = d\n    {_CVD} = e\n", None),
+    ],
+)
+def test_dev201_names_the_program_input_that_reaches_the_assignment(text: str, source: str | None) -> None:
+    (finding,) = lint("DEV201", text)
+    if source is None:
+        assert "program's own argument" not in finding.message
+        assert finding.fix is not None
+    else:
+        assert f"program's own argument ({source})" in finding.message
+        assert finding.fix is None
+
+
 # -- DEV401 -------------------------------------------------------------------------------------
 
 

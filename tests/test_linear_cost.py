@@ -191,6 +191,12 @@ SHAPES: dict[str, Callable[[int], str]] = {
     # time at 4N, at 500 blocks; bench/scaling.py times it).
     "seeds and synchronizations on every line of the module": lambda n: HEAD
     + "".join(f"torch.manual_seed({i})\ntorch.cuda.manual_seed({i})\ntorch.cuda.synchronize()\nx{i} = {i}\n" for i in range(n)),
+    # DEV201 followed every binding of the name seen so far, and every binding of the names in
+    # their values, at each report: 6.5x at 4N when rebound, N**4 when each value reads the last.
+    "a visible-devices value rebound before every assignment": lambda n: "import os\n"
+    + "".join(f"gpus = '{i}'\nos.environ['CUDA_VISIBLE_DEVICES'] = gpus\n" for i in range(n)),
+    "a visible-devices value grown before every assignment": lambda n: "import os\ngpus = ''\n"
+    + "".join(f"gpus = gpus + ',{i}'\nos.environ['CUDA_VISIBLE_DEVICES'] = gpus\n" for i in range(n)),
     "a GPU index name bound in every block": lambda n: HEAD
     + "".join(f"def f{i}():\n    dev{i} = 'cuda:{i % 3}'\n    return torch.ones(1).cuda()\nd{i} = 'cuda:{i % 3}'\n" for i in range(n)),
 }
@@ -203,6 +209,8 @@ SIZES = {
     "calls under a device check in one long display": 200,
     # (at 200 and 800: 14x when every call's path was found through the whole chain)
     "calls under a device check in one long chain": 200,
+    # (N**4 before: 200x at 10 and 40, a minute; a few blocks show it)
+    "a visible-devices value grown before every assignment": 6,
 }
 
 

@@ -116,8 +116,9 @@ class FileContext:
         fix: FixFactory | None = None,
         start: cst.CSTNode | None = None,
         lead: int = 0,
+        site: Site | None = None,
     ) -> None:
-        self.reports.append(Report(rule, node, start or node, message, fix, self.site(node), lead))
+        self.reports.append(Report(rule, node, start or node, message, fix, site or self.site(node), lead))
 
     # -- for fixes, after the walk ---------------------------------------------------------
 

@@ -161,6 +161,7 @@ class WholeChoiceRule(Rule):
         fix: FixFactory | None = None,
         start: cst.CSTNode | None = None,
         lead: int = 0,
+        site: Site | None = None,
     ) -> None:
         fix, note = whole_choice(self.ctx, node, fix)
-        super().report(node, message + note, fix, start, lead)
+        super().report(node, message + note, fix, start, lead, site)
