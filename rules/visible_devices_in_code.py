@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.analysis.devices import reach_of
-from devlint.analysis.semantic import Scope, literal_is
+from devlint.analysis.semantic import Scope, literal_is, string_value
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule, RuleContext, Site
 from devlint.rulekit.calls import code_in_place, keyword, method_call
@@ -46,7 +46,9 @@ class VisibleDevicesInCode(Rule):
         "`putenv` and `update` are reported without a fix, and so is a value that is the program's "
         "own argument (an argparse option, `sys.argv`, a parameter of the enclosing function, or a "
         "name assigned from one): the user chose that GPU explicitly, and `setdefault` would "
-        "silently ignore the choice wherever the variable is already set."
+        "silently ignore the choice wherever the variable is already set. Nor is an assignment "
+        "in a loop of a value that may change between iterations: `setdefault` would keep the "
+        "first."
     )
     triggers = (VISIBLE_DEVICES,)
 
@@ -88,6 +90,7 @@ class VisibleDevicesInCode(Rule):
         Invalid(f'import os, sys\ngpu = sys.argv[1]\nos.environ["{VISIBLE_DEVICES}"] = gpu\n'),
         Invalid(f'import os\n\ndef main(gpus):\n    os.environ["{VISIBLE_DEVICES}"] = ",".join(gpus)\n'),
         # reported without a fix
+        Invalid(f'import os\nfor gpu in ("0", "1"):\n    os.environ["{VISIBLE_DEVICES}"] = gpu\n    run()\n'),
         Invalid(f'import os\nos.putenv("{VISIBLE_DEVICES}", "1")\n'),
         Invalid(f'import os\nos.environ.update({{"{VISIBLE_DEVICES}": "1", "A": "b"}})\n'),
         Invalid(f'import os\nos.environ.update({VISIBLE_DEVICES}="1")\n'),
@@ -109,7 +112,7 @@ class VisibleDevicesInCode(Rule):
 
     def finish(self) -> None:
         for node, target, site in self._assignments:
-            fixable = len(node.targets) == 1 and isinstance(target, cst.Subscript)
+            fixable = len(node.targets) == 1 and isinstance(target, cst.Subscript) and not self._changes_in_a_loop(node)
             source = self._program_argument(node.value, site.scope, site.order, _FOLLOW)
             self.report(
                 node,
@@ -153,6 +156,20 @@ class VisibleDevicesInCode(Rule):
         return isinstance(value, cst.Dict) and any(
             isinstance(e, cst.DictElement) and literal_is(e.key, VISIBLE_DEVICES) for e in value.elements
         )
+
+    def _changes_in_a_loop(self, node: cst.Assign) -> bool:
+        """Run again and again with a value that may differ (not one string): ``setdefault``
+        would keep the first iteration's value for all the others, launcher or not."""
+        if string_value(node.value) is not None:
+            return False
+        child: cst.CSTNode = node
+        for parent in self.ctx.ancestors(node):
+            if isinstance(parent, (cst.For, cst.While)) and child is parent.body:
+                return True
+            if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return False
+            child = parent
+        return False
 
     def _message(self, site: Site, source: str | None = None) -> str:
         imported = self.ctx.model.torch_imported_at

@@ -443,6 +443,23 @@ def test_dev201_names_the_program_input_that_reaches_the_assignment(text: str, s
         assert finding.fix is None
 
 
+@pytest.mark.parametrize(
+    ("text", "fixed"),
+    [
+        (f"import os\nfor gpu in ('0', '1'):\n    {_CVD} = gpu\n", False),
+        (f"import os\nwhile jobs:\n    {_CVD} = str(jobs.pop())\n", False),
+        # the same string every time: `setdefault` keeps what the assignment would have set
+        (f"import os\nfor job in jobs:\n    {_CVD} = '0'\n", True),
+        # a loop's `else` and a function defined in a loop run their own way
+        (f"import os\nfor job in jobs:\n    pass\nelse:\n    {_CVD} = job\n", True),
+        (f"import os\nfor job in jobs:\n    def run():\n        x = '0'\n        {_CVD} = x + '1'\n", True),
+    ],
+)
+def test_dev201_no_fix_where_a_loop_assigns_a_value_that_may_change(text: str, fixed: bool) -> None:
+    (finding,) = lint("DEV201", text)
+    assert (finding.fix is not None) is fixed
+
+
 # -- DEV401 -------------------------------------------------------------------------------------
 
 
