@@ -14,6 +14,10 @@ from devlint.torchfacts.names import VISIBLE_DEVICES
 _BASE = f"`{VISIBLE_DEVICES}` set in code overrides the GPUs the launcher chose"
 _ADVICE = "; set it outside the script, or use `os.environ.setdefault`"
 _LATE = ", and torch is already imported here: CUDA may be initialised and ignore it"
+_ADVICE_LOOP = (
+    "; set it outside the script, or give each job its own environment "
+    "(`subprocess.run(..., env={**os.environ, ...})`): in a loop `setdefault` would keep the first value"
+)
 _ADVICE_ARGUMENT = (
     "; the value is the program's own argument ({source}): let the launcher set the variable, or "
     "select the GPU from that argument in code (`setdefault` would ignore an explicit choice)"
@@ -112,11 +116,12 @@ class VisibleDevicesInCode(Rule):
 
     def finish(self) -> None:
         for node, target, site in self._assignments:
-            fixable = len(node.targets) == 1 and isinstance(target, cst.Subscript) and not self._changes_in_a_loop(node)
+            looped = self._changes_in_a_loop(node)
+            fixable = len(node.targets) == 1 and isinstance(target, cst.Subscript) and not looped
             source = self._program_argument(node.value, site.scope, site.order, _FOLLOW)
             self.report(
                 node,
-                self._message(site, source),
+                self._message(site, source, looped),
                 fix=(lambda _site, node=node, target=target: self._fix(node, target)) if fixable and source is None else None,
                 start=target,
                 site=site,
@@ -171,10 +176,13 @@ class VisibleDevicesInCode(Rule):
             child = parent
         return False
 
-    def _message(self, site: Site, source: str | None = None) -> str:
+    def _message(self, site: Site, source: str | None = None, looped: bool = False) -> str:
         imported = self.ctx.model.torch_imported_at
         late = imported is not None and imported < site.order
-        advice = _ADVICE if source is None else _ADVICE_ARGUMENT.format(source=source)
+        if source is not None:
+            advice = _ADVICE_ARGUMENT.format(source=source)
+        else:
+            advice = _ADVICE_LOOP if looped else _ADVICE
         return _BASE + (_LATE if late else "") + advice
 
     def _program_argument(self, value: cst.CSTNode, scope: Scope, order: int, depth: int) -> str | None:

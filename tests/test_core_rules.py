@@ -458,6 +458,7 @@ def test_dev201_names_the_program_input_that_reaches_the_assignment(text: str, s
 def test_dev201_no_fix_where_a_loop_assigns_a_value_that_may_change(text: str, fixed: bool) -> None:
     (finding,) = lint("DEV201", text)
     assert (finding.fix is not None) is fixed
+    assert ("would keep the first value" in finding.message) is not fixed
 
 
 # -- DEV401 -------------------------------------------------------------------------------------
