@@ -116,6 +116,15 @@ def test_the_definition_is_separated_from_the_import_block_by_a_blank_line() -> 
     )
 
 
+def test_the_definition_follows_the_last_of_imports_that_end_alike_without_a_final_newline() -> None:
+    # Printed whole (no final newline); both imports end with the one shared `)` node.
+    text = "import torch\nfrom a import (\n    b,\n)\nfrom d import (\n    e,\n)\n\nlog = 1\n\n\ndef f(y):\n    return torch.tensor(y).cuda()"
+    assert _fixed(text) == (
+        "import torch\nfrom a import (\n    b,\n)\nfrom d import (\n    e,\n)\n\n" + DEFINITION
+        + "\nlog = 1\n\n\ndef f(y):\n    return torch.tensor(y).to(device)"
+    )
+
+
 def test_a_parenthesised_import_block_ends_at_its_closing_line() -> None:
     text = "import os\nfrom torch import (\n    nn,\n    optim,\n)  # layers\n\n\ndef build():\n    return nn.Linear(2, 2).cuda()\n"
     assert _fixed(text) == (

@@ -197,3 +197,17 @@ def test_torch_sources_give_the_spans_of_one_print() -> None:
         text = path.read_text()
         assert _compare(text, statement_rows(ast.parse(text), text)) > 100
         assert _printed_alone(text)
+
+
+# The `)` of each `from m import (...)` that ends alike is one shared node: a range that ends at
+# it must end where its own statement prints it. No final newline: the module is printed whole.
+SHARED_ENDS = "from a import (\n    b,\n)\nfrom c import (\n    d,\n)\n\ndef f():\n    from e import (\n        g,\n    )\n    from h import (\n        i,\n    )\n    return i"
+
+
+@pytest.mark.parametrize("text", [SHARED_ENDS, SHARED_ENDS + "\n"])
+def test_nodes_nobody_asked_for_end_where_their_statement_prints_them(text: str) -> None:
+    module = parse(text)
+    found = positions(module, LineIndex(text), [])
+    inner = module.body[2].body.body  # type: ignore[attr-defined]
+    rows = [(found[s].start.line, found[s].end.line) for s in (*module.body[:2], *inner[:2])]
+    assert rows == [(1, 3), (4, 6), (9, 11), (12, 14)]

@@ -44,10 +44,20 @@ class TreeMismatch(Exception):
     """The module does not print back to the text: its positions cannot be trusted."""
 
 
+class _Every:
+    """The ids of every node: a recorder given it keeps every node's span."""
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+    def add(self, key: int) -> None:
+        pass
+
+
 class _Recorder(CodegenState):
     """Prints the module like ``Module.code``; remembers start and end offsets of wanted nodes."""
 
-    def __init__(self, module: cst.Module, wanted: set[int]) -> None:
+    def __init__(self, module: cst.Module, wanted: set[int] | _Every) -> None:
         super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
         self.wanted = wanted
         self.spans: dict[int, tuple[int, int]] = {}
@@ -133,6 +143,8 @@ class Positions:
         # Finds the span of a node nobody asked for by printing only its statement (see
         # ``_InPlace``); None where the module was printed whole.
         self._locate = locate
+        # Every node's span, from one more print of the module, once a node nobody asked for is.
+        self._every: dict[int, tuple[int, int]] | None = None
         self._full: dict[cst.CSTNode, CodeRange] | None = None
 
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
@@ -143,8 +155,14 @@ class Positions:
                 span = _whole(self._module, self._lines.text, node)
             if span is not None:
                 self._spans[id(node)] = span
+        if span is None and self._locate is None:
+            if self._every is None:
+                self._every = _every_span(self._module, self._lines.text)
+            span = self._every.get(id(node))
         if span is not None:
             return CodeRange(self._position(span[0]), self._position(span[1]))
+        # The print is not the text: LibCST's positions in its print, the best there is (its
+        # provider takes the span of a shared node where it was printed last).
         if self._full is None:
             self._full = dict(MetadataWrapper(self._module, unsafe_skip_copy=True).resolve(PositionProvider))
         return self._full[node]
@@ -189,13 +207,22 @@ def positions(
         spans = in_place.spans(wanted.values())
         if spans is not None:
             return Positions(module, lines, spans, in_place.span)
-        # Printed whole, as for any caller: every top-level statement's span comes with it (a
-        # node nobody asked for is otherwise looked up with PositionProvider, which knows one
-        # span of a shared node).
-        wanted.update((id(statement), statement) for statement in module.body)
+    # Printed whole: every top-level statement's span comes with it, for the placement of new
+    # imports and definitions (a node nobody asked for is otherwise looked up with
+    # PositionProvider, which prints the module twice more and knows one span of a shared node).
+    wanted.update((id(statement), statement) for statement in module.body)
     recorder = _Recorder(module, set(wanted))
     module._codegen(recorder)
     return _checked(module, lines, "".join(recorder.tokens), recorder.spans, recorder.complete, strict)
+
+
+def _every_span(module: cst.Module, text: str) -> dict[int, tuple[int, int]]:
+    """Every node's span from one print of the module; empty where that print is not the text."""
+    recorder = _Recorder(module, _Every())
+    module._codegen(recorder)
+    if not recorder.complete or "".join(recorder.tokens) != text:
+        return {}
+    return recorder.spans
 
 
 def _whole(module: cst.Module, text: str, node: cst.CSTNode) -> tuple[int, int] | None:
