@@ -424,8 +424,10 @@ _CVD = 'os.environ["CUDA_VISIBLE_DEVICES"]'
         (f"import os, sys\n\nclass Job:\n    gpu = sys.argv[1]\n    gpu = '0'\n    {_CVD} = gpu\n", None),
         # of two branches, the later assignment names the source
         (
-            "import argparse, os, sys\np = argparse.ArgumentParser()\np.add_argument('--gpus')\nargs = p.parse_args()\n"
-            f"if sys.argv:\n    g = sys.argv[1]\nelse:\n    g = args.gpus\n{_CVD} = g\n",
+            (
+                "import argparse, os, sys\np = argparse.ArgumentParser()\np.add_argument('--gpus')\nargs = p.parse_args()\n"
+                f"if sys.argv:\n    g = sys.argv[1]\nelse:\n    g = args.gpus\n{_CVD} = g\n"
+            ),
             "the `--gpus` option",
         ),
         # followed three assignments deep
