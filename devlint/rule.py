@@ -177,7 +177,9 @@ class Rule:
         self.ctx.report(self, node, message, fix, start, lead, site)
 
     def finish(self) -> None:
-        """Called once after the walk; rules that collect candidates report them here."""
+        """Called once after the walk; rules that collect candidates report them here, each with
+        the ``site`` the walk gave its node (the engine reads its scope: whether ``torch`` is the
+        function's own name, where a definition must be inserted)."""
 
     def withdraws(self, report: Report) -> bool:
         """Asked of each of this rule's reports after the walk, when the whole file is known:

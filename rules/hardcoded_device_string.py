@@ -480,6 +480,7 @@ class HardcodedDeviceString(Rule):
                 f"`{name}` is set to {self._code(literal.node)} and used as a device; "
                 "choose CUDA only when it is available",
                 fix=lambda _site, name=name, literal=literal: self._variable_fix(name, literal),
+                site=site,
             )
 
     def _variable_fix(self, name: str, literal: _Literal) -> FixPlan | None:

@@ -261,7 +261,7 @@ class LoaderWithoutPinMemory(FlowRule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self._candidates: list[cst.Call] = []
+        self._candidates: list[tuple[cst.Call, Site]] = []
         self._moved: set[int] = set()
         # function scopes whose parameter's batches are moved, kept alive so their ids stay unique
         self._moved_params: dict[tuple[int, str], Scope] = {}
@@ -281,7 +281,7 @@ class LoaderWithoutPinMemory(FlowRule):
         self._device_functions: set[str] = set()
         # `pin_memory=True` loaders, by the `True` they are given, and whether some loader pins by
         # a device check: the file then pins one way (see _pin_always_fix)
-        self._pinned_always: list[tuple[cst.Call, cst.Name]] = []
+        self._pinned_always: list[tuple[cst.Call, cst.Name, Site]] = []
         self._pins_by_check = False
 
     def _enclosing_class(self) -> str | None:
@@ -317,7 +317,7 @@ class LoaderWithoutPinMemory(FlowRule):
                 self._device_functions.add(function.name)
         self._record_pinning(node)
         if self._unpinned_dataloader(node):
-            self._candidates.append(node)
+            self._candidates.append((node, self.ctx.site(node)))
             dataset = self._dataset(node)
             reason = self._device_source(dataset, self.ctx.site(node), _SOURCE_DEPTH) if dataset is not None else None
             if reason is not None:
@@ -374,7 +374,7 @@ class LoaderWithoutPinMemory(FlowRule):
         plain = positional(node)
         value = given.value if given is not None else plain[PIN_MEMORY_POSITION].value if len(plain) > PIN_MEMORY_POSITION else None
         if isinstance(value, cst.Name) and value.value == "True":
-            self._pinned_always.append((node, value))
+            self._pinned_always.append((node, value, self.ctx.site(node)))
         elif isinstance(value, cst.Call) and self.ctx.model.qualname(value.func) in _CHECKS:
             self._pins_by_check = True
 
@@ -402,21 +402,25 @@ class LoaderWithoutPinMemory(FlowRule):
                 name = params[passed.position]
             if name is not None and (id(scopes[0]), name) in self._moved_params:
                 moved.add(id(passed.loader))
-        reported = [node for node in self._candidates if id(node) in moved]
-        for node in reported:
+        # each reported where the walk met it: the engine reads the scope there (whether `torch`
+        # is the function's own name)
+        reported = [(node, site) for node, site in self._candidates if id(node) in moved]
+        for node, site in reported:
             self.report(
                 node,
                 "this DataLoader's batches are copied to the device, but `pin_memory` is not set",
-                fix=lambda site, node=node: self._fix(node),
+                fix=lambda _site, node=node: self._fix(node),
+                site=site,
             )
         if reported or self._pins_by_check:
             check = self._check()[0]
-            for node, given in self._pinned_always:
+            for node, given, site in self._pinned_always:
                 self.report(
                     node,
                     f"`pin_memory=True` warns on every run without a GPU; another DataLoader of this file pins by `{check}` (or is fixed to)",
-                    fix=lambda site, given=given: self._pin_always_fix(given),
+                    fix=lambda _site, given=given: self._pin_always_fix(given),
                     start=given,
+                    site=site,
                 )
 
     def _check(self) -> tuple[str, tuple[int, int]]:

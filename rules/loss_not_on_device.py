@@ -181,12 +181,13 @@ class LossNotOnDevice(FlowRule):
         for candidate in self._candidates:
             if candidate.name in self._moved:
                 continue
-            # the fix uses the site captured during the walk: its scope is where the loss is built
+            # reported where the walk met it: its scope is where the loss is built
             self.report(
                 candidate.call,
                 f"`{candidate.name}` keeps its `{candidate.argument}` tensor on the CPU and is never moved "
                 "to the device; on a GPU the loss fails with a device mismatch",
                 fix=lambda _site, c=candidate: self._fix(c),
+                site=candidate.site,
             )
 
     # -- candidates ------------------------------------------------------------------------------

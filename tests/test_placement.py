@@ -4,6 +4,7 @@ them would be unsafe, as data (devlint.engine.placement): these read that decisi
 from __future__ import annotations
 
 import libcst as cst
+import pytest
 
 from devlint.analysis.tree import descendants
 from devlint.engine.context import FileContext
@@ -167,3 +168,26 @@ def test_a_file_without_imports_gets_them_above_the_decorators_of_its_first_defi
         definition = kind.split("\n", 1)[0]
         assert decorated.text == plain.text.replace(definition, "@decorator(1)\n@other\n" + definition, 1)
         compile(decorated.text, "t.py", "exec")
+
+
+@pytest.mark.parametrize(
+    ("code", "text"),
+    [
+        # rules that report after the walk (DEV103's variables, DEV302's loaders): the report
+        # stands where the walk met its node, in the function whose `torch` the fix reads
+        ("DEV103", 'import os\n\n\ndef main(torch):\n    device = "cuda"\n    return torch.nn.Linear(2, 2).to(device)\n'),
+        ("DEV103", 'import os\n\n\ndef main():\n    torch = __import__("torch")\n    device = "cuda"\n    return torch.ones(2).to(device)\n'),
+        (
+            "DEV302",
+            "import os\nfrom torch.utils.data import DataLoader\n\n\ndef main(torch, ds, device):\n"
+            "    loader = DataLoader(ds, batch_size=2)\n    for x in loader:\n        x = x.to(device)\n",
+        ),
+    ],
+)
+def test_no_module_import_where_the_function_binds_torch_itself(code: str, text: str) -> None:
+    from devlint.engine.lint import fix_text
+    from devlint.registry import select_rules
+
+    fixed = fix_text(text, "x.py", select_rules([code]), FixSettings(), unsafe=True).text
+    assert fixed != text
+    assert "import torch" not in fixed

@@ -8,10 +8,18 @@ function's import, a function that asks first, a literal written below its use).
 
 from __future__ import annotations
 
+import textwrap
+
+import libcst as cst
 import pytest
 
+from devlint.analysis.semantic import Scope
+from devlint.engine.context import FileContext
 from devlint.engine.lint import lint_text
-from devlint.registry import rule_by_code, select_rules
+from devlint.engine.walk import walk
+from devlint.registry import all_rules, rule_by_code, select_rules
+from devlint.rule import Rule
+from devlint.settings import FixSettings
 
 
 def rows(code: str, text: str) -> list[int]:
@@ -146,3 +154,37 @@ def test_a_guarded_and_an_unguarded_setting_below_the_use_are_not_reported() -> 
 def test_every_rule_agrees_with_the_pairs() -> None:
     # no other rule reads these names differently either
     assert [row for row, code in every_rule(LOCAL_IMPORT) if code == "DEV104"] == [2, 3]
+
+
+# -- a report stands where the walk met its node ---------------------------------------------------
+
+
+def _enclosing_function(parents: dict, node: object) -> object | None:
+    current = parents.get(node)
+    while current is not None and not isinstance(current, cst.FunctionDef):
+        current = parents.get(current)
+    return current
+
+
+def _scope_function(scope: Scope) -> object | None:
+    current: Scope | None = scope
+    while current is not None and current.kind not in ("function", "module"):
+        current = current.parent
+    return current.node if current is not None and current.kind == "function" else None
+
+
+@pytest.mark.parametrize("rule", all_rules(), ids=lambda rule: rule.code)
+def test_every_report_carries_the_scope_of_its_node(rule: type[Rule]) -> None:
+    # Rules that report after the walk (`finish`) pass the site they kept: the engine reads its
+    # scope (is `torch` the function's own name?), and the end of the walk is the module's.
+    reports = 0
+    for i, case in enumerate(rule.INVALID):
+        text = f"def block_{i}():\n{textwrap.indent(case.code, '    ')}\n"
+        version = case.torch_version or FixSettings().torch_version
+        ctx = FileContext("t.py", text, cst.parse_module(text), FixSettings(torch_version=version))
+        walk(ctx, [rule(ctx)])
+        reports += len(ctx.reports)  # (an example that needs the module's level reports nothing here)
+        for report in ctx.reports:
+            expected = _enclosing_function(ctx.parents, report.node)
+            assert _scope_function(report.site.scope) is expected, (rule.code, i, ctx.module.code_for_node(report.node))
+    assert reports, rule.code
