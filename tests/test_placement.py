@@ -126,6 +126,14 @@ def test_the_definition_follows_the_last_of_imports_that_end_alike_without_a_fin
     )
 
 
+def test_an_inserted_import_is_separated_from_the_definition_by_a_blank_line() -> None:
+    # A file without imports: the import block devlint starts ends before the definition, as
+    # isort and ruff leave it.
+    assert _fixed("def f(x):\n    return x.cuda()\n") == (
+        "import torch\n\n" + DEFINITION + "\n\ndef f(x):\n    return x.to(device)\n"
+    )
+
+
 def test_a_parenthesised_import_block_ends_at_its_closing_line() -> None:
     text = "import os\nfrom torch import (\n    nn,\n    optim,\n)  # layers\n\n\ndef build():\n    return nn.Linear(2, 2).cuda()\n"
     assert _fixed(text) == (

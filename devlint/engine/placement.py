@@ -159,7 +159,7 @@ def _definition(source: Source, body: list[cst.BaseStatement], spot: _Spot, name
     if spot.torch_as is not None:
         expression = renamed_torch(expression, spot.torch_as)
     prefix = spot.prefix if torch is None else ""
-    if _ends_import_block(source, body, spot):
+    if _ends_import_block(source, body, spot, torch):
         prefix += newline
     trail = ""
     following = body[spot.after + 1] if spot.after + 1 < len(body) else None
@@ -205,10 +205,11 @@ def _ranked(edit: Edit, rank: int) -> Edit:
     return dataclasses.replace(edit, rank=rank)
 
 
-def _ends_import_block(source: Source, body: list[cst.BaseStatement], spot: _Spot) -> bool:
-    """The insertion follows an import (a parenthesised one spans lines: its end counts), so the
-    definition starts the code after the import block."""
-    return source.settings.cell_break is None and spot.after >= 0 and is_import_line(body[spot.after])
+def _ends_import_block(source: Source, body: list[cst.BaseStatement], spot: _Spot, torch: Edit | None) -> bool:
+    """The insertion follows an import (a parenthesised one spans lines: its end counts), or the
+    ``import torch`` inserted there, so the definition starts the code after the import block."""
+    follows_import = torch is not None or (spot.after >= 0 and is_import_line(body[spot.after]))
+    return source.settings.cell_break is None and follows_import
 
 
 def _deadline(source: Source, nodes: list[cst.CSTNode], body: list[cst.BaseStatement]) -> int:
