@@ -13,33 +13,17 @@ the machine is shared (the load average is printed).
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import libcst as cst
+from scaling import cpu_seconds
 
 from devlint.engine.lint import lint_text
 from devlint.gate.nesting import call_with_deep_stack
 from devlint.registry import select_rules
 from devlint.settings import FixSettings
-
-
-def _seconds(work: Callable[..., object], *args: object) -> float:
-    best = float("inf")
-    for _ in range(2):
-        gc.collect()
-        gc.disable()
-        try:
-            started = time.process_time()
-            call_with_deep_stack(work, *args)
-            best = min(best, time.process_time() - started)
-        finally:
-            gc.enable()
-    return best
 
 
 def ratios(folders: list[Path], min_bytes: int) -> list[tuple[float, float, float, int, Path]]:
@@ -57,12 +41,12 @@ def ratios(folders: list[Path], min_bytes: int) -> list[tuple[float, float, floa
                 continue
             try:
                 findings = call_with_deep_stack(lint_text, text, str(path), rules, settings)
-                parse = _seconds(cst.parse_module, text)
+                parse = cpu_seconds(cst.parse_module, text)
             except Exception:  # noqa: BLE001, S112 - a file devlint reports as unreadable has no ratio
                 continue
             if not findings:
                 continue
-            check = _seconds(lint_text, text, str(path), rules, settings)
+            check = cpu_seconds(lint_text, text, str(path), rules, settings)
             rows.append((check / parse, check, parse, len(findings), path))
     return sorted(rows, key=lambda row: -row[0])
 

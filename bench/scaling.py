@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,6 +67,23 @@ def synthetic_growth(blocks: int, env: dict[str, str] | None = None) -> list[tup
     return rows
 
 
+def cpu_seconds(work: Callable[..., object], *args: object) -> float:
+    """CPU seconds of ``work(*args)`` in this process, best of two, on a deep stack."""
+    best = float("inf")
+    for _ in range(2):
+        # As a run checks a file (devlint.run.pool): the collector paused, what earlier
+        # measurements left collected first (its passes over them grew with the process).
+        gc.collect()
+        gc.disable()
+        try:
+            started = time.process_time()
+            call_with_deep_stack(work, *args)
+            best = min(best, time.process_time() - started)
+        finally:
+            gc.enable()
+    return best
+
+
 def shape_growth(n: int = 200) -> list[tuple[str, float, float]]:
     """For each of tests/test_linear_cost.py's shapes whose parts reach across the file (an
     ``elif`` chain, an attribute read in every class...): CPU seconds of
@@ -73,21 +91,12 @@ def shape_growth(n: int = 200) -> list[tuple[str, float, float]]:
     seconds 4N). In process: an interpreter's start would hide the growth at these sizes."""
     rules = all_rules()
 
+    def check_and_fix(text: str) -> None:
+        lint_text(text, "generated.py", rules)
+        fix_text(text, "generated.py", rules)
+
     def seconds(text: str) -> float:
-        best = float("inf")
-        for _ in range(2):
-            # As a run checks a file (devlint.run.pool): the collector paused, what earlier
-            # measurements left collected first (its passes over them grew with the process).
-            gc.collect()
-            gc.disable()
-            try:
-                started = time.process_time()
-                call_with_deep_stack(lint_text, text, "generated.py", rules)
-                call_with_deep_stack(fix_text, text, "generated.py", rules)
-                best = min(best, time.process_time() - started)
-            finally:
-                gc.enable()
-        return best
+        return cpu_seconds(check_and_fix, text)
 
     return [(shape, seconds(SHAPES[shape](n)), seconds(SHAPES[shape](4 * n))) for shape in sorted(SHAPES)]
 
