@@ -455,8 +455,9 @@ class SemanticModel:
                 if bindings:
                     if not immediate:
                         return list(bindings)
-                    earlier = [b for b in bindings if b.order < order or b.kind == "param"]
-                    return earlier[-1:]
+                    # the last of those before the site, or the last parameter (Scope.before)
+                    latest = next(current.before(name, order), None)
+                    return [latest] if latest is not None else []
             if current.kind in ("function", "lambda"):
                 immediate = False
             first = False
