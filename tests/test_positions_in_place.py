@@ -11,9 +11,11 @@ import libcst as cst
 import pytest
 
 from devlint.analysis.tree import children
-from devlint.engine.lint import parse
+from devlint.engine.lint import fix_text, lint_text, parse
 from devlint.engine.positions import _InPlace, positions, statement_rows, statements_in_order
 from devlint.fixes import LineIndex
+from devlint.registry import rule_by_code
+from devlint.settings import FixSettings
 
 # Two functions of the same lines, then a top-level line twice: every print repeats.
 _BLOCK = """
@@ -211,3 +213,15 @@ def test_nodes_nobody_asked_for_end_where_their_statement_prints_them(text: str)
     inner = module.body[2].body.body  # type: ignore[attr-defined]
     rows = [(found[s].start.line, found[s].end.line) for s in (*module.body[:2], *inner[:2])]
     assert rows == [(1, 3), (4, 6), (9, 11), (12, 14)]
+
+
+def test_a_crlf_text_is_placed_by_rows_where_libcst_does_not_print_it_back() -> None:
+    # LibCST's print drops a line that holds only a `\` continuation: a whole print of the
+    # module is not the text, its rows shift, and the fix was refused. `\r\n` is a line ending
+    # like `\n`: statements are placed by CPython's rows and checked against the text.
+    text = "import torch\r\nx = 1\r\n\\\r\ny = torch.ones(2).cuda()\r\n"
+    assert _printed_alone(text)
+    (finding,) = lint_text(text, "t.py", [rule_by_code("DEV101")])
+    assert (finding.location.row, finding.location.column) == (4, 18)
+    fixed = fix_text(text, "t.py", [rule_by_code("DEV101")], FixSettings()).text
+    assert fixed.endswith("\\\r\ny = torch.ones(2).to(device)\r\n")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -38,6 +39,10 @@ from devlint.fixes import LineIndex
 
 # Reused for every node whose position nobody asked for: it does nothing and holds no state.
 _NOTHING = nullcontext()
+
+
+# A `\r` that ends a line alone (`\r\n` is one line ending, which prints as it stands).
+_LONE_CR = re.compile(r"\r(?!\n)")
 
 
 class TreeMismatch(Exception):
@@ -199,7 +204,7 @@ def positions(
         found = _by_statement(module, lines, wanted, prints, top)
         if found is not None:
             return _checked(module, lines, *found, strict)
-    elif parent_of is not None and rows is not None and "\r" not in lines.text and lines.text.endswith("\n"):
+    elif parent_of is not None and rows is not None and not _LONE_CR.search(lines.text) and lines.text.endswith("\n"):
         # A statement prints as it stands in the text, except with a lone `\r` (which LibCST may
         # print as another line ending) and as the last line of a text without a final newline
         # (printed with one, taken back by the module): such a text takes the whole print.
