@@ -197,6 +197,14 @@ SHAPES: dict[str, Callable[[int], str]] = {
     + "".join(f"gpus = '{i}'\nos.environ['CUDA_VISIBLE_DEVICES'] = gpus\n" for i in range(n)),
     "a visible-devices value grown before every assignment": lambda n: "import os\ngpus = ''\n"
     + "".join(f"gpus = gpus + ',{i}'\nos.environ['CUDA_VISIBLE_DEVICES'] = gpus\n" for i in range(n)),
+    # Each name set from a `.device` asked whether its scope moves that tensor to CUDA by a walk
+    # of the whole scope (9.5x at 4N).
+    "a device read before every move": lambda n: HEAD
+    + "".join(f"d{i} = t{i}.device\nt{i} = t{i}.cuda()\nz{i} = torch.ones(1).cuda()\n" for i in range(n)),
+    # Each `run` asked every call of `run` in the file whether it gives its parameter the CPU
+    # (5.4x at 4N).
+    "a method of one name in every class": lambda n: HEAD
+    + "".join(f"class W{i}:\n    def run(self, x, dev):\n        return x.cuda()\n\nw{i} = W{i}()\nw{i}.run(t, dev='cuda')\n" for i in range(n)),
     "a GPU index name bound in every block": lambda n: HEAD
     + "".join(f"def f{i}():\n    dev{i} = 'cuda:{i % 3}'\n    return torch.ones(1).cuda()\nd{i} = 'cuda:{i % 3}'\n" for i in range(n)),
 }

@@ -192,6 +192,12 @@ class DeviceFinder:
         # per forward scope (kept alive so its id stays unique), the input whose device new tensors
         # follow: the body is read once, however many sites it holds
         self._inputs: dict[int, tuple[Scope, str | None]] = {}
+        # per scope (kept alive so its id stays unique), the names its code moves to CUDA: read
+        # once, however many of its names were set from a `.device`
+        self._moved: dict[int, tuple[Scope, set[str]]] = {}
+        # whether a call gives a CPU device to a parameter, by (function name, parameter, its
+        # position, a method's): functions of one name (`run` in every class) share the calls
+        self._cpu_given: dict[tuple[str, str, int, bool], bool] = {}
 
     def find(self, scope: Scope, site: cst.CSTNode, avoid: Iterable[str] = ()) -> DeviceInScope | None:
         """A device expression usable at ``site`` (in ``scope``): the program's own device, bound
@@ -246,18 +252,27 @@ class DeviceFinder:
             and binding.value.attr.value == "device"
             and isinstance(binding.value.value, cst.Name)
         ]
-        return bool(read) and bool(set(read) & _moved_to_cuda(self.model, scope.node))
+        if not read:
+            return False
+        if id(scope) not in self._moved:
+            self._moved[id(scope)] = (scope, _moved_to_cuda(self.model, scope.node))
+        return bool(set(read) & self._moved[id(scope)][1])
 
     def _given_the_cpu(self, scope: Scope, name: str) -> bool:
         """A call in this file passes a CPU-only device for parameter ``name`` of the function
         ``scope``: there the parameter is no GPU, whatever `.cuda()` in the body meant."""
         if scope.kind != "function" or name not in scope.params or not isinstance(scope.node, cst.FunctionDef):
             return False
+        key = (scope.name, name, scope.params.index(name), scope.params[:1] in (["self"], ["cls"]))
+        if key not in self._cpu_given:
+            self._cpu_given[key] = self._a_call_gives_the_cpu(*key)
+        return self._cpu_given[key]
+
+    def _a_call_gives_the_cpu(self, function: str, name: str, position: int, method: bool) -> bool:
         if self._calls is None:
             self._calls = _calls_by_name(self.model.module_scope.node)
-        position = scope.params.index(name)
-        for call in self._calls.get(scope.name, []):
-            shift = 1 if isinstance(call.func, cst.Attribute) and scope.params[:1] in (["self"], ["cls"]) else 0
+        for call in self._calls.get(function, []):
+            shift = 1 if isinstance(call.func, cst.Attribute) and method else 0
             given = [a for a in call.args if a.keyword is not None and a.keyword.value == name]
             plain = [a for a in call.args if a.keyword is None and not a.star]
             if not given and 0 <= position - shift < len(plain) and not any(a.star for a in call.args):
