@@ -51,8 +51,9 @@ class VisibleDevicesInCode(Rule):
         "own argument (an argparse option, `sys.argv`, a parameter of the enclosing function, or a "
         "name assigned from one): the user chose that GPU explicitly, and `setdefault` would "
         "silently ignore the choice wherever the variable is already set. Nor is an assignment "
-        "in a loop of a value that may change between iterations: `setdefault` would keep the "
-        "first."
+        "in a loop of a value that may change between iterations, or one after the same function "
+        "already set the variable (restoring it in `finally`): `setdefault` would keep the value "
+        "already there."
     )
     triggers = (VISIBLE_DEVICES,)
 
@@ -115,9 +116,15 @@ class VisibleDevicesInCode(Rule):
             self._assignments.append((node, targets[0], self.ctx.site(node)))
 
     def finish(self) -> None:
+        # functions (or the module) whose code already set the variable above: there it is in the
+        # environment, and `setdefault` would not change it (a restore in `finally` would be lost)
+        setting: set[int] = set()
         for node, target, site in self._assignments:
             looped = self._changes_in_a_loop(node)
-            fixable = len(node.targets) == 1 and isinstance(target, cst.Subscript) and not looped
+            function = site.scope.function_scope() or self.ctx.model.module_scope
+            set_above = id(function.node) in setting
+            setting.add(id(function.node))
+            fixable = len(node.targets) == 1 and isinstance(target, cst.Subscript) and not looped and not set_above
             source = self._program_argument(node.value, site.scope, site.order, _FOLLOW)
             self.report(
                 node,

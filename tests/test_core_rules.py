@@ -463,6 +463,20 @@ def test_dev201_no_fix_where_a_loop_assigns_a_value_that_may_change(text: str, f
     assert ("would keep the first value" in finding.message) is not fixed
 
 
+def test_dev201_no_fix_for_a_restore_after_the_function_set_the_variable() -> None:
+    # The variable is in the environment by then: `setdefault` would leave the context's value.
+    text = (
+        "import os\n\ndef scoped(gpus):\n    saved = os.environ.get('CUDA_VISIBLE_DEVICES', '')\n"
+        f"    {_CVD} = '0'\n    try:\n        yield\n    finally:\n        {_CVD} = saved\n"
+    )
+    first, restore = lint("DEV201", text)
+    assert first.fix is not None
+    assert restore.fix is None
+    # another function's assignment does not count
+    other = f"import os\n\ndef a():\n    {_CVD} = '0'\n\ndef b():\n    {_CVD} = '1'\n"
+    assert all(finding.fix is not None for finding in lint("DEV201", other))
+
+
 # -- DEV401 -------------------------------------------------------------------------------------
 
 
