@@ -105,7 +105,11 @@ class VisibleDevicesInCode(Rule):
 
     def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
-        self._assignments: list[tuple[cst.Assign, cst.BaseExpression, Site]] = []
+        # each assignment, and whether code of its function (or of the module) set the variable
+        # above it: it is in the environment there, and `setdefault` would not change it (a
+        # restore in `finally` would be lost)
+        self._assignments: list[tuple[cst.Assign, cst.BaseExpression, Site, bool]] = []
+        self._setting: set[int] = set()
         self._sources: dict[tuple[int, int], str | None] = {}
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -113,17 +117,11 @@ class VisibleDevicesInCode(Rule):
         if targets:
             # Where the value comes from is asked after the walk, when every binding that may
             # reach it is known (a function reads the module's names as they end up).
-            self._assignments.append((node, targets[0], self.ctx.site(node)))
+            self._assignments.append((node, targets[0], self.ctx.site(node), self._sets_variable()))
 
     def finish(self) -> None:
-        # functions (or the module) whose code already set the variable above: there it is in the
-        # environment, and `setdefault` would not change it (a restore in `finally` would be lost)
-        setting: set[int] = set()
-        for node, target, site in self._assignments:
+        for node, target, site, set_above in self._assignments:
             looped = self._changes_in_a_loop(node)
-            function = site.scope.function_scope() or self.ctx.model.module_scope
-            set_above = id(function.node) in setting
-            setting.add(id(function.node))
             fixable = len(node.targets) == 1 and isinstance(target, cst.Subscript) and not looped and not set_above
             source = self._program_argument(node.value, site.scope, site.order, _FOLLOW)
             self.report(
@@ -136,9 +134,17 @@ class VisibleDevicesInCode(Rule):
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         if self._is_variable_slot(node.target):
+            self._sets_variable()
             self.report(node, self._message(self.ctx.site(node)), start=node.target)
 
     def visit_Call(self, node: cst.Call) -> None:
+        setdefault = method_call(node, "setdefault")
+        if (
+            setdefault is not None and node.args and literal_is(node.args[0].value, VISIBLE_DEVICES)
+            and self.ctx.model.qualname(setdefault.value) == "os.environ"
+        ):
+            self._sets_variable()  # what this rule's own fix writes: a second round sees it
+            return
         qualname = self.ctx.model.qualname(node.func)
         if qualname == "os.putenv":
             if node.args and literal_is(node.args[0].value, VISIBLE_DEVICES):
@@ -148,6 +154,7 @@ class VisibleDevicesInCode(Rule):
         if update is None or self.ctx.model.qualname(update.value) != "os.environ":
             return
         if keyword(node, VISIBLE_DEVICES) is not None or any(self._dict_sets_variable(a.value) for a in node.args):
+            self._sets_variable()
             self.report(node, self._message(self.ctx.site(node)))
 
     # -- helpers -----------------------------------------------------------------------------------
@@ -168,6 +175,14 @@ class VisibleDevicesInCode(Rule):
         return isinstance(value, cst.Dict) and any(
             isinstance(e, cst.DictElement) and literal_is(e.key, VISIBLE_DEVICES) for e in value.elements
         )
+
+    def _sets_variable(self) -> bool:
+        """Code of the walk's function (or the module) sets the variable here; whether some did
+        above already."""
+        function = self.ctx.model.scope.function_scope() or self.ctx.model.module_scope
+        above = id(function.node) in self._setting
+        self._setting.add(id(function.node))
+        return above
 
     def _changes_in_a_loop(self, node: cst.Assign) -> bool:
         """Run again and again with a value that may differ (not one string): ``setdefault``

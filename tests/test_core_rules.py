@@ -475,6 +475,11 @@ def test_dev201_no_fix_for_a_restore_after_the_function_set_the_variable() -> No
     # another function's assignment does not count
     other = f"import os\n\ndef a():\n    {_CVD} = '0'\n\ndef b():\n    {_CVD} = '1'\n"
     assert all(finding.fix is not None for finding in lint("DEV201", other))
+    # nor is the next assignment fixed in a second round, after the first became `setdefault`
+    twice = f"import os\n{_CVD} = '0'\n{_CVD} = '1'\n"
+    assert fix("DEV201", twice, unsafe=True) == (
+        "import os\nos.environ.setdefault(\"CUDA_VISIBLE_DEVICES\", '0')\n" + f"{_CVD} = '1'\n"
+    )
 
 
 # -- DEV401 -------------------------------------------------------------------------------------
