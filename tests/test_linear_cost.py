@@ -326,6 +326,22 @@ def _lines(work: Callable[[], object]) -> int:
     return count
 
 
+def test_a_function_of_many_parameters_costs_linear_work() -> None:
+    # Each parameter's reaching definitions found it by a scan of every parameter, and binding
+    # the parameters compared each with every one (LibCST's nodes compare in Python): N squared
+    # for N parameters each read (5.8x at 4N). The scan makes no call: lines run count it, the
+    # comparisons calls.
+    def work(n: int) -> Callable[[], object]:
+        text = HEAD + "def f(" + ", ".join(f"a{i}" for i in range(n)) + ", device='cuda'):\n"
+        text += "".join(f"    a{i} = a{i}.cuda()\n" for i in range(n))
+        return lambda: lint_text(text, "generated.py", all_rules(), FixSettings(torch_version=(2, 4)))
+
+    small, large = _lines(work(300)), _lines(work(1200))
+    assert large <= LIMIT * small, f"{large} lines run at 4N against {small} at N: {large / small:.2f}x"
+    small, large = _calls(work(300)), _calls(work(1200))
+    assert large <= LIMIT * small, f"{large} calls at 4N against {small} at N: {large / small:.2f}x"
+
+
 def test_verifys_map_of_changed_lines_costs_linear_work() -> None:
     # `devlint verify` maps each line of the fixed program to the original's (line_map, and the
     # rows a project copy changed): with difflib's matcher a 6,000-line file took minutes.

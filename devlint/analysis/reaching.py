@@ -14,6 +14,7 @@ the answer may say "maybe unbound" or "maybe something else" where it is not, ne
 
 from __future__ import annotations
 
+import weakref
 from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -230,7 +231,10 @@ class _Index:
     def __init__(self, walrus: bool) -> None:
         self.walrus = walrus
         self._blocks: dict[int, _Statements] = {}
-        self._nothing = _Analysis(_NO_NAME, walrus, self)
+        self._params: dict[int, dict[str, cst.Param]] = {}
+        # A proxy, not a reference back: a cycle would hold the parameters above (nodes of the
+        # tree) until the garbage collector walks them (tests/test_performance_features.py).
+        self._nothing = _Analysis(_NO_NAME, walrus, weakref.proxy(self))
 
     def statements(self, owner: cst.CSTNode, statements: Sequence[cst.CSTNode]) -> _Statements:
         found = self._blocks.get(id(owner))
@@ -243,6 +247,22 @@ class _Index:
             stops = [position for position, statement in enumerate(statements) if self._nothing.step(statement, entry) is None]
             found = _Statements({id(statement): position for position, statement in enumerate(statements)}, binders, stops)
             self._blocks[id(owner)] = found
+        return found
+
+    def params(self, function: cst.FunctionDef) -> Mapping[str, cst.Param]:
+        """The function's parameters by name, listed once: every name of the file asks (a
+        function of N parameters, each read, would otherwise cost N squared)."""
+        found = self._params.get(id(function))
+        if found is None:
+            params = function.params
+            every = [*params.posonly_params, *params.params, *params.kwonly_params]
+            every += [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+            found = {}
+            for param in every:
+                # The first of a name, as a scan in order finds it (CPython refuses a repeated
+                # name only when it compiles, so the tree may hold one).
+                found.setdefault(param.name.value, param)
+            self._params[id(function)] = found
         return found
 
 
@@ -281,12 +301,9 @@ class _Analysis:
 
     def entry(self, scope: cst.CSTNode) -> State:
         if isinstance(scope, cst.FunctionDef):
-            params = scope.params
-            every = [*params.posonly_params, *params.params, *params.kwonly_params]
-            every += [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
-            for param in every:
-                if param.name.value == self.name:
-                    return frozenset({ParamBinding(param)})
+            param = self.index.params(scope).get(self.name)
+            if param is not None:
+                return frozenset({ParamBinding(param)})
         return frozenset({_UNBOUND})
 
     # -- whole statements ----------------------------------------------------------------------

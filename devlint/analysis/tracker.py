@@ -105,10 +105,13 @@ class ScopeTracker:
         for extra in (params.star_arg, params.star_kwarg):
             if isinstance(extra, cst.Param):
                 every.append(extra)
+        # By identity, once: `in` on the tuples compares with each node's Python-level __eq__
+        # (a function of N parameters cost N squared).
+        positional = {id(param) for param in (*params.posonly_params, *params.params)}
         for param in every:
             name = param.name.value
             annotation = param.annotation.annotation if param.annotation is not None else None
             scope.bind(Binding(name, order, "param", param.default, annotation=annotation, param=param))
-            if param in params.params or param in params.posonly_params:
+            if id(param) in positional:
                 scope.params.append(name)
             self.model.identifiers.add(name)
