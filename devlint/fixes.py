@@ -90,6 +90,9 @@ class LineIndex:
     def __init__(self, text: str) -> None:
         self.text = text
         self.starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
+        # Each row's text, cut once: every finding on a row asks for it (its source line, the
+        # indent of an edit), and N findings on one long line would copy it N times.
+        self._lines: dict[int, str] = {}
 
     def offset(self, row: int, column: int) -> int:
         if row - 1 >= len(self.starts):
@@ -98,11 +101,14 @@ class LineIndex:
 
     def line(self, row: int) -> str:
         """The text of a 1-based row without its line ending."""
-        if row - 1 >= len(self.starts):
-            return ""
-        start = self.starts[row - 1]
-        end = self.starts[row] if row < len(self.starts) else len(self.text)
-        return self.text[start:end].rstrip("\r\n")
+        line = self._lines.get(row)
+        if line is None:
+            if row - 1 >= len(self.starts):
+                return ""
+            start = self.starts[row - 1]
+            end = self.starts[row] if row < len(self.starts) else len(self.text)
+            line = self._lines[row] = self.text[start:end].rstrip("\r\n")
+        return line
 
     def next_line(self, row: int) -> int:
         """The offset where the 1-based row after ``row`` starts (the text's end after the last)."""
