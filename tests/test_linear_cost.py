@@ -352,6 +352,21 @@ def test_findings_on_one_long_line_share_its_text() -> None:
     assert len({id(line) for line in lines}) == 1
 
 
+def test_a_large_text_with_lone_carriage_returns_is_walked_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A tree stitched from sections must print back to its text, which no tree of a text with a
+    # lone `\r` does: such a text was parsed in sections, then again whole, and walked twice.
+    import devlint.engine.lint as engine
+
+    walks = []
+    real = engine.walk
+    monkeypatch.setattr(engine, "walk", lambda *args: (walks.append(1), real(*args))[1])
+    body = "".join(f"def f{i}(x):\n    return x.cuda()\n" for i in range(2000))
+    assert len(body) > 4 * 16 * 1024
+    found = lint_text((HEAD + body).replace("\n", "\r"), "generated.py", all_rules(), FixSettings(torch_version=(2, 4)))
+    assert len(walks) == 1
+    assert len(found) >= 2000
+
+
 def test_verifys_map_of_changed_lines_costs_linear_work() -> None:
     # `devlint verify` maps each line of the fixed program to the original's (line_map, and the
     # rows a project copy changed): with difflib's matcher a 6,000-line file took minutes.

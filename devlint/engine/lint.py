@@ -11,7 +11,7 @@ import libcst as cst
 from devlint.engine.chains import CHAIN_LINKS, Unstitchable, long_chains, parse_with_chains
 from devlint.engine.context import FileContext, FixSettings
 from devlint.engine.interning import direct_nodes
-from devlint.engine.positions import StatementPrints, TreeMismatch, statement_rows
+from devlint.engine.positions import StatementPrints, TreeMismatch, lone_carriage_return, statement_rows
 from devlint.engine.reuse import EarlierChecks
 from devlint.engine.sections import SECTION_CHARS, Parser, parse_in_sections
 from devlint.engine.walk import walk
@@ -55,7 +55,9 @@ def _parse(
     del tree
 
     def whole(source: str, direct: Callable[[Parser], Parser], cpython: ast.Module | None = None) -> tuple[cst.Module, bool]:
-        if len(source) > 2 * section_chars:
+        # A tree stitched from sections must print back to its text, which no tree of a text
+        # with a lone `\r` does: it would be parsed again whole, and walked twice.
+        if len(source) > 2 * section_chars and not lone_carriage_return(source):
             module = parse_in_sections(source, direct(parser), section_chars, cpython)
             if module is not None:
                 return module, True

@@ -45,6 +45,12 @@ _NOTHING = nullcontext()
 _LONE_CR = re.compile(r"\r(?!\n)")
 
 
+def lone_carriage_return(text: str) -> bool:
+    """``text`` ends a line with a lone `\\r`, which LibCST may print as another line ending:
+    its tree, however it was parsed, does not print back to the text."""
+    return _LONE_CR.search(text) is not None
+
+
 class TreeMismatch(Exception):
     """The module does not print back to the text: its positions cannot be trusted."""
 
@@ -204,7 +210,7 @@ def positions(
         found = _by_statement(module, lines, wanted, prints, top)
         if found is not None:
             return _checked(module, lines, *found, strict)
-    elif parent_of is not None and rows is not None and not _LONE_CR.search(lines.text) and lines.text.endswith("\n"):
+    elif parent_of is not None and rows is not None and not lone_carriage_return(lines.text) and lines.text.endswith("\n"):
         # A statement prints as it stands in the text, except with a lone `\r` (which LibCST may
         # print as another line ending) and as the last line of a text without a final newline
         # (printed with one, taken back by the module): such a text takes the whole print.
