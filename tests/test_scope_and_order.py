@@ -79,6 +79,28 @@ def test_an_import_still_reaches_the_code_that_sees_it(text: str) -> None:
     assert rows("DEV104", text)[-1] == row_of(text, "FloatTensor(")
 
 
+MIXED_IMPORTS = """\
+import torch
+
+if USE_OTHER_BACKEND:
+    from other_backend.amp import autocast
+else:
+    from torch.cuda.amp import autocast
+
+with autocast(enabled=True):
+    y = model(x)
+"""
+
+
+def test_a_name_imported_from_torch_and_from_another_library_is_not_taken_for_torchs() -> None:
+    # Which import a use holds is decided when the program runs (mmcv's tests import a vendor's
+    # `autocast` or torch's): rewriting the call as `torch.amp.autocast` was offered as safe.
+    assert rows("DEV501", MIXED_IMPORTS) == []
+    assert rows("DEV501", MIXED_IMPORTS.replace("other_backend.amp", "torch.amp")) == [row_of(MIXED_IMPORTS, "with autocast")]
+    only_torch = MIXED_IMPORTS.replace("    from other_backend.amp import autocast", "    pass")
+    assert rows("DEV501", only_torch) == [row_of(only_torch, "with autocast")]
+
+
 # -- a block's GPU check is read in the block's own scope -----------------------------------------
 
 EXIT_WITHOUT_GPU = """\

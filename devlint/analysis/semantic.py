@@ -40,6 +40,10 @@ def _order_of(binding: Binding) -> Order:
     return binding.order
 
 
+def _from_torch(qualified: str | None) -> bool:
+    return qualified is not None and qualified.split(".")[0] == "torch"
+
+
 @dataclass
 class Scope:
     kind: str  # "module", "class", "function", "lambda", "comprehension"
@@ -51,6 +55,10 @@ class Scope:
     # The names an import binds here, each with the qualified name of its latest import (None:
     # a module of the file's own package).
     imported: dict[str, str | None] = field(default_factory=dict)
+    # The names imported here from torch and from somewhere else too (`from torch_musa.amp
+    # import autocast` in one branch, `from torch.cuda.amp import autocast` in the other): which
+    # one a use holds is decided when the program runs, so no rule may take it for torch's.
+    mixed_imports: set[str] = field(default_factory=set)
     # The names bound here otherwise than as a parameter, a function or a class (or an import):
     # `torch = reload(torch)`, `torch, _ = load_modules()` may well hold what an import bound.
     _assigned: set[str] = field(default_factory=set)
@@ -271,7 +279,7 @@ class SemanticModel:
         while current is not None:
             if first or current.kind != "class":
                 if name in current.imported:
-                    return current.imported[name]
+                    return None if name in current.mixed_imports else current.imported[name]
                 if current.own_value(name):
                     return ""
             first = False
@@ -354,8 +362,11 @@ class SemanticModel:
 
     def _bind_import(self, local: str, order: Order, qualified: str | None) -> None:
         self.identifiers.add(local)
-        self.scope.bind(Binding(local, order, "import"))
-        self.scope.imported[local] = qualified
+        scope = self.scope
+        scope.bind(Binding(local, order, "import"))
+        if local in scope.imported and _from_torch(scope.imported[local]) != _from_torch(qualified):
+            scope.mixed_imports.add(local)
+        scope.imported[local] = qualified
 
     def record_assignment(
         self, target: cst.BaseExpression, value: cst.BaseExpression | None, order: Order, conditional: bool
