@@ -40,10 +40,6 @@ def _order_of(binding: Binding) -> Order:
     return binding.order
 
 
-def _from_torch(qualified: str | None) -> bool:
-    return qualified is not None and qualified.split(".")[0] == "torch"
-
-
 @dataclass
 class Scope:
     kind: str  # "module", "class", "function", "lambda", "comprehension"
@@ -55,9 +51,10 @@ class Scope:
     # The names an import binds here, each with the qualified name of its latest import (None:
     # a module of the file's own package).
     imported: dict[str, str | None] = field(default_factory=dict)
-    # The names imported here from torch and from somewhere else too (`from torch_musa.amp
-    # import autocast` in one branch, `from torch.cuda.amp import autocast` in the other): which
-    # one a use holds is decided when the program runs, so no rule may take it for torch's.
+    # The names imported here from two places (`from torch_musa.amp import autocast` in one
+    # branch, `from torch.cuda.amp import autocast` in the other; `torch.musa.amp` and
+    # `torch.cuda.amp`): which one a use holds is decided when the program runs, so no rule may
+    # take it for either.
     mixed_imports: set[str] = field(default_factory=set)
     # The names bound here otherwise than as a parameter, a function or a class (or an import):
     # `torch = reload(torch)`, `torch, _ = load_modules()` may well hold what an import bound.
@@ -364,7 +361,7 @@ class SemanticModel:
         self.identifiers.add(local)
         scope = self.scope
         scope.bind(Binding(local, order, "import"))
-        if local in scope.imported and _from_torch(scope.imported[local]) != _from_torch(qualified):
+        if local in scope.imported and scope.imported[local] != qualified:
             scope.mixed_imports.add(local)
         scope.imported[local] = qualified
 
