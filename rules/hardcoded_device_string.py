@@ -214,6 +214,14 @@ class HardcodedDeviceString(Rule):
         'import torch\nlabel = torch.device("cuda:0 %s" if gpu else "cpu")\ng = "cuda:{}".upper()\n',
     )
     INVALID = (
+        # an autograd Function's static `forward(ctx, ...)`: its second parameter is no module's
+        # input, whose device the new tensor would follow (apex passed an int there)
+        Invalid(
+            HEADER + "\nclass Pad(torch.autograd.Function):\n    @staticmethod\n"
+            '    def forward(ctx, size, x):\n        return torch.empty([size - 1], device="cuda")\n',
+            HEADER + DEVICE + "\n\nclass Pad(torch.autograd.Function):\n    @staticmethod\n"
+            "    def forward(ctx, size, x):\n        return torch.empty([size - 1], device=device)\n",
+        ),
         # a GPU index formatted into the string with %, + or .format, as with an f-string
         Invalid(
             'import torch\nmodel.to(torch.device("cuda:%d" % gpu))\nx = x.to(torch.device("cuda:" + str(gpu)))\n'

@@ -165,6 +165,8 @@ class DeviceInScope:
 
 # Tensor attributes and methods: a forward() input used with one of these (or in arithmetic) is a
 # tensor, and its `.device` is where the computation runs (a dict or a list of inputs has none).
+# Decorators after which a method's first parameter is not the instance.
+_NOT_BOUND = frozenset({"staticmethod", "classmethod"})
 _TENSOR_ATTRIBUTES = frozenset(
     {
         "shape", "size", "dim", "ndim", "device", "dtype", "view", "reshape", "permute", "transpose",
@@ -418,8 +420,13 @@ def _tensor_input(function: Scope) -> str | None:
     """The first input of ``forward(self, x, ...)`` when the method treats it as a tensor."""
     if len(function.params) < 2 or not isinstance(function.node, cst.FunctionDef):
         return None
-    name = function.params[1]
     node = function.node
+    if any(dotted_name(decorator.decorator) in _NOT_BOUND for decorator in node.decorators):
+        # an autograd Function's `forward(ctx, *inputs)` and other static or class methods: the
+        # second parameter is no module's input (apex's `forward(ctx, spatial_group_size, ...)`
+        # took an int's `.device`)
+        return None
+    name = function.params[1]
     if _rebound_away(node.body, name):
         # `x = x.cuda()`, `x = x.detach().cpu()`, `x = batch["image"]`: where `x` is at the fix is
         # not where it came in
