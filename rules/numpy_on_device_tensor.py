@@ -12,6 +12,8 @@ from devlint.rulekit.value_flow import GATHERED, FlowRule, Kind
 from devlint.torchfacts.names import NUMPY_HOST_COPIES
 
 HEAD = "import torch\n"
+# A tensor's own attributes that are tensors: `x.to(device).data` is one.
+_TENSOR_FIELDS = frozenset({"data", "grad", "T", "mT", "H", "mH", "real", "imag"})
 NUMPY = "import numpy as np\nimport torch\n"
 # after the imports, a blank line first (as isort leaves code there)
 DEVICE = '\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
@@ -46,7 +48,10 @@ class NumpyOnDeviceTensor(FlowRule):
         "returned by a module that was moved, or joined (`torch.cat`, `torch.stack`) from a list "
         "that such values were appended to. numpy's copy of such a tensor gets `.cpu()` "
         "(`np.array(x.cpu())`); of such a list, each element does (`np.concatenate([t.cpu() for t in "
-        "preds])`), which leaves the list itself, and every other use of it, on the device."
+        "preds])`), which leaves the list itself, and every other use of it, on the device. Unsafe "
+        "for numpy's copy of a field read from a call's result (`image = pipe(prompt).images[0]`): "
+        "such a field may be no tensor (a diffusers pipeline's images are PIL images), and has no "
+        "`.cpu()` then; `.numpy()` on it would have shown a tensor."
     )
     triggers = ("numpy",)
 
@@ -126,6 +131,13 @@ class NumpyOnDeviceTensor(FlowRule):
             "joined = np.array(torch.cat(t).cpu())\nboth = np.asarray([item.cpu() for item in t])\n",
             count=2,
         ),
+        # a field of a moved module's output may be no tensor (a diffusers pipeline's `.images`
+        # are PIL images): numpy's copy of it is reported, its fix unsafe
+        Invalid(
+            NUMPY + DEVICE + "pipe = Pipeline().to(device)\nimage = pipe(prompt).images[0]\narr = np.asarray(image)\n",
+            NUMPY + DEVICE + "pipe = Pipeline().to(device)\nimage = pipe(prompt).images[0]\narr = np.asarray(image.cpu())\n",
+            unsafe=True,
+        ),
         # two reads, one finding each
         Invalid(
             HEAD + 'x, y = a.to("cuda"), b.cuda()\nprint(x.numpy(), y[0].numpy())\n',
@@ -172,8 +184,32 @@ class NumpyOnDeviceTensor(FlowRule):
         else:
             copy = f"{self.ctx.code(value)}.cpu()"
             message = f"`{function}` of a tensor on the device fails; call `.cpu()` first"
-        self.report(
-            node,
-            message,
-            fix=lambda site: FixPlan(f"Replace `{self.ctx.code(value)}` with `{copy}`", [Replace(value, copy)]),
-        )
+        field = self._output_field(value)
+        if field is None:
+            plan = FixPlan(f"Replace `{self.ctx.code(value)}` with `{copy}`", [Replace(value, copy)])
+        else:
+            plan = FixPlan(
+                f"Replace `{self.ctx.code(value)}` with `{copy}` (unsafe: `.{field}` of a module's output "
+                "may be no tensor, and has no `.cpu()` then)",
+                [Replace(value, copy)],
+                applicability="unsafe",
+            )
+        self.report(node, message, fix=lambda site: plan)
+
+    def _output_field(self, value: cst.BaseExpression) -> str | None:
+        """The field read from a call's result that ``value`` (a name) was set to, as in `image =
+        pipe(prompt).images[0]`: numpy's copy does not show that it is a tensor (a diffusers
+        pipeline's `.images` are PIL images), where `.numpy()` would have."""
+        if not isinstance(value, cst.Name):
+            return None
+        binding = self.flow.binding(value.value)
+        current = binding.value if binding is not None else None
+        while isinstance(current, (cst.Subscript, cst.Attribute)):
+            if (
+                isinstance(current, cst.Attribute)
+                and isinstance(current.value, (cst.Call, cst.Subscript))
+                and current.attr.value not in _TENSOR_FIELDS
+            ):
+                return current.attr.value
+            current = current.value
+        return None

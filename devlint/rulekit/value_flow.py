@@ -270,6 +270,10 @@ class Flow:
         last = name.split(".")[-1]
         return "device" if last in DEVICE_NAMES or last.endswith("_device") else None
 
+    def binding(self, name: str) -> Binding | None:
+        """The latest binding of ``name`` visible where the walk is now."""
+        return self._binding(name)
+
     def _binding(self, name: str) -> Binding | None:
         model = self.ctx.model
         order = self.ctx.tracker.order
