@@ -30,14 +30,16 @@ class BlockingHostToDeviceCopy(FlowRule):
     example = "for x, y in loader:\n    x, y = x.to(device), y.to(device)"
     use_instead = "for x, y in loader:\n    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)"
     fix_availability = "safe"
-    # its fix reads only the call (devlint.engine.reuse)
-    reusable_fixes = True
     fix_note = (
         "Safe: adds `non_blocking=True`. Only copies of loader batches to a device are touched, "
         "never `.cpu()`, `.to(\"cpu\")`, dtype-only `.to(...)`, or a copy read at once by "
         "`.item()`/`.numpy()`/`.tolist()`. On the CPU the flag does nothing. A batch counts when it "
         "comes from `for ... in LOADER` (also `enumerate`, `tqdm`, `next(iter(LOADER))`) in the same "
-        "function, where LOADER is a `DataLoader(...)` or a name ending in `loader`."
+        "function, where LOADER is a `DataLoader(...)` or a name ending in `loader`. Unsafe where the "
+        "copy is of the whole batch as the loader yields it (`for batch in loader: batch.to(device)`), "
+        "not of a part of it (`x` of `for x, y in loader`, `batch[0]`, a dict's values): its type is "
+        "whatever the collate function made, and that type's `to()` may not take `non_blocking` (a "
+        "tokenizer's `BatchEncoding` did not before transformers 4.48)."
     )
     triggers = ("loader", "Loader")
 
@@ -75,6 +77,13 @@ class BlockingHostToDeviceCopy(FlowRule):
             "        x, y = x.to(device, non_blocking=True), y.to(device=device, non_blocking=True)\n",
             count=2,
         ),
+        # the loader's whole batch: its `to()` is the collate's object's (a tokenizer's
+        # `BatchEncoding` took no `non_blocking` before transformers 4.48): fixed only as unsafe
+        Invalid(
+            LOADER + "for step, batch in enumerate(loader):\n    batch = batch.to(device)\n",
+            LOADER + "for step, batch in enumerate(loader):\n    batch = batch.to(device, non_blocking=True)\n",
+            unsafe=True,
+        ),
         # a dict batch through tqdm, moved in a comprehension
         Invalid(
             LOADER + "for batch in tqdm(loader):\n    batch = {k: v.to(device) for k, v in batch.items()}\n",
@@ -109,7 +118,7 @@ class BlockingHostToDeviceCopy(FlowRule):
         self.report(
             node,
             "a DataLoader batch is copied to the device without `non_blocking=True`; the host waits for the copy",
-            fix=lambda site: self._fix(node),
+            fix=lambda site: self._fix(node, batch.whole),
         )
 
     def _non_blocking_given(self, node: cst.Call) -> bool:
@@ -130,6 +139,14 @@ class BlockingHostToDeviceCopy(FlowRule):
             node, parent = call, self.ctx.parent(call)
         return False
 
-    def _fix(self, node: cst.Call) -> FixPlan:
+    def _fix(self, node: cst.Call, whole: bool) -> FixPlan:
         new = append_arg(node, arg("True", "non_blocking"))
+        if whole:
+            return FixPlan(
+                "Add `non_blocking=True` (unsafe: the batch is whatever the loader's collate made, and its "
+                "`to()` may not take `non_blocking`, as a tokenizer's `BatchEncoding` did not before "
+                "transformers 4.48)",
+                [Replace(node, code_in_place(self.ctx, node, new))],
+                "unsafe",
+            )
         return FixPlan("Add `non_blocking=True`", [Replace(node, code_in_place(self.ctx, node, new))], "safe")

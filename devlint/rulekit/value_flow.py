@@ -25,7 +25,7 @@ base hook when they override one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 import libcst as cst
@@ -68,6 +68,15 @@ class Fact:
     kind: Kind
     loader: Loader | None = None
     copy: cst.Call | None = None
+    # A batch as the loader yields it, not a part of it: an object of whatever type the collate
+    # function made (a tokenizer's `BatchEncoding`, a graph library's batch), whose own `to()`
+    # may take other arguments than a tensor's.
+    whole: bool = False
+
+
+def _part(fact: Fact | None) -> Fact | None:
+    """The fact of a part of what ``fact`` is about (an element, a field, an item)."""
+    return replace(fact, whole=False) if fact is not None and fact.whole else fact
 
 
 DEVICE = Fact(Kind.DEVICE)
@@ -138,7 +147,7 @@ class Flow:
                 return None
             if isinstance(expr, cst.Attribute) and expr.attr.value in _NOT_TENSORS:
                 return None
-            return DEVICE if base is GATHERED else base
+            return DEVICE if base is GATHERED else _part(base)
         if isinstance(expr, cst.Call):
             return self._call_value(expr)
         if isinstance(expr, cst.BinaryOperation):
@@ -180,7 +189,7 @@ class Flow:
             if isinstance(inner, cst.Call) and last_name(inner.func) == "iter" and inner.args:
                 loader = self.loader(inner.args[0].value)
                 if loader is not None and not loader.on_device:
-                    return Fact(Kind.BATCH, loader=loader)
+                    return Fact(Kind.BATCH, loader=loader, whole=True)
             return None
         callee = self.value(func)
         if callee is not None and callee.kind in (Kind.DEVICE, Kind.MOVED_MODULE):
@@ -361,7 +370,7 @@ class Flow:
             found = self.value(value) if value is not None else None
             batch = found if found is not None and found.kind is Kind.BATCH else None
             for element in elements:
-                self._bind_all(element, batch)
+                self._bind_all(element, _part(batch))
         elif isinstance(target, cst.StarredElement):
             self.bind(target.value, None)
 
@@ -370,9 +379,9 @@ class Flow:
             self._set(target.value, fact)
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
-                self._bind_all(element.value, fact)
+                self._bind_all(element.value, _part(fact))
         elif isinstance(target, cst.StarredElement):
-            self._bind_all(target.value, fact)
+            self._bind_all(target.value, _part(fact))
 
     def _assigned(self, value: cst.BaseExpression) -> Fact | None:
         if is_dataloader_call(value):
@@ -415,7 +424,7 @@ class Flow:
             return None, None
         loader = self.loader(expr)
         if loader is not None:
-            return (None if loader.on_device else Fact(Kind.BATCH, loader=loader)), bool(enumerated)
+            return (None if loader.on_device else Fact(Kind.BATCH, loader=loader, whole=True)), bool(enumerated)
         # iterating a batch (a list of tensors, or a dict through .items()/.values())
         pair = False
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and not expr.args:
@@ -426,7 +435,7 @@ class Flow:
         found = self.value(expr)
         if found is None or found.kind is not Kind.BATCH or enumerated:
             return None, None
-        return found, pair
+        return _part(found), pair
 
     def moved_in_place(self, statement: cst.BaseExpression) -> None:
         """``model.to(device)`` / ``model.cuda()`` as a statement: a module moved in place (a
