@@ -12,11 +12,11 @@ from devlint.rulekit.value_flow import GATHERED, FlowRule, Kind
 from devlint.torchfacts.names import NUMPY_HOST_COPIES
 
 HEAD = "import torch\n"
-# A tensor's own attributes that are tensors: `x.to(device).data` is one.
-_TENSOR_FIELDS = frozenset({"data", "grad", "T", "mT", "H", "mH", "real", "imag"})
 NUMPY = "import numpy as np\nimport torch\n"
 # after the imports, a blank line first (as isort leaves code there)
 DEVICE = '\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+# A tensor's own attributes that are tensors: `x.to(device).data` is one.
+_TENSOR_FIELDS = frozenset({"data", "grad", "T", "mT", "H", "mH", "real", "imag"})
 
 
 class NumpyOnDeviceTensor(FlowRule):
@@ -184,17 +184,19 @@ class NumpyOnDeviceTensor(FlowRule):
         else:
             copy = f"{self.ctx.code(value)}.cpu()"
             message = f"`{function}` of a tensor on the device fails; call `.cpu()` first"
+        # read during the walk: the binding the name holds here
         field = self._output_field(value)
+        self.report(node, message, fix=lambda site: self._copy_fix(value, copy, field))
+
+    def _copy_fix(self, value: cst.BaseExpression, copy: str, field: str | None) -> FixPlan:
         if field is None:
-            plan = FixPlan(f"Replace `{self.ctx.code(value)}` with `{copy}`", [Replace(value, copy)])
-        else:
-            plan = FixPlan(
-                f"Replace `{self.ctx.code(value)}` with `{copy}` (unsafe: `.{field}` of a module's output "
-                "may be no tensor, and has no `.cpu()` then)",
-                [Replace(value, copy)],
-                applicability="unsafe",
-            )
-        self.report(node, message, fix=lambda site: plan)
+            return FixPlan(f"Replace `{self.ctx.code(value)}` with `{copy}`", [Replace(value, copy)])
+        return FixPlan(
+            f"Replace `{self.ctx.code(value)}` with `{copy}` (unsafe: `.{field}` of a module's output "
+            "may be no tensor, and has no `.cpu()` then)",
+            [Replace(value, copy)],
+            applicability="unsafe",
+        )
 
     def _output_field(self, value: cst.BaseExpression) -> str | None:
         """The field read from a call's result that ``value`` (a name) was set to, as in `image =

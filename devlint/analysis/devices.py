@@ -163,10 +163,10 @@ class DeviceInScope:
     expr: str
 
 
-# Tensor attributes and methods: a forward() input used with one of these (or in arithmetic) is a
-# tensor, and its `.device` is where the computation runs (a dict or a list of inputs has none).
 # Decorators after which a method's first parameter is not the instance.
 _NOT_BOUND = frozenset({"staticmethod", "classmethod"})
+# Tensor attributes and methods: a forward() input used with one of these (or in arithmetic) is a
+# tensor, and its `.device` is where the computation runs (a dict or a list of inputs has none).
 _TENSOR_ATTRIBUTES = frozenset(
     {
         "shape", "size", "dim", "ndim", "device", "dtype", "view", "reshape", "permute", "transpose",
