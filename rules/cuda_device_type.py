@@ -192,6 +192,14 @@ class CudaDeviceType(Rule):
         HEAD + 'ok = x.device == torch.device("cpu")\n',
     )
     INVALID = (
+        # a decorator of `forward(self, x)` runs where the class is defined: it cannot follow `x`
+        # (vit-pytorch's `@autocast("cuda", enabled=False)` became `x.device.type`, a NameError)
+        Invalid(
+            HEAD + "from torch.amp import autocast\n\n\nclass Rotary(torch.nn.Module):\n"
+            "    @autocast('cuda', enabled=False)\n    def forward(self, x):\n        return x.float() * 2\n",
+            HEAD + "from torch.amp import autocast\n" + DEVICE + "\n\nclass Rotary(torch.nn.Module):\n"
+            "    @autocast(device.type, enabled=False)\n    def forward(self, x):\n        return x.float() * 2\n",
+        ),
         # the device type given last: the argument before it ends the call as it did, with no
         # `x, )` left behind, on one line or one argument a line
         Invalid(

@@ -30,7 +30,7 @@ import libcst as cst
 from devlint.analysis.reaching import Flows, ParamBinding, Reach, Unknown
 from devlint.analysis.reader import FileReader
 from devlint.analysis.semantic import Binding, Scope, SemanticModel, dotted_name, string_value
-from devlint.analysis.tree import children
+from devlint.analysis.tree import children, climbed
 from devlint.torchfacts.names import DEVICE_MODULE, DEVICE_NAMES, MOVES, SPAWNS
 
 DEFAULT_EXPRESSION = 'torch.device("cuda" if torch.cuda.is_available() else "cpu")'
@@ -194,6 +194,8 @@ class DeviceFinder:
         # per forward scope (kept alive so its id stays unique), the input whose device new tensors
         # follow: the body is read once, however many sites it holds
         self._inputs: dict[int, tuple[Scope, str | None]] = {}
+        # per node, whether it lies in the body of the function around it (see _in_function_body)
+        self._in_body: dict[int, bool] = {}
         # per scope (kept alive so its id stays unique), the names its code moves to CUDA: read
         # once, however many of its names were set from a `.device`
         self._moved: dict[int, tuple[Scope, set[str]]] = {}
@@ -211,6 +213,7 @@ class DeviceFinder:
             and function.name == "forward"
             and function.parent is not None
             and function.parent.kind == "class"
+            and self._in_function_body(site)
         ):
             tensor_input = self._forward_input(function)
             if tensor_input is not None and tensor_input not in avoid:
@@ -234,6 +237,12 @@ class DeviceFinder:
             inner.append(current)
             current = current.parent
         return None
+
+    def _in_function_body(self, site: cst.CSTNode) -> bool:
+        """``site`` runs when its function runs: in its body, not in a decorator, a default or an
+        annotation, which run where the function is defined (`@autocast("cuda")` above
+        `forward(self, x)` cannot name `x`). Answers are kept along the way up."""
+        return climbed(site, self.flows.parent_of, self._in_body, _step_into_body, True)
 
     def _forward_input(self, function: Scope) -> str | None:
         """The input of ``forward`` whose device new tensors follow, read once per method."""
@@ -414,6 +423,10 @@ def _on_self(node: cst.BaseExpression) -> bool:
 
 def _moves(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in MOVES
+
+
+def _step_into_body(parent: cst.CSTNode, child: cst.CSTNode, above: bool) -> bool:
+    return child is parent.body if isinstance(parent, cst.FunctionDef) else above
 
 
 def _tensor_input(function: Scope) -> str | None:
