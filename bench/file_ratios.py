@@ -23,6 +23,7 @@ from scaling import cpu_seconds
 from devlint.engine.lint import lint_text
 from devlint.gate.nesting import call_with_deep_stack
 from devlint.registry import select_rules
+from devlint.run.source import SourceError, decode
 from devlint.settings import FixSettings
 
 
@@ -34,8 +35,9 @@ def ratios(folders: list[Path], min_bytes: int) -> list[tuple[float, float, floa
     for folder in folders:
         for path in sorted(folder.rglob("*.py")):
             try:
-                text = path.read_text("utf-8")
-            except (OSError, UnicodeDecodeError):
+                # as a run reads it: a BOM or a PEP 263 cookie decoded, the BOM not in the text
+                text = decode(path.read_bytes()).text
+            except (OSError, SourceError):
                 continue
             if len(text) < min_bytes:
                 continue
