@@ -340,8 +340,7 @@ def test_a_function_of_many_parameters_costs_linear_work() -> None:
     # for N parameters each read (5.8x at 4N). The scan makes no call: lines run count it, the
     # comparisons calls.
     def work(n: int) -> Callable[[], object]:
-        text = HEAD + "def f(" + ", ".join(f"a{i}" for i in range(n)) + ", device='cuda'):\n"
-        text += "".join(f"    a{i} = a{i}.cuda()\n" for i in range(n))
+        text = SHAPES["a function of many parameters, each moved"](n)
         return lambda: lint_text(text, "generated.py", all_rules(), FixSettings(torch_version=(2, 4)))
 
     small, large = _lines(work(300)), _lines(work(1200))
@@ -353,7 +352,7 @@ def test_a_function_of_many_parameters_costs_linear_work() -> None:
 def test_findings_on_one_long_line_share_its_text() -> None:
     # Each finding carries its source line: cut from the text once per finding, N findings on
     # one line held N copies of it (a list of 10,000 `.cuda()` calls: 3 GB, most of the time).
-    text = HEAD + "x = [" + ", ".join(f"t{i}.cuda()" for i in range(200)) + "]\n"
+    text = SHAPES["calls on one long line"](200)
     found = lint_text(text, "generated.py", all_rules(), FixSettings(torch_version=(2, 4)))
     lines = [finding.source_line for finding in found if finding.location.row == text.count("\n")]
     assert len(lines) >= 200

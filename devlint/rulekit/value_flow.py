@@ -203,7 +203,7 @@ class Flow:
         """A name bound to an instance of a torch.nn class (``criterion = nn.CrossEntropyLoss()``)."""
         if not isinstance(func, cst.Name):
             return False
-        binding = self._binding(func.value)
+        binding = self.binding(func.value)
         if binding is None or binding.kind != "assign" or not isinstance(binding.value, cst.Call):
             return False
         root = dotted_name(binding.value.func)
@@ -268,7 +268,7 @@ class Flow:
         name = dotted_name(expr)
         if name is None:
             return None
-        binding = self._binding(name)
+        binding = self.binding(name)
         if binding is not None and binding.kind == "assign":
             known = device_value(model, binding.value)
             if known is not None:
@@ -281,9 +281,6 @@ class Flow:
 
     def binding(self, name: str) -> Binding | None:
         """The latest binding of ``name`` visible where the walk is now."""
-        return self._binding(name)
-
-    def _binding(self, name: str) -> Binding | None:
         model = self.ctx.model
         order = self.ctx.tracker.order
         for _, binding in model.lookup(name, model.scope, before=order):
@@ -456,7 +453,7 @@ class Flow:
         receiver, method = statement.func.value, statement.func.attr.value
         if method != "append" or not isinstance(receiver, cst.Name) or len(statement.args) != 1:
             return
-        if self._binding(receiver.value) is not None and self._device(statement.args[0].value) is DEVICE:
+        if self.binding(receiver.value) is not None and self._device(statement.args[0].value) is DEVICE:
             self._set(receiver.value, GATHERED)
 
     def synchronized(self) -> None:
