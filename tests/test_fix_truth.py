@@ -467,6 +467,43 @@ def test_the_device_of_a_tensor_the_scope_moves_to_cuda_is_not_where_cuda_goes()
     assert "return model.to(device)(batch)" in result
 
 
+@pytest.mark.parametrize(
+    "test",
+    ['device == "gpu"', 'device != "cpu_only"', 'device in ("gpu", "cpu")', '"GPU" == device'],
+)
+def test_a_name_compared_with_a_word_that_is_no_device_holds_no_device(test: str) -> None:
+    """Found in fairseq's tests: `if device == "gpu": batch = batch.cuda()` became
+    `batch.to(device)`, which is `.to("gpu")`: a RuntimeError on CUDA."""
+    source = f"""\
+        import torch
+
+
+        def sample(device: str):
+            batch = torch.zeros(2)
+            if {test}:
+                batch = batch.cuda()
+            return batch
+        """
+    result = fixed(source)
+    assert "batch = batch.to(torch_device)" in result
+    assert applicability(source)["DEV101"] == {"safe"}
+
+
+@pytest.mark.parametrize("test", ['device == "cuda"', 'device == "cuda:1"', 'device in ("cpu", "mps")', 'device.type == "gpu"'])
+def test_a_name_compared_with_device_strings_is_still_a_device(test: str) -> None:
+    source = f"""\
+        import torch
+
+
+        def sample(device: str):
+            batch = torch.zeros(2)
+            if {test}:
+                batch = batch.cuda()
+            return batch
+        """
+    assert "batch = batch.to(device)" in fixed(source)
+
+
 def test_a_function_that_binds_torch_itself_gets_no_module_level_import() -> None:
     # `torch` is the function's own (returned by a loader): the guard's `torch.` reads it, as the
     # call it guards did, so nothing is added at the top and the fix stays safe.

@@ -39,6 +39,14 @@ ACCELERATOR_EXPRESSION = (
 )
 _NON_CUDA_PREFIXES = ("cpu", "meta")
 
+# The device types `torch.device(...)` parses (c10's DeviceType names: `torch.device("mps")` works,
+# `torch.device("gpu")` raises; the same on 2.4.1 and 2.14.1; "ort" before MAIA took its place). A
+# variable a program compares with another string ("gpu", "auto") holds values that are no device.
+_DEVICE_TYPES = frozenset({
+    "cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia", "ort",
+    "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone",
+})
+
 
 def device_expression(setting: str) -> str:
     if setting in ("", "default"):
@@ -199,6 +207,9 @@ class DeviceFinder:
         # per scope (kept alive so its id stays unique), the names its code moves to CUDA: read
         # once, however many of its names were set from a `.device`
         self._moved: dict[int, tuple[Scope, set[str]]] = {}
+        # per scope (kept alive so its id stays unique), the names its own code compares with a
+        # string that is no device
+        self._other_strings: dict[int, tuple[Scope, set[str]]] = {}
         # whether a call gives a CPU device to a parameter, by (function name, parameter, its
         # position, a method's): functions of one name (`run` in every class) share the calls
         self._cpu_given: dict[tuple[str, str, int, bool], bool] = {}
@@ -292,6 +303,14 @@ class DeviceFinder:
                 return True
         return False
 
+    def _compared_with_no_device(self, scope: Scope, name: str) -> bool:
+        """The scope's code compares ``name`` with a string torch takes for no device
+        (``if device == "gpu": batch = batch.cuda()``): its values are the program's own words,
+        and ``.to("gpu")`` raises where ``.cuda()`` ran."""
+        if id(scope) not in self._other_strings:
+            self._other_strings[id(scope)] = (scope, _compared_with_no_device(scope.node))
+        return name in self._other_strings[id(scope)][1]
+
     def _ranked(self, scope: Scope) -> list[str]:
         """The names of ``scope`` that ``_usable`` may accept at some site, best first, without
         those a caller gives the CPU or that were read before a move: what does not depend on
@@ -305,6 +324,7 @@ class DeviceFinder:
                 if (scope.kind == "lambda" or self.flows.walrus or _may_be_usable(self.model, scope.bindings[name]))
                 and not self._given_the_cpu(scope, name)
                 and not self._read_before_a_move(scope, name)
+                and not self._compared_with_no_device(scope, name)
             ]
             self._ranks[key] = sorted(names, key=lambda name: (name != self.preferred, name))
         return self._ranks[key]
@@ -330,6 +350,36 @@ def _calls_by_name(module: cst.CSTNode) -> dict[str, list[cst.Call]]:
                 found.setdefault(name, []).append(node)
         stack.extend(children(node))
     return found
+
+
+def _compared_with_no_device(node: cst.CSTNode) -> set[str]:
+    """The names that the code of the scope ``node`` (not of the functions, lambdas and classes
+    inside it) compares (``==``, ``!=``, ``in``) with a string that is no device."""
+    found: set[str] = set()
+    stack: list[cst.CSTNode] = [part for part in children(node) if not isinstance(part, cst.Decorator)]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(children(current))
+        if not isinstance(current, cst.Comparison) or len(current.comparisons) != 1:
+            continue
+        target = current.comparisons[0]
+        if not isinstance(target.operator, (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)):
+            continue
+        for subject, other in ((current.left, target.comparator), (target.comparator, current.left)):
+            name = dotted_name(subject) if isinstance(subject, (cst.Name, cst.Attribute)) else None
+            words = other.elements if isinstance(other, (cst.Tuple, cst.List, cst.Set)) else [other]
+            strings = [string_value(word.value if isinstance(word, cst.BaseElement) else word) for word in words]
+            if name is not None and any(text is not None and not _is_device_string(text) for text in strings):
+                found.add(name)
+    return found
+
+
+def _is_device_string(text: str) -> bool:
+    """``text`` is what ``torch.device`` parses: a device type, with an index or without."""
+    kind, colon, index = text.partition(":")
+    return kind in _DEVICE_TYPES and (not colon or index.isdigit())
 
 
 def _may_hold_a_device(model: SemanticModel, bindings: list[Binding]) -> bool:
