@@ -14,6 +14,8 @@ HEAD = "import torch\n"
 # after the imports, a blank line first (as isort leaves code there)
 DEVICE = '\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
 OFF = 'enabled=device.type != "cpu"'
+# the deprecated autocast's own dtype, written where a call names none
+FP16 = "dtype=torch.float16"
 _LAST_NAMES = frozenset(name.split(".")[-1] for name in DEPRECATED_AMP)
 
 
@@ -42,7 +44,11 @@ class DeprecatedCudaAmp(Rule):
         "code is not flagged again: `torch.amp.autocast(device.type, ..., enabled=device.type != "
         '"cpu")`. Every argument is kept (positional autocast arguments become keywords, since the '
         "new signature orders them differently; an existing `enabled=x` becomes `enabled=x and "
-        'device.type != "cpu"`). On a CUDA machine the type is "cuda" and nothing changes; without '
+        'device.type != "cpu"`). An autocast that names no `dtype` gets `dtype=torch.float16`, '
+        "the deprecated class's own default, which it always passed on: `torch.amp.autocast` without "
+        "one takes the thread's autocast dtype, which an enclosing `torch.autocast(..., "
+        "dtype=torch.bfloat16)` or `torch.set_autocast_dtype` sets. On a CUDA machine the type is "
+        '"cuda" and nothing changes; without '
         "CUDA the deprecated classes disabled themselves, and `enabled` keeps them off on the CPU "
         "(CPU autocast would change CPU numerics); below torch-version 2.5 a device that may be another "
         'accelerator gets DEV603\'s `"cuda" if <type> == "cuda" else "cpu"` form, since older autocast '
@@ -70,7 +76,7 @@ class DeprecatedCudaAmp(Rule):
         Invalid(
             HEAD + "scaler = torch.cuda.amp.GradScaler()\nwith torch.cuda.amp.autocast():\n    loss = model(x)\n",
             HEAD + DEVICE + f"scaler = torch.amp.GradScaler(device.type, {OFF})\n"
-            f"with torch.amp.autocast(device.type, {OFF}):\n    loss = model(x)\n",
+            f"with torch.amp.autocast(device.type, {FP16}, {OFF}):\n    loss = model(x)\n",
             count=2,
         ),
         # in a LightningModule's method the module's own device decides (no second notion); off
@@ -81,7 +87,7 @@ class DeprecatedCudaAmp(Rule):
             "        with torch.cuda.amp.autocast(enabled=self.precision == 16):\n            return self.model(batch)\n",
             "import pytorch_lightning as pl\nimport torch\n\n\nclass Speech(pl.LightningModule):\n"
             "    def validation_step(self, batch, batch_idx):\n"
-            '        with torch.amp.autocast("cuda" if self.device.type == "cuda" else "cpu", '
+            '        with torch.amp.autocast("cuda" if self.device.type == "cuda" else "cpu", dtype=torch.float16, '
             'enabled=self.precision == 16 and self.device.type == "cuda"):\n            return self.model(batch)\n',
         ),
         # positional autocast arguments become keywords; GradScaler's line up; `enabled` combines
@@ -98,8 +104,8 @@ class DeprecatedCudaAmp(Rule):
             "with torch.cuda.amp.autocast(enabled=False, ):\n    pass\n"
             "with torch.cuda.amp.autocast(\n    enabled=False,\n):\n    pass\n",
             HEAD + DEVICE + 'scaler = torch.amp.GradScaler(device.type, enabled=use_amp and device.type != "cpu")\n'
-            "with torch.amp.autocast(device.type, enabled=False):\n    pass\n"
-            "with torch.amp.autocast(\n    device.type,\n    enabled=False,\n):\n    pass\n",
+            f"with torch.amp.autocast(device.type, {FP16}, enabled=False):\n    pass\n"
+            f"with torch.amp.autocast(\n    device.type,\n    {FP16},\n    enabled=False,\n):\n    pass\n",
             count=3,
         ),
         # imported names and aliases, a decorator
@@ -107,7 +113,7 @@ class DeprecatedCudaAmp(Rule):
             "from torch.cuda.amp import autocast, GradScaler as Scaler\n\n@autocast()\ndef forward(x):\n"
             "    return x\n\nscaler = Scaler(enabled=False)\n",
             "import torch\n" + DEVICE + "\n\n"
-            f"@torch.amp.autocast(device.type, {OFF})\ndef forward(x):\n    return x\n\n"
+            f"@torch.amp.autocast(device.type, {FP16}, {OFF})\ndef forward(x):\n    return x\n\n"
             "scaler = torch.amp.GradScaler(device.type, enabled=False)\n",
             count=2,
         ),
@@ -116,7 +122,7 @@ class DeprecatedCudaAmp(Rule):
             HEAD + "from torch.cuda.amp import (\n    autocast,\n    GradScaler,  # isinstance reads it\n)\n\n"
             "with autocast():\n    pass\nassert isinstance(scaler, GradScaler)\n",
             HEAD + "from torch.cuda.amp import (\n    GradScaler,  # isinstance reads it\n)\n" + DEVICE + "\n"
-            f"with torch.amp.autocast(device.type, {OFF}):\n    pass\nassert isinstance(scaler, GradScaler)\n",
+            f"with torch.amp.autocast(device.type, {FP16}, {OFF}):\n    pass\nassert isinstance(scaler, GradScaler)\n",
         ),
         # a call laid out one argument a line keeps that layout
         Invalid(
@@ -132,7 +138,7 @@ class DeprecatedCudaAmp(Rule):
         Invalid(
             "from torch.cuda import amp\n\ndef step(x, device: torch.device):\n    with amp.autocast():\n        return x\n",
             "import torch\n\ndef step(x, device: torch.device):\n"
-            '    with torch.amp.autocast("cuda" if device.type == "cuda" else "cpu", enabled=device.type == "cuda"):\n'
+            '    with torch.amp.autocast("cuda" if device.type == "cuda" else "cpu", dtype=torch.float16, enabled=device.type == "cuda"):\n'
             "        return x\n",
         ),
     )
@@ -155,7 +161,7 @@ class DeprecatedCudaAmp(Rule):
         kind, on, device = amp_device(self.ctx, site)
         return FixPlan(
             f"Use `{replacement}({kind}, ...)`, off where it was off",
-            [Replace(node, amp_fix_text(self.ctx, node, replacement, call, kind, on))],
+            [Replace(node, amp_fix_text(self.ctx, node, replacement, call, kind, on, call.dtype))],
             "safe",
             device=device,
             needs_torch=True,

@@ -9,7 +9,7 @@ from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid
 from devlint.rulekit.calls import keyword, method_call, positional
 from devlint.rulekit.value_flow import GATHERED, FlowRule, Kind
-from devlint.torchfacts.names import NUMPY_HOST_COPIES
+from devlint.torchfacts.names import NUMPY_HOST_COPIES, TENSOR_RESULT_METHODS
 
 HEAD = "import torch\n"
 NUMPY = "import numpy as np\nimport torch\n"
@@ -51,7 +51,11 @@ class NumpyOnDeviceTensor(FlowRule):
         "preds])`), which leaves the list itself, and every other use of it, on the device. Unsafe "
         "for numpy's copy of a field read from a call's result (`image = pipe(prompt).images[0]`): "
         "such a field may be no tensor (a diffusers pipeline's images are PIL images), and has no "
-        "`.cpu()` then; `.numpy()` on it would have shown a tensor."
+        "`.cpu()` then; `.numpy()` on it would have shown a tensor. Unsafe too for numpy's copy of "
+        "a method's result (`np.asarray(img.to_numpy())`): what was moved with `.to()` need not be a "
+        "tensor (kornia's `Image.to_numpy()` returns an array), and a tensor's `max(dim)` returns a "
+        "tuple; torch's functions and the tensor methods that return one tensor (`float`, `detach`, "
+        "`argmax`, `reshape`, ...) keep the safe fix."
     )
     triggers = ("numpy",)
 
@@ -138,6 +142,17 @@ class NumpyOnDeviceTensor(FlowRule):
             NUMPY + DEVICE + "pipe = Pipeline().to(device)\nimage = pipe(prompt).images[0]\narr = np.asarray(image.cpu())\n",
             unsafe=True,
         ),
+        # numpy's copy of a method's result: what was moved need not be a tensor (kornia's
+        # `Image.to_numpy()` returns an array), so the fix is unsafe; a tensor method's is safe
+        Invalid(
+            NUMPY + DEVICE + "img = Image(data).to(device)\narr = np.asarray(img.to_numpy())\n",
+            NUMPY + DEVICE + "img = Image(data).to(device)\narr = np.asarray(img.to_numpy().cpu())\n",
+            unsafe=True,
+        ),
+        Invalid(
+            NUMPY + DEVICE + "x = data.to(device)\narr = np.asarray(x.float())\n",
+            NUMPY + DEVICE + "x = data.to(device)\narr = np.asarray(x.float().cpu())\n",
+        ),
         # two reads, one finding each
         Invalid(
             HEAD + 'x, y = a.to("cuda"), b.cuda()\nprint(x.numpy(), y[0].numpy())\n',
@@ -185,15 +200,14 @@ class NumpyOnDeviceTensor(FlowRule):
             copy = f"{self.ctx.code(value)}.cpu()"
             message = f"`{function}` of a tensor on the device fails; call `.cpu()` first"
         # read during the walk: the binding the name holds here
-        field = self._output_field(value)
-        self.report(node, message, fix=lambda site: self._copy_fix(value, copy, field))
+        doubt = self._output_field(value) or self._method_result(value)
+        self.report(node, message, fix=lambda site: self._copy_fix(value, copy, doubt))
 
-    def _copy_fix(self, value: cst.BaseExpression, copy: str, field: str | None) -> FixPlan:
-        if field is None:
+    def _copy_fix(self, value: cst.BaseExpression, copy: str, doubt: str | None) -> FixPlan:
+        if doubt is None:
             return FixPlan(f"Replace `{self.ctx.code(value)}` with `{copy}`", [Replace(value, copy)])
         return FixPlan(
-            f"Replace `{self.ctx.code(value)}` with `{copy}` (unsafe: `.{field}` of a module's output "
-            "may be no tensor, and has no `.cpu()` then)",
+            f"Replace `{self.ctx.code(value)}` with `{copy}` (unsafe: {doubt} may be no tensor, and has no `.cpu()` then)",
             [Replace(value, copy)],
             applicability="unsafe",
         )
@@ -201,7 +215,7 @@ class NumpyOnDeviceTensor(FlowRule):
     def _output_field(self, value: cst.BaseExpression) -> str | None:
         """The field read from a call's result that ``value`` (a name) was set to, as in `image =
         pipe(prompt).images[0]`: numpy's copy does not show that it is a tensor (a diffusers
-        pipeline's `.images` are PIL images), where `.numpy()` would have."""
+        pipeline's `.images` are PIL images), where `.numpy()` would have. Said as the doubt."""
         if not isinstance(value, cst.Name):
             return None
         binding = self.flow.binding(value.value)
@@ -212,6 +226,18 @@ class NumpyOnDeviceTensor(FlowRule):
                 and isinstance(current.value, (cst.Call, cst.Subscript))
                 and current.attr.value not in _TENSOR_FIELDS
             ):
-                return current.attr.value
+                return f"`.{current.attr.value}` of a module's output"
             current = current.value
         return None
+
+    def _method_result(self, value: cst.BaseExpression) -> str | None:
+        """The doubt about numpy's copy of a method's result, as in `np.asarray(img.to_numpy())`:
+        what was moved to the device need not be a tensor, nor is every result of a tensor's
+        method one tensor; None for torch's functions (`torch.cat(preds)`) and the methods that
+        give one tensor (``TENSOR_RESULT_METHODS``)."""
+        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)):
+            return None
+        if (self.ctx.model.qualname(value.func) or "").startswith("torch."):
+            return None
+        method = value.func.attr.value
+        return None if method in TENSOR_RESULT_METHODS else f"the result of `.{method}()`"

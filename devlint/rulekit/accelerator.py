@@ -354,10 +354,13 @@ def _is_and(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And)
 
 
-def amp_fix_text(ctx: RuleContext, node: cst.Call, func: str | None, call: AmpCall, kind: str, on: str) -> str:
+def amp_fix_text(
+    ctx: RuleContext, node: cst.Call, func: str | None, call: AmpCall, kind: str, on: str, dtype: str | None = None
+) -> str:
     """``node`` with the device type ``kind`` and ``enabled=`` only where ``on``; positional
     arguments after the device type become keywords (the torch.amp signatures order them
-    differently from the torch.cuda.amp ones)."""
+    differently from the torch.cuda.amp ones); ``dtype``: the one to write where the call gives
+    none (the deprecated class's own default, which the new class does not share)."""
     rest = [a for a in node.args if not _is_device_argument(a, node, call)]
     if call.device_parameter is not None and any(a.keyword is None for a in node.args):
         # the first positional argument was the device type
@@ -373,6 +376,8 @@ def amp_fix_text(ctx: RuleContext, node: cst.Call, func: str | None, call: AmpCa
     new = node.with_changes(args=args) if func is None else node.with_changes(func=cst.parse_expression(func), args=args)
     if enabled is None:
         new = append_arg(new, arg(value, "enabled"))
+    if dtype is not None and not any(_named(a, "dtype") for a in args):
+        new = prepend_arg(new, arg(dtype, "dtype"))
     device_keyword = keyword(node, call.device_parameter) if call.device_parameter is not None else None
     new = prepend_arg(new, arg(kind, device_keyword.keyword.value if device_keyword is not None else None))
     return code_in_place(ctx, node, closed(new))

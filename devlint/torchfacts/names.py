@@ -59,6 +59,15 @@ LEAVES_DEVICE = TO_HOST | frozenset(
 NUMPY_HOST_COPIES = frozenset(
     {"numpy.array", "numpy.asarray", "numpy.concatenate", "numpy.stack", "numpy.vstack", "numpy.hstack"}
 )
+# Tensor methods whose result is one tensor on the tensor's device (checked on 2.4.1), as numpy's
+# copy of a method's result needs: an object that is moved with `.to()` need not be a tensor, and
+# its other methods may return anything (kornia's `Image.to_numpy()` an array, which has no `.cpu()`;
+# `Tensor.max(dim)` a tuple). DEV304.
+TENSOR_RESULT_METHODS = frozenset({
+    "float", "double", "half", "bfloat16", "int", "long", "bool", "detach", "squeeze", "unsqueeze", "view",
+    "reshape", "permute", "transpose", "contiguous", "clone", "flatten", "argmax", "argmin", "sum", "mean",
+    "abs", "exp", "log", "sigmoid", "softmax", "type_as", "t",
+})
 # The environment variable through which CUDA is told which GPUs a process sees. DEV201 and its
 # gate condition.
 VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
@@ -125,13 +134,18 @@ class AmpCall:
 
     device_parameter: str | None
     parameters: tuple[str, ...]
+    # The dtype the class passes on where a call gives none, and that its replacement must then
+    # be given: `torch.cuda.amp.autocast` always passes `torch.float16`; `torch.amp.autocast`
+    # without one reads the thread's autocast dtype, which an enclosing
+    # `torch.autocast("cuda", dtype=torch.bfloat16)` or `torch.set_autocast_dtype` sets.
+    dtype: str | None = None
 
 
 # torch.amp's classes (and torch.autocast): the device type first.
 AUTOCAST = AmpCall("device_type", ("dtype", "enabled", "cache_enabled"))
 SCALER = AmpCall("device", ("init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled"))
 # torch.cuda.amp's classes: no device parameter; autocast's other parameters in another order
-CUDA_AMP_AUTOCAST = AmpCall(None, ("enabled", "dtype", "cache_enabled"))
+CUDA_AMP_AUTOCAST = AmpCall(None, ("enabled", "dtype", "cache_enabled"), "torch.float16")
 CUDA_AMP_SCALER = AmpCall(None, SCALER.parameters)
 
 # The device-generic autocast and GradScaler, by each of their names, whose first argument is a
