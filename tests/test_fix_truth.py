@@ -489,7 +489,9 @@ def test_a_name_compared_with_a_word_that_is_no_device_holds_no_device(test: str
     assert applicability(source)["DEV101"] == {"safe"}
 
 
-@pytest.mark.parametrize("test", ['device == "cuda"', 'device == "cuda:1"', 'device in ("cpu", "mps")', 'device.type == "gpu"'])
+@pytest.mark.parametrize(
+    "test", ['device == "cuda"', 'device == "cuda:1"', 'device in ("cpu", "mps")', 'device == "mlu"', 'device.type == "gpu"']
+)
 def test_a_name_compared_with_device_strings_is_still_a_device(test: str) -> None:
     source = f"""\
         import torch

@@ -40,11 +40,13 @@ ACCELERATOR_EXPRESSION = (
 _NON_CUDA_PREFIXES = ("cpu", "meta")
 
 # The device types `torch.device(...)` parses (c10's DeviceType names: `torch.device("mps")` works,
-# `torch.device("gpu")` raises; the same on 2.4.1 and 2.14.1; "ort" before MAIA took its place). A
-# variable a program compares with another string ("gpu", "auto") holds values that are no device.
+# `torch.device("gpu")` raises; the same on 2.4.1 and 2.14.1; "ort" before MAIA took its place), and
+# the names out-of-tree backends give "privateuseone" (Ascend's "npu", Cambricon's "mlu", Moore
+# Threads' "musa": mmcv's tests compare `device` with them). A variable a program compares with
+# another string ("gpu", "auto") holds values that are no device.
 _DEVICE_TYPES = frozenset({
     "cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia", "ort",
-    "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone",
+    "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone", "npu", "mlu", "musa",
 })
 
 
