@@ -474,16 +474,7 @@ def test_the_device_of_a_tensor_the_scope_moves_to_cuda_is_not_where_cuda_goes()
 def test_a_name_compared_with_a_word_that_is_no_device_holds_no_device(test: str) -> None:
     """Found in fairseq's tests: `if device == "gpu": batch = batch.cuda()` became
     `batch.to(device)`, which is `.to("gpu")`: a RuntimeError on CUDA."""
-    source = f"""\
-        import torch
-
-
-        def sample(device: str):
-            batch = torch.zeros(2)
-            if {test}:
-                batch = batch.cuda()
-            return batch
-        """
+    source = _moved_when(test)
     result = fixed(source)
     assert "batch = batch.to(torch_device)" in result
     assert applicability(source)["DEV101"] == {"safe"}
@@ -493,7 +484,11 @@ def test_a_name_compared_with_a_word_that_is_no_device_holds_no_device(test: str
     "test", ['device == "cuda"', 'device == "cuda:1"', 'device in ("cpu", "mps")', 'device == "mlu"', 'device.type == "gpu"']
 )
 def test_a_name_compared_with_device_strings_is_still_a_device(test: str) -> None:
-    source = f"""\
+    assert "batch = batch.to(device)" in fixed(_moved_when(test))
+
+
+def _moved_when(test: str) -> str:
+    return f"""\
         import torch
 
 
@@ -503,7 +498,6 @@ def test_a_name_compared_with_device_strings_is_still_a_device(test: str) -> Non
                 batch = batch.cuda()
             return batch
         """
-    assert "batch = batch.to(device)" in fixed(source)
 
 
 def test_a_function_that_binds_torch_itself_gets_no_module_level_import() -> None:
