@@ -85,6 +85,11 @@ class RuleContext(FileReader, Protocol):
         """The device expression a fix at ``site`` uses (see devlint.analysis.devices)."""
         ...
 
+    def given_no_gpu(self, scope: Scope, name: str) -> bool:
+        """A call in the file passes a CPU-only device or None for parameter ``name`` of the
+        function ``scope`` (see devlint.analysis.devices)."""
+        ...
+
     def helper(self, preferred: str, define: Callable[[str], str]) -> HelperRef | None:
         """A module-level function for fixes to call: the file's own where it already defines
         ``define(its name)`` word for word, else one named ``preferred`` (or a free variant) that

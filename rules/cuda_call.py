@@ -108,6 +108,13 @@ class CudaCall(Rule):
             "import torch\n\ndef step(batch, dev: torch.device):\n    return batch.cuda()\n",
             "import torch\n\ndef step(batch, dev: torch.device):\n    return batch.to(dev)\n",
         ),
+        # ... not one its annotation lets be None: `.to(None)` leaves the batch on the CPU
+        Invalid(
+            "import torch\nfrom typing import Optional\n\ndef step(batch, device: Optional[torch.device]):\n    return batch.cuda()\n",
+            "import torch\nfrom typing import Optional\n"
+            + DEVICE.replace("device =", "torch_device =")
+            + "\n\ndef step(batch, device: Optional[torch.device]):\n    return batch.to(torch_device)\n",
+        ),
         # inside forward the input's device is the one to follow
         Invalid(
             "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"

@@ -94,7 +94,8 @@ class CudaCallWithIndex(Rule):
         "but ints (the first parameter of a worker that is only called with ints or the option itself, or "
         "started by `torch.multiprocessing.spawn`, which passes the process index, counts); it becomes `torch.device(\"cuda\", i) if ... else torch.device(\"cpu\")`, "
         "and `torch.device(\"cuda\", None)` is the current GPU as `.cuda(None)` is), a variable bound to a "
-        "device on every path (`.to(d)` is the same call as `.cuda(d)`), `t.get_device()` or `t.device` "
+        "device on every path (`.to(d)` is the same call as `.cuda(d)`; not a parameter that a call in the file gives None "
+        "or the CPU, that a test's `pytest.mark.parametrize` may give None, or that its annotation lets be None), `t.get_device()` or `t.device` "
         "(`.to(t.device)`: the GPU holding `t`; a CPU `t` gives -1, which `.cuda()` rejects). Unsafe: an "
         "argument of unknown type gets the index form, which raises a TypeError if it is neither an "
         "index nor None; an argument named like a device (`device`, `dev`, `*_device`) becomes "
@@ -183,6 +184,22 @@ class CudaCallWithIndex(Rule):
             "parser.add_argument('--gpu', default=None)\nargs = parser.parse_args()\n"
             'x = torch.ones(2).to(torch.device("cuda", args.gpu) if torch.cuda.is_available() else torch.device("cpu"))\n',
             unsafe=True,
+        ),
+        # a device parameter that a test's parametrization gives None: `.cuda(None)` is the
+        # current GPU, `.to(None)` a no-op
+        Invalid(
+            "import pytest\nimport torch\n\n@pytest.mark.parametrize(\"device\", [None, torch.device(\"cuda\", 0)])\n"
+            "def test_move(device):\n    return torch.ones(2).cuda(device)\n",
+            "import pytest\nimport torch\n\n@pytest.mark.parametrize(\"device\", [None, torch.device(\"cuda\", 0)])\n"
+            "def test_move(device):\n    return torch.ones(2).to(device)\n",
+            unsafe=True,
+        ),
+        # ... which, given devices only, it is not
+        Invalid(
+            "import pytest\nimport torch\n\n@pytest.mark.parametrize(\"n, device\", [(1, \"cuda:0\"), pytest.param(2, \"cuda:1\")])\n"
+            "def test_move(n, device):\n    return torch.ones(n).cuda(device)\n",
+            "import pytest\nimport torch\n\n@pytest.mark.parametrize(\"n, device\", [(1, \"cuda:0\"), pytest.param(2, \"cuda:1\")])\n"
+            "def test_move(n, device):\n    return torch.ones(n).to(device)\n",
         ),
         # an int literal in any spelling names a GPU by its value
         Invalid(
@@ -434,7 +451,10 @@ class CudaCallWithIndex(Rule):
         if name is None:
             return False
         found = reach_of(name, site.scope, site.node, self.ctx.flows)
-        return found is not None and always_a_device(self.ctx.model, found[1], where_bound=True)
+        if found is None or not always_a_device(self.ctx.model, found[1], where_bound=True):
+            return False
+        # a parameter some call gives None: `.cuda(None)` is the current GPU, `.to(None)` a no-op
+        return not (found[1] is not None and found[1].params and self.ctx.given_no_gpu(found[0], name))
 
 
 def _device_of(value: cst.BaseExpression) -> cst.BaseExpression | None:

@@ -30,7 +30,7 @@ import libcst as cst
 from devlint.analysis.reaching import Flows, ParamBinding, Reach, Unknown
 from devlint.analysis.reader import FileReader
 from devlint.analysis.semantic import Binding, Scope, SemanticModel, dotted_name, string_value
-from devlint.analysis.tree import children, climbed
+from devlint.analysis.tree import children, climbed, descendants
 from devlint.torchfacts.names import DEVICE_MODULE, DEVICE_NAMES, MOVES, SPAWNS
 
 DEFAULT_EXPRESSION = 'torch.device("cuda" if torch.cuda.is_available() else "cpu")'
@@ -157,8 +157,15 @@ def device_value(model: SemanticModel, value: cst.BaseExpression | None) -> bool
 def _is_device_param(model: SemanticModel, param: cst.Param) -> bool:
     """A parameter named or annotated as a device whose default, if any, is a CUDA-capable device:
     ``device=None`` is no device (``.to(None)`` leaves the tensor where it is), and
-    ``device="cpu"`` would move a CUDA program onto the CPU whenever a caller leaves it out."""
+    ``device="cpu"`` would move a CUDA program onto the CPU whenever a caller leaves it out. Nor
+    is one that a test's parametrization may give None, or one without a default that its
+    annotation lets be None (``device: Optional[torch.device]``: with a device for its default,
+    ``Optional`` more often says "may be left out" than that callers pass None)."""
+    if param in model.given_none:
+        return False
     annotation = param.annotation.annotation if param.annotation is not None else None
+    if annotation is not None and param.default is None and _admits_none(annotation):
+        return False
     named = False
     if annotation is not None:
         text = string_value(annotation) or dotted_name(annotation) or ""
@@ -166,6 +173,24 @@ def _is_device_param(model: SemanticModel, param: cst.Param) -> bool:
     name = param.name.value
     named = named or name in DEVICE_NAMES or name.endswith("_device")
     return named and (param.default is None or bool(device_value(model, param.default)))
+
+
+def _names_none(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Name) and value.value == "None"
+
+
+_NONE_IN_ANNOTATION = re.compile(r"\b(?:None|Optional)\b")
+
+
+def _admits_none(annotation: cst.BaseExpression) -> bool:
+    """``Optional[X]``, ``X | None``, ``Union[X, None]``, also written as a string."""
+    text = string_value(annotation)
+    if text is not None:
+        return _NONE_IN_ANNOTATION.search(text) is not None
+    for node in descendants(annotation):
+        if isinstance(node, cst.Name) and node.value in ("None", "Optional"):
+            return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -214,7 +239,7 @@ class DeviceFinder:
         self._other_strings: dict[int, tuple[Scope, set[str]]] = {}
         # whether a call gives a CPU device to a parameter, by (function name, parameter, its
         # position, a method's): functions of one name (`run` in every class) share the calls
-        self._cpu_given: dict[tuple[str, str, int, bool], bool] = {}
+        self._no_gpu_given: dict[tuple[str, str, int, bool], bool] = {}
 
     def find(self, scope: Scope, site: cst.CSTNode, avoid: Iterable[str] = ()) -> DeviceInScope | None:
         """A device expression usable at ``site`` (in ``scope``): the program's own device, bound
@@ -282,17 +307,18 @@ class DeviceFinder:
             self._moved[id(scope)] = (scope, _moved_to_cuda(self.model, scope.node))
         return bool(set(read) & self._moved[id(scope)][1])
 
-    def _given_the_cpu(self, scope: Scope, name: str) -> bool:
-        """A call in this file passes a CPU-only device for parameter ``name`` of the function
-        ``scope``: there the parameter is no GPU, whatever `.cuda()` in the body meant."""
+    def given_no_gpu(self, scope: Scope, name: str) -> bool:
+        """A call in this file passes a CPU-only device or None for parameter ``name`` of the
+        function ``scope``: there the parameter is no GPU, whatever `.cuda()` in the body meant
+        (and `.to(None)` does not move at all, where `.cuda(None)` moves to the current GPU)."""
         if scope.kind != "function" or name not in scope.params or not isinstance(scope.node, cst.FunctionDef):
             return False
         key = (scope.name, name, scope.params.index(name), scope.params[:1] in (["self"], ["cls"]))
-        if key not in self._cpu_given:
-            self._cpu_given[key] = self._a_call_gives_the_cpu(*key)
-        return self._cpu_given[key]
+        if key not in self._no_gpu_given:
+            self._no_gpu_given[key] = self._a_call_gives_no_gpu(*key)
+        return self._no_gpu_given[key]
 
-    def _a_call_gives_the_cpu(self, function: str, name: str, position: int, method: bool) -> bool:
+    def _a_call_gives_no_gpu(self, function: str, name: str, position: int, method: bool) -> bool:
         if self._calls is None:
             self._calls = _calls_by_name(self.model.module_scope.node)
         for call in self._calls.get(function, []):
@@ -301,7 +327,7 @@ class DeviceFinder:
             plain = [a for a in call.args if a.keyword is None and not a.star]
             if not given and 0 <= position - shift < len(plain) and not any(a.star for a in call.args):
                 given = [plain[position - shift]]
-            if given and device_value(self.model, given[0].value) is False:
+            if given and (_names_none(given[0].value) or device_value(self.model, given[0].value) is False):
                 return True
         return False
 
@@ -324,7 +350,7 @@ class DeviceFinder:
                 name
                 for name in self._names_holding_devices(scope)
                 if (scope.kind == "lambda" or self.flows.walrus or _may_be_usable(self.model, scope.bindings[name]))
-                and not self._given_the_cpu(scope, name)
+                and not self.given_no_gpu(scope, name)
                 and not self._read_before_a_move(scope, name)
                 and not self._compared_with_no_device(scope, name)
             ]

@@ -224,6 +224,8 @@ class SemanticModel:
         self.classes: dict[str, ClassInfo] = {}
         self.import_statements: list[tuple[Order, cst.SimpleStatementLine]] = []
         self.torch_imported_at: Order | None = None
+        # parameters a test's parametrize decorator may give None (devlint.analysis.parametrized)
+        self.given_none: set[cst.Param] = set()
         # argparse options the file declares: dest -> the `default=` expression (None: no default)
         self._options: _OptionCollector | None = None
         self._names: dict[str, list[cst.Name]] | None = None

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.analysis.semantic import Binding, SemanticModel
+from devlint.analysis.parametrized import may_be_given_none
+from devlint.analysis.semantic import Binding, Scope, SemanticModel
 
 _COMPOUND = (cst.If, cst.Try, cst.TryStar, cst.With, cst.For, cst.While, cst.Match)
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
@@ -74,10 +75,12 @@ class ScopeTracker:
             if node.name is not None:
                 model.record_assignment(node.name.name, None, order, self._conditional())
         elif kind is cst.FunctionDef:
+            outer = model.scope
             model.bind(node.name.value, order, "def")
             model.function_names.add(node.name.value)
             scope = model.push_scope("function", node, node.name.value)
             self._bind_params(node.params, order, scope)
+            self._parametrized(node, outer)
         elif kind is cst.Lambda:
             scope = model.push_scope("lambda", node)
             self._bind_params(node.params, order, scope)
@@ -99,6 +102,18 @@ class ScopeTracker:
 
     def _conditional(self) -> bool:
         return self.model.scope.kind == "module" and self._module_compound_depth > 0
+
+    def _parametrized(self, node: cst.FunctionDef, outer: Scope) -> None:
+        """Records the parameters that the function's or its class' parametrize decorators may
+        give None (devlint.analysis.parametrized)."""
+        decorators = [*node.decorators, *(outer.node.decorators if isinstance(outer.node, cst.ClassDef) else ())]
+        if not decorators:
+            return
+        names = may_be_given_none(self.model, decorators)
+        if names:
+            params = node.params
+            every = [*params.posonly_params, *params.params, *params.kwonly_params]
+            self.model.given_none.update(param for param in every if param.name.value in names)
 
     def _bind_params(self, params: cst.Parameters, order: int, scope) -> None:
         every = [*params.posonly_params, *params.params, *params.kwonly_params]

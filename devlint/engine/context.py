@@ -13,7 +13,7 @@ from devlint.analysis.cuda_regions import CudaRegions
 from devlint.analysis.device_params import Signature, signature_of
 from devlint.analysis.devices import DeviceFinder, free_name
 from devlint.analysis.reaching import Flows, declared_names
-from devlint.analysis.semantic import SemanticModel, dotted_name
+from devlint.analysis.semantic import Scope, SemanticModel, dotted_name
 from devlint.analysis.tracker import ScopeTracker
 from devlint.analysis.tree import ancestors, climbed
 from devlint.analysis.version_guards import OlderBranches, runs_only_below
@@ -130,6 +130,11 @@ class FileContext:
         if self._inserted_name is None:
             self._inserted_name = free_name(self.model, self.settings.device_name)
         return DeviceRef(self._inserted_name, inserted=True)
+
+    def given_no_gpu(self, scope: Scope, name: str) -> bool:
+        """A call in the file passes a CPU-only device or None for parameter ``name`` of the
+        function ``scope`` (see devlint.analysis.devices)."""
+        return self._devices.given_no_gpu(scope, name)
 
     def helper(self, preferred: str, define: Callable[[str], str]) -> HelperRef | None:
         """A module-level function for fixes to call (see devlint.rule.RuleContext.helper)."""
