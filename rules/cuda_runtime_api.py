@@ -21,6 +21,7 @@ from devlint.rulekit.accelerator import (
     sole_statement,
 )
 from devlint.analysis.semantic import string_value
+from devlint.analysis.tree import children
 from devlint.rulekit.calls import names_in
 from devlint.rulekit.cuda_choices import WholeChoiceRule
 from devlint.rulekit.before_accelerator import cuda_guard_fix, runs_without_cuda_before_accelerator
@@ -94,7 +95,9 @@ class CudaRuntimeApi(WholeChoiceRule):
         "is reached only with a GPU (under a GPU check, in a test skipped without one). `current_stream()`, "
         "`stream(s)`, `Stream()`: `torch.get_device_module(device)` (2.4), whose `torch.cpu` "
         "stand-ins run on the CPU. `Event(...)` and a `Stream` with arguments: no fix (the CPU events "
-        "have no timing, and `torch.cpu.Stream` takes no device). Under a GPU check, "
+        "have no timing, and `torch.cpu.Stream` takes no device), nor for a stream call whose arguments hold "
+        "a `torch.cuda` call no fix rewrites (`stream(torch.cuda.default_stream())`: the rewritten call "
+        "would still need CUDA). Under a GPU check, "
         "`set_device(rank)` becomes `torch.accelerator.set_device_index(rank)` (2.6); `with "
         "torch.cuda.device(rank)` is reported only (`torch.accelerator.device_index`, 2.8, takes an "
         "int, not a device). Versions from each release's own sources (tools/torch_releases.py observes them; torch.cpu "
@@ -375,6 +378,11 @@ class CudaRuntimeApi(WholeChoiceRule):
             count=4,
             torch_version=GET_DEVICE_MODULE,
         ),
+        # no fix where an argument stays CUDA-only: the rewritten call would still need CUDA
+        Invalid(
+            HEAD + "def settle(device: torch.device):\n    return torch.cuda.stream(torch.cuda.default_stream())\n",
+            torch_version=GET_DEVICE_MODULE,
+        ),
         # ... reached only where there is a GPU: safe; an early exit without one counts too
         Invalid(
             HEAD + 'if torch.cuda.is_available():\n    idx = str(torch.cuda.current_device())\n',
@@ -540,12 +548,34 @@ class CudaRuntimeApi(WholeChoiceRule):
     def _stream_api(self, node: cst.Call) -> None:
         name = cuda_function(self.ctx, node, CUDA_RUNTIME_API)
         assert name is not None
-        fixable = name != "Stream" or not node.args
+        kept = self._cuda_kept_in(node.args)
+        message = f"`torch.cuda.{name}(...)` only knows CUDA streams; use `torch.get_device_module(device).{name}(...)`"
+        if kept is not None:
+            # `torch.get_device_module(device).stream(torch.cuda.default_stream())` would still
+            # need CUDA to run, and say nothing more about it
+            message += f" (no fix: `{kept}` in its arguments has no device-generic form)"
         self.report(
             node,
-            f"`torch.cuda.{name}(...)` only knows CUDA streams; use `torch.get_device_module(device).{name}(...)`",
-            fix=(lambda site: self._device_module_fix(node, name, site)) if fixable else None,
+            message,
+            fix=(lambda site: self._device_module_fix(node, name, site)) if self._stream_fixable(node) and kept is None else None,
         )
+
+    def _stream_fixable(self, node: cst.Call) -> bool:
+        """A stream call this rule rewrites: any but a ``Stream(...)`` given arguments
+        (a priority or a stream of another device, which the device modules spell apart)."""
+        return cuda_function(self.ctx, node, CUDA_RUNTIME_API) != "Stream" or not node.args
+
+    def _cuda_kept_in(self, args: Sequence[cst.Arg]) -> str | None:
+        """The first ``torch.cuda`` call in ``args`` that no fix of this rule rewrites, as written."""
+        pending: list[cst.CSTNode] = list(args)
+        while pending:
+            current = pending.pop(0)
+            if isinstance(current, cst.Call) and (self.ctx.model.qualname(current.func) or "").startswith("torch.cuda."):
+                named = cuda_function(self.ctx, current, _STREAM_CALLS)
+                if named is None or not self._stream_fixable(current):
+                    return self.ctx.code(current.func) + "()"
+            pending.extend(children(current))
+        return None
 
     def _device_module_fix(self, node: cst.Call, name: str, site: Site) -> FixPlan:
         module, device = device_module(self.ctx, site)
@@ -738,6 +768,8 @@ class CudaRuntimeApi(WholeChoiceRule):
         )
 
 
+# The stream calls that ``_stream_api`` reports, and may rewrite.
+_STREAM_CALLS = frozenset({"current_stream", "stream", "Stream"})
 _HANDLERS: dict[str, Callable[[CudaRuntimeApi, cst.Call], None]] = {
     "synchronize": CudaRuntimeApi._synchronize,
     "device_count": CudaRuntimeApi._device_count,
