@@ -184,6 +184,24 @@ def test_without_a_torch_import_the_definition_goes_before_the_first_use(tmp_pat
     assert sources(path)[1:] == ["import numpy as np\nimport torch\n" + DEVICE, "y = model.to(device)"]
 
 
+def test_torch_is_not_imported_again_before_the_cell_that_imports_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # peft's peft_lora_token_cls.ipynb: a cell importing from torch.nn only took an `import torch`
+    # that the later cell already made, for a fix there that writes `torch.cuda...` (F811)
+    path = write(
+        tmp_path / "nb.ipynb",
+        notebook(
+            code_cell("from torch.nn import CrossEntropyLoss\n\nignored = CrossEntropyLoss().ignore_index"),
+            code_cell("import os\n\nimport torch\n\nfeatures = torch.load(os.environ['DATA'])"),
+        ),
+    )
+    before = sources(path)
+    assert main(["fix", str(path), "--select", "DEV402", "--no-cache"]) == 0
+    capsys.readouterr()
+    after = sources(path)
+    assert after[0] == before[0]
+    assert after[1].count("import torch") == 1 and "map_location=" in after[1]
+
+
 def test_the_definition_skips_empty_cells_and_stays_before_the_use(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write(tmp_path / "nb.ipynb", notebook(code_cell(""), code_cell("# setup\nx = t.cuda()")))
     assert run(capsys, "fix", str(path))[0] == 0

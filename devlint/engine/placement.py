@@ -330,9 +330,13 @@ def _deferring(parent: cst.CSTNode, child: cst.CSTNode, above: tuple[int, bool])
 
 
 def _torch_cell_imports(source: Source, body: list[cst.BaseStatement], imports: list[int]) -> list[int]:
-    """Of ``imports``, those in the cell of the first torch import: a notebook keeps its setup
-    in that cell even when later cells import more before the first use."""
-    first = next((i for i in imports if imports_torch(body[i])), None)
+    """Of ``imports``, those in the cell of the first import that binds torch itself (``import
+    torch``), else of the first torch import: a notebook keeps its setup in that cell even when
+    later cells import more before the first use. A cell of ``from torch.nn import ...`` alone
+    would take an ``import torch`` that a later cell already makes."""
+    first = next((i for i in imports if torch_names(body[i])), None)
+    if first is None:
+        first = next((i for i in imports if imports_torch(body[i])), None)
     if first is None:
         return imports
     start = max((i for i in range(first) if _is_cell_break(source, body[i])), default=-1)
