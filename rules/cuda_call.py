@@ -108,6 +108,21 @@ class CudaCall(Rule):
             "import torch\n\ndef step(batch, dev: torch.device):\n    return batch.cuda()\n",
             "import torch\n\ndef step(batch, dev: torch.device):\n    return batch.to(dev)\n",
         ),
+        # ... also inside a closure the function returns: it reads what reached its `def`
+        Invalid(
+            "import torch\n\ndef bench(n, device: str):\n    device = torch.device(device)\n\n"
+            "    def run():\n        return torch.ones(n).cuda()\n\n    return run\n",
+            "import torch\n\ndef bench(n, device: str):\n    device = torch.device(device)\n\n"
+            "    def run():\n        return torch.ones(n).to(device)\n\n    return run\n",
+        ),
+        # ... but not where the function binds the name again after the `def`
+        Invalid(
+            "import torch\n\ndef bench(n, device: torch.device):\n    def run():\n        return torch.ones(n).cuda()\n\n"
+            "    device = None\n    return run\n",
+            "import torch\n" + DEVICE.replace("device =", "torch_device =")
+            + "\n\ndef bench(n, device: torch.device):\n    def run():\n        return torch.ones(n).to(torch_device)\n\n"
+            "    device = None\n    return run\n",
+        ),
         # ... not one its annotation lets be None: `.to(None)` leaves the batch on the CPU
         Invalid(
             "import torch\nfrom typing import Optional\n\ndef step(batch, device: Optional[torch.device]):\n    return batch.cuda()\n",

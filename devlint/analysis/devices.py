@@ -564,8 +564,28 @@ def _reach_in(name: str, scope: Scope, flow_scope: Scope | None, site: cst.CSTNo
         return None
     if scope is flow_scope:
         return flows.at(name, scope.node, site)
+    closure = _closure_reach(name, scope, flow_scope, flows) if scope.kind == "function" else None
+    if closure is not None:
+        return closure
     # A function defined here runs later, when this scope has (typically) run to its end.
     return flows.at_end(name, scope.node)
+
+
+def _closure_reach(name: str, scope: Scope, flow_scope: Scope | None, flows: Flows) -> Reach | None:
+    """What a function defined in the function ``scope`` reads of ``name`` whenever it is called:
+    the value bound where its `def` runs, when ``scope`` binds the name nowhere after the `def`
+    and no `global` or `nonlocal` names it (a closure returned by `return inner` sees what
+    reached the `def`; the end of a function that ends in `return` is reached by nothing).
+    None where that does not hold."""
+    child = flow_scope
+    while child is not None and child.parent is not scope:
+        child = child.parent
+    if child is None or child.kind != "function" or flows.declared_global(name):
+        return None
+    defs = [binding for binding in scope.bindings.get(child.name, []) if binding.kind == "def"]
+    if len(defs) != 1 or any(binding.order > defs[0].order for binding in scope.bindings.get(name, [])):
+        return None
+    return flows.at(name, scope.node, child.node)
 
 
 def always_a_device(model: SemanticModel, reach: Reach | None, where_bound: bool = False) -> bool:
