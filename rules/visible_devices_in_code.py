@@ -24,6 +24,9 @@ _ADVICE_ARGUMENT = (
 )
 # How deep a name's assignments are followed to find where its value comes from.
 _FOLLOW = 3
+# Parsers' methods that return the options of the command line (argparse's, and the parsers
+# built on it).
+_PARSED = frozenset({"parse_args", "parse_known_args"})
 
 
 class VisibleDevicesInCode(Rule):
@@ -48,7 +51,7 @@ class VisibleDevicesInCode(Rule):
         f"Unsafe: `os.environ[\"{VISIBLE_DEVICES}\"] = value` becomes `os.environ.setdefault(\"{VISIBLE_DEVICES}\", value)`, "
         "so a value set by the launcher now wins over the script's. Only the plain assignment is fixed; "
         "`putenv` and `update` are reported without a fix, and so is a value that is the program's "
-        "own argument (an argparse option, `sys.argv`, a parameter of the enclosing function, or a "
+        "own argument (an argparse option, an attribute of what `parse_args()` returned, `sys.argv`, a parameter of the enclosing function, or a "
         "name assigned from one): the user chose that GPU explicitly, and `setdefault` would "
         "silently ignore the choice wherever the variable is already set. Nor is an assignment "
         "in a loop of a value that may change between iterations, or one after the same function "
@@ -91,6 +94,11 @@ class VisibleDevicesInCode(Rule):
         Invalid(
             "import argparse, os\nparser = argparse.ArgumentParser()\nparser.add_argument('--device', default='0')\n"
             f"args = parser.parse_args()\nos.environ['{VISIBLE_DEVICES}'] = args.device\n"
+        ),
+        # ... also an option another module declares, read from what `parse_args()` returned
+        Invalid(
+            "import argparse, os\nfrom .options import add_model_args\n\ndef main():\n    parser = argparse.ArgumentParser()\n"
+            f"    add_model_args(parser)\n    args = parser.parse_args()\n    os.environ['{VISIBLE_DEVICES}'] = args.gpus\n"
         ),
         Invalid(f'import os, sys\ngpu = sys.argv[1]\nos.environ["{VISIBLE_DEVICES}"] = gpu\n'),
         Invalid(f'import os\n\ndef main(gpus):\n    os.environ["{VISIBLE_DEVICES}"] = ",".join(gpus)\n'),
@@ -226,6 +234,9 @@ class VisibleDevicesInCode(Rule):
         if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name):
             if self.ctx.model.option_declarations(value.attr.value):
                 return f"the `--{value.attr.value.replace('_', '-')}` option"
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _PARSED:
+            # argparse's namespace, whose options may be declared in another module
+            return f"what `{value.func.attr.value}()` read from the command line"
         if isinstance(value, cst.Name):
             if scope.kind == "class" and value.value in scope.bindings:
                 return self._class_source(value, scope, order, depth)
