@@ -253,12 +253,18 @@ def _defines(ctx: RuleContext, class_name: str, method: str, seen: frozenset[str
 
 def duck_typed(ctx: RuleContext, call: cst.Call, receiver: cst.BaseExpression, method: str) -> bool:
     """``call`` runs only where ``receiver`` was found to have ``method``: `if hasattr(obj, "cuda"):`
-    or `callable(getattr(obj, "cuda", None))`. The object may be anything with that method, and
-    nothing says it has a `to`."""
+    or `callable(getattr(obj, "cuda", None))`, or in the body of a `try:` that catches
+    `AttributeError` (pytorch3d's `try_to_cuda(t: Any)`: `try: t = t.cuda() except
+    AttributeError: pass`). The object may be anything with that method, and nothing says it has
+    a `to`, or one that takes the same arguments."""
     known: dict[int, frozenset[tuple[str, str]]] = ctx.indexed("objects tested for a method", dict)
     tested = climbed(call, ctx.parent, known, lambda ancestor, child, above: _tested_above(ctx, ancestor, child, above), frozenset())
     # The receiver's code is printed only where a test names some object's method.
-    return bool(tested) and (ctx.code(receiver), method) in tested
+    return bool(tested) and (_ANY_METHOD in tested or (ctx.code(receiver), method) in tested)
+
+
+# What a `try:` that catches AttributeError tests: any object for any method.
+_ANY_METHOD = ("", "")
 
 
 def _tested_above(
@@ -268,6 +274,8 @@ def _tested_above(
     enclosing ``child`` in its function or class found, ``ancestor`` included."""
     if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
         return frozenset()
+    if isinstance(ancestor, cst.Try) and child is ancestor.body and any(_catches_attribute_error(h) for h in ancestor.handlers):
+        return above | {_ANY_METHOD}
     if not isinstance(ancestor, (cst.If, cst.IfExp)) or child is ancestor.test:
         return above
     found = {
@@ -278,6 +286,12 @@ def _tested_above(
         and (method := string_value(node.args[1].value)) is not None
     }
     return above | found if found else above
+
+
+def _catches_attribute_error(handler: cst.ExceptHandler) -> bool:
+    caught = handler.type
+    kinds = [element.value for element in caught.elements] if isinstance(caught, cst.Tuple) else [caught]
+    return any(isinstance(kind, cst.Name) and kind.value == "AttributeError" for kind in kinds)
 
 
 def calls_in(node: cst.CSTNode) -> list[cst.Call]:
