@@ -123,6 +123,16 @@ class CudaCall(Rule):
             + "\n\ndef bench(n, device: torch.device):\n    def run():\n        return torch.ones(n).to(torch_device)\n\n"
             "    device = None\n    return run\n",
         ),
+        # ... not a device named for what it holds, chosen by a flag: where some data goes, not
+        # where `.cuda()` sends the batch
+        Invalid(
+            "import torch\n\ndef extract(model, batch, gather_on_cpu=False):\n"
+            '    gather_device = torch.device("cpu") if gather_on_cpu else torch.device("cuda")\n'
+            "    features = model(batch.cuda())\n    return features.to(gather_device)\n",
+            "import torch\n" + DEVICE + "\n\ndef extract(model, batch, gather_on_cpu=False):\n"
+            '    gather_device = torch.device("cpu") if gather_on_cpu else torch.device("cuda")\n'
+            "    features = model(batch.to(device))\n    return features.to(gather_device)\n",
+        ),
         # ... not one its annotation lets be None: `.to(None)` leaves the batch on the CPU
         Invalid(
             "import torch\nfrom typing import Optional\n\ndef step(batch, device: Optional[torch.device]):\n    return batch.cuda()\n",
@@ -262,6 +272,7 @@ class CudaCall(Rule):
         ),
         # duck typing: the object has a cuda() but maybe no to(); reported, not fixed
         Invalid("import torch\n\ndef move(obj):\n    if hasattr(obj, 'cuda'):\n        return obj.cuda()\n    return obj\n"),
+        Invalid("import torch\n\ndef move(obj):\n    try:\n        return obj.cuda()\n    except (TypeError, AttributeError):\n        return obj\n"),
         # guarded code is still reported; the fix keeps what a CPU-only run does
         Invalid(
             "import torch\nif torch.cuda.is_available():\n    model.cuda()\n",

@@ -339,6 +339,31 @@ class DeviceFinder:
             self._other_strings[id(scope)] = (scope, _compared_with_no_device(scope.node))
         return name in self._other_strings[id(scope)][1]
 
+    def _placement_for_some_data(self, scope: Scope, name: str) -> bool:
+        """A name that says what its device is for (``gather_device``, not ``device``), bound to
+        a choice between CUDA and the CPU on a flag the function's caller passes: where some data
+        goes at each caller's wish, not the program's device. dinov2 keeps gathered features on
+        the CPU (``gather_device = torch.device("cpu") if gather_on_cpu else
+        torch.device("cuda")``) while `.cuda()` moves each batch to the GPU beside the model.
+        (nanoGPT's ``device_type = "cuda" if "cuda" in device else "cpu"`` follows the program's
+        own device and is reused.)"""
+        if name in DEVICE_NAMES or name == self.preferred or scope.kind != "function":
+            return False
+        for binding in scope.bindings[name]:
+            value = binding.value
+            if binding.kind != "assign" or value is None:
+                continue
+            if isinstance(value, cst.Call) and self.model.qualname(value.func) == "torch.device" and len(value.args) == 1:
+                value = value.args[0].value
+            if not is_guarded_device_choice(self.model, value):
+                continue
+            test = value.test  # type: ignore[attr-defined]
+            if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+                test = test.expression
+            if isinstance(test, cst.Name) and test.value in scope.params:
+                return True
+        return False
+
     def _ranked(self, scope: Scope) -> list[str]:
         """The names of ``scope`` that ``_usable`` may accept at some site, best first, without
         those a caller gives the CPU or that were read before a move: what does not depend on
@@ -353,6 +378,7 @@ class DeviceFinder:
                 and not self.given_no_gpu(scope, name)
                 and not self._read_before_a_move(scope, name)
                 and not self._compared_with_no_device(scope, name)
+                and not self._placement_for_some_data(scope, name)
             ]
             self._ranks[key] = sorted(names, key=lambda name: (name != self.preferred, name))
         return self._ranks[key]
