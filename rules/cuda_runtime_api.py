@@ -566,13 +566,14 @@ class CudaRuntimeApi(WholeChoiceRule):
         return cuda_function(self.ctx, node, CUDA_RUNTIME_API) != "Stream" or not node.args
 
     def _cuda_kept_in(self, args: Sequence[cst.Arg]) -> str | None:
-        """The first ``torch.cuda`` call in ``args`` that no fix of this rule rewrites, as written."""
+        """The first ``torch.cuda`` call in ``args`` that no fix of this rule rewrites, as written
+        (a stream call ``_stream_api`` fixes is rewritten with it)."""
         pending: list[cst.CSTNode] = list(args)
         while pending:
             current = pending.pop(0)
             if isinstance(current, cst.Call) and (self.ctx.model.qualname(current.func) or "").startswith("torch.cuda."):
-                named = cuda_function(self.ctx, current, _STREAM_CALLS)
-                if named is None or not self._stream_fixable(current):
+                named = cuda_function(self.ctx, current, CUDA_RUNTIME_API)
+                if _HANDLERS.get(named or "") is not CudaRuntimeApi._stream_api or not self._stream_fixable(current):
                     return self.ctx.code(current.func) + "()"
             pending.extend(children(current))
         return None
@@ -768,8 +769,6 @@ class CudaRuntimeApi(WholeChoiceRule):
         )
 
 
-# The stream calls that ``_stream_api`` reports, and may rewrite.
-_STREAM_CALLS = frozenset({"current_stream", "stream", "Stream"})
 _HANDLERS: dict[str, Callable[[CudaRuntimeApi, cst.Call], None]] = {
     "synchronize": CudaRuntimeApi._synchronize,
     "device_count": CudaRuntimeApi._device_count,
