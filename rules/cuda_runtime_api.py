@@ -20,6 +20,7 @@ from devlint.rulekit.accelerator import (
     positional_device,
     sole_statement,
 )
+from devlint.analysis.devices import always_a_device, reach_of
 from devlint.analysis.semantic import string_value
 from devlint.analysis.tree import children
 from devlint.rulekit.calls import names_in
@@ -94,7 +95,8 @@ class CudaRuntimeApi(WholeChoiceRule):
         "is right there (`torch.cpu.current_device()` returns the string \"cpu\"); safe where the call "
         "is reached only with a GPU (under a GPU check, in a test skipped without one). `current_stream()`, "
         "`stream(s)`, `Stream()`: `torch.get_device_module(device)` (2.4), whose `torch.cpu` "
-        "stand-ins run on the CPU. `Event(...)` and a `Stream` with arguments: no fix (the CPU events "
+        "stand-ins run on the CPU; `current_stream(d)` and `synchronize(d)` given a device (`x.device`, a name "
+        "bound to devices) take that device's module. `Event(...)` and a `Stream` with arguments: no fix (the CPU events "
         "have no timing, and `torch.cpu.Stream` takes no device), nor for a stream call whose arguments hold "
         "a `torch.cuda` call no fix rewrites (`stream(torch.cuda.default_stream())`: the rewritten call "
         "would still need CUDA). Under a GPU check, "
@@ -378,6 +380,12 @@ class CudaRuntimeApi(WholeChoiceRule):
             count=4,
             torch_version=GET_DEVICE_MODULE,
         ),
+        # a call given a device takes that device's module: no second device beside it
+        Invalid(
+            HEAD + "def wait(x):\n    return torch.cuda.current_stream(x.device)\n",
+            HEAD + "def wait(x):\n    return torch.get_device_module(x.device).current_stream(x.device)\n",
+            torch_version=GET_DEVICE_MODULE,
+        ),
         # no fix where an argument stays CUDA-only: the rewritten call would still need CUDA
         Invalid(
             HEAD + "def settle(device: torch.device):\n    return torch.cuda.stream(torch.cuda.default_stream())\n",
@@ -579,6 +587,16 @@ class CudaRuntimeApi(WholeChoiceRule):
         return None
 
     def _device_module_fix(self, node: cst.Call, name: str, site: Site) -> FixPlan:
+        given = self._device_given(node, site)
+        if given is not None:
+            # `current_stream(x.device)`: the module of the device the call names, not a second one
+            module = f"torch.get_device_module({self.ctx.code(given)})"
+            return FixPlan(
+                f"Use `{module}.{name}(...)`",
+                [Replace(node, call_text(self.ctx, node, f"{module}.{name}"))],
+                needs_torch=True,
+                requires=GET_DEVICE_MODULE,
+            )
         module, device = device_module(self.ctx, site)
         return FixPlan(
             f"Use `{module}.{name}(...)`",
@@ -587,6 +605,28 @@ class CudaRuntimeApi(WholeChoiceRule):
             needs_torch=True,
             requires=GET_DEVICE_MODULE,
         )
+
+    def _device_given(self, node: cst.Call, site: Site) -> cst.BaseExpression | None:
+        """The device a call's one argument names (``current_stream(d)``, ``synchronize(d)``),
+        where it is a device on every path (``x.device``, a name bound to devices):
+        ``torch.get_device_module`` takes a device or a string, not the int index these calls
+        also take. (The other calls fixed here take a stream or options, never a device.)"""
+        if len(node.args) != 1:
+            return None
+        given = node.args[0]
+        if given.star or (given.keyword is not None and given.keyword.value != "device"):
+            return None
+        value = given.value
+        if isinstance(value, cst.Attribute) and value.attr.value == "device":
+            # a tensor's or a stream's `.device`; an object's own (`self.device`) or an option
+            # (`args.device`) may hold an int index
+            base = value.value
+            declared = self.ctx.model.option_default("device")[0]
+            return value if isinstance(base, cst.Name) and base.value not in ("self", "cls") and not declared else None
+        found = reach_of(value.value, site.scope, site.node, self.ctx.flows) if isinstance(value, cst.Name) else None
+        if found is not None and always_a_device(self.ctx.model, found[1], where_bound=True):
+            return value
+        return None
 
     def _event(self, node: cst.Call) -> None:
         fix: Callable[[Site], FixPlan] | None = None
