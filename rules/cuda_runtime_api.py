@@ -20,7 +20,7 @@ from devlint.rulekit.accelerator import (
     positional_device,
     sole_statement,
 )
-from devlint.analysis.devices import always_a_device, reach_of
+from devlint.analysis.devices import always_a_device, is_guarded_device_choice, reach_of
 from devlint.analysis.semantic import string_value
 from devlint.analysis.tree import children
 from devlint.rulekit.calls import names_in
@@ -386,6 +386,12 @@ class CudaRuntimeApi(WholeChoiceRule):
             HEAD + "def wait(x):\n    return torch.get_device_module(x.device).current_stream(x.device)\n",
             torch_version=GET_DEVICE_MODULE,
         ),
+        # ... not `self.device`, which may hold an int index that get_device_module rejects
+        Invalid(
+            HEAD + "class Worker:\n    def wait(self):\n        torch.cuda.synchronize(self.device)\n",
+            HEAD + DEVICE + "\n\nclass Worker:\n    def wait(self):\n        torch.get_device_module(device).synchronize(self.device)\n",
+            torch_version=GET_DEVICE_MODULE,
+        ),
         # no fix where an argument stays CUDA-only: the rewritten call would still need CUDA
         Invalid(
             HEAD + "def settle(device: torch.device):\n    return torch.cuda.stream(torch.cuda.default_stream())\n",
@@ -608,25 +614,36 @@ class CudaRuntimeApi(WholeChoiceRule):
 
     def _device_given(self, node: cst.Call, site: Site) -> cst.BaseExpression | None:
         """The device a call's one argument names (``current_stream(d)``, ``synchronize(d)``),
-        where it is a device on every path (``x.device``, a name bound to devices):
-        ``torch.get_device_module`` takes a device or a string, not the int index these calls
-        also take. (The other calls fixed here take a stream or options, never a device.)"""
+        where it is surely a device: ``torch.get_device_module`` takes a device or a string,
+        and raises on the int index these calls also take. (The other calls fixed here take a
+        stream or options, never a device.)"""
         if len(node.args) != 1:
             return None
         given = node.args[0]
         if given.star or (given.keyword is not None and given.keyword.value != "device"):
             return None
         value = given.value
+        if self._surely_a_device(value):
+            return value
+        if not isinstance(value, cst.Name):
+            return None
+        # a name bound only to such values on every path; a parameter may be given an int
+        found = reach_of(value.value, site.scope, site.node, self.ctx.flows)
+        reach = found[1] if found is not None else None
+        if reach is None or reach.params or not always_a_device(self.ctx.model, reach, where_bound=True):
+            return None
+        return value if all(self._surely_a_device(bound) for bound in reach.values) else None
+
+    def _surely_a_device(self, value: cst.BaseExpression) -> bool:
+        """``torch.device(...)``, a choice of device strings, or a tensor's or stream's
+        ``x.device`` (not ``self.device`` or an ``args.device`` option, which may hold an int)."""
         if isinstance(value, cst.Attribute) and value.attr.value == "device":
-            # a tensor's or a stream's `.device`; an object's own (`self.device`) or an option
-            # (`args.device`) may hold an int index
             base = value.value
             declared = self.ctx.model.option_default("device")[0]
-            return value if isinstance(base, cst.Name) and base.value not in ("self", "cls") and not declared else None
-        found = reach_of(value.value, site.scope, site.node, self.ctx.flows) if isinstance(value, cst.Name) else None
-        if found is not None and always_a_device(self.ctx.model, found[1], where_bound=True):
-            return value
-        return None
+            return isinstance(base, cst.Name) and base.value not in ("self", "cls") and not declared
+        if isinstance(value, cst.Call):
+            return self.ctx.model.qualname(value.func) == "torch.device"
+        return is_guarded_device_choice(self.ctx.model, value)
 
     def _event(self, node: cst.Call) -> None:
         fix: Callable[[Site], FixPlan] | None = None

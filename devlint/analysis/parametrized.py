@@ -68,7 +68,7 @@ def _names(names: cst.BaseExpression) -> list[str] | None:
         return [name.strip() for name in text.split(",") if name.strip()]
     if isinstance(names, (cst.List, cst.Tuple)):
         labels = [string_value(element.value) for element in names.elements]
-        return [label.strip() for label in labels if label is not None] if None not in labels else None
+        return None if None in labels else [label.strip() for label in labels if label is not None]
     return None
 
 
