@@ -17,8 +17,10 @@ from devlint.rulekit.accelerator import (
     cuda_function,
     device_module,
     guards_cuda_code,
+    never_an_index,
     positional_device,
     sole_statement,
+    surely_no_index,
 )
 from devlint.analysis.devices import always_a_device, is_guarded_device_choice, reach_of
 from devlint.analysis.semantic import string_value
@@ -96,7 +98,7 @@ class CudaRuntimeApi(WholeChoiceRule):
         "is reached only with a GPU (under a GPU check, in a test skipped without one). `current_stream()`, "
         "`stream(s)`, `Stream()`: `torch.get_device_module(device)` (2.4), whose `torch.cpu` "
         "stand-ins run on the CPU; `current_stream(d)` and `synchronize(d)` given a device (`x.device`, a name "
-        "bound to devices) take that device's module. `Event(...)` and a `Stream` with arguments: no fix (the CPU events "
+        "bound to devices) take that device's module. `torch.get_device_module` raises on an int index, which `.to(0)` and the `torch.cuda` calls take: where the device in scope may hold one (a parameter neither annotated as a device or string, nor given one as its default, nor read as a device, `device.type`; a name bound to anything but a device or a string) the fix is unsafe. `Event(...)` and a `Stream` with arguments: no fix (the CPU events "
         "have no timing, and `torch.cpu.Stream` takes no device), nor for a stream call whose arguments hold "
         "a `torch.cuda` call no fix rewrites (`stream(torch.cuda.default_stream())`: the rewritten call "
         "would still need CUDA). Under a GPU check, "
@@ -392,6 +394,21 @@ class CudaRuntimeApi(WholeChoiceRule):
             HEAD + DEVICE + "\n\nclass Worker:\n    def wait(self):\n        torch.get_device_module(device).synchronize(self.device)\n",
             torch_version=GET_DEVICE_MODULE,
         ),
+        # a parameter may hold an int index (`.to(0)` takes one; get_device_module raises on it):
+        # unsafe, unless annotated as a device or string, given one by default, or read as a device
+        Invalid(
+            HEAD + "def run(model, x, device):\n    y = model(x.to(device))\n    torch.cuda.synchronize()\n    return y\n",
+            HEAD + "def run(model, x, device):\n    y = model(x.to(device))\n"
+            "    torch.get_device_module(device).synchronize()\n    return y\n",
+            unsafe=True,
+            torch_version=GET_DEVICE_MODULE,
+        ),
+        Invalid(
+            HEAD + "def run(model, x, device):\n    kind = device.type\n    torch.cuda.synchronize()\n    return kind\n",
+            HEAD + "def run(model, x, device):\n    kind = device.type\n    torch.get_device_module(device).synchronize()\n"
+            "    return kind\n",
+            torch_version=GET_DEVICE_MODULE,
+        ),
         # no fix where an argument stays CUDA-only: the rewritten call would still need CUDA
         Invalid(
             HEAD + "def settle(device: torch.device):\n    return torch.cuda.stream(torch.cuda.default_stream())\n",
@@ -604,9 +621,15 @@ class CudaRuntimeApi(WholeChoiceRule):
                 requires=GET_DEVICE_MODULE,
             )
         module, device = device_module(self.ctx, site)
+        if never_an_index(self.ctx, site, device):
+            message, applicability = f"Use `{module}.{name}(...)`", "safe"
+        else:
+            message = f"Use `{module}.{name}(...)` (unsafe: `torch.get_device_module` raises if `{device.expr}` holds a GPU index)"
+            applicability = "unsafe"
         return FixPlan(
-            f"Use `{module}.{name}(...)`",
+            message,
             [Replace(node, call_text(self.ctx, node, f"{module}.{name}"))],
+            applicability,
             device=device,
             needs_torch=True,
             requires=GET_DEVICE_MODULE,
@@ -637,10 +660,8 @@ class CudaRuntimeApi(WholeChoiceRule):
     def _surely_a_device(self, value: cst.BaseExpression) -> bool:
         """``torch.device(...)``, a choice of device strings, or a tensor's or stream's
         ``x.device`` (not ``self.device`` or an ``args.device`` option, which may hold an int)."""
-        if isinstance(value, cst.Attribute) and value.attr.value == "device":
-            base = value.value
-            declared = self.ctx.model.option_default("device")[0]
-            return isinstance(base, cst.Name) and base.value not in ("self", "cls") and not declared
+        if isinstance(value, cst.Attribute):
+            return surely_no_index(self.ctx, value)
         if isinstance(value, cst.Call):
             return self.ctx.model.qualname(value.func) == "torch.device"
         return is_guarded_device_choice(self.ctx.model, value)

@@ -20,6 +20,7 @@ import libcst as cst
 
 from devlint.analysis.devices import cuda_device_module, guarded_index, is_cuda_string, reach_of
 from devlint.analysis.semantic import dotted_name, string_value
+from devlint.analysis.tree import descendants
 from devlint.fixes import DeviceRef, Replace
 from devlint.rule import RuleContext, Site
 from devlint.rulekit.calls import append_arg, arg, closed, code_in_place, imported_qualname, keyword, kept_args, prepend_arg
@@ -202,6 +203,86 @@ def device_module(ctx: RuleContext, site: Site, avoid: Iterable[str] = ()) -> tu
     ``torch.cpu`` on the CPU, the backend's module on other accelerators."""
     device = ctx.device(site, avoid)
     return f"torch.get_device_module({device.expr})", device
+
+
+def never_an_index(ctx: RuleContext, site: Site, device: DeviceRef) -> bool:
+    """Whether ``device`` holds a device, a string or None on every path, never the int index
+    ``.to(0)`` and the ``torch.cuda`` calls also take: ``torch.get_device_module`` raises on an int
+    ("Invalid value of device", torch/__init__.py, 2.4.1 to 2.14.1). A parameter counts only where
+    annotated so; a value only where it is written as one (not a name bound elsewhere, a call)."""
+    if device.inserted:
+        # the built-in definitions are torch.device objects; a configured expression is the
+        # project's own device
+        return True
+    if "." in device.expr:
+        base, _, attribute = device.expr.rpartition(".")
+        return attribute == "device" and _tensor_device(ctx, base)
+    found = reach_of(device.expr, site.scope, site.node, ctx.flows)
+    if found is None or found[1] is None or not found[1].bindings or found[1].unknown:
+        return False
+    scope, reach = found[0], found[1]
+    return all(_param_no_index(ctx, scope.node, param) for param in reach.params) and all(
+        surely_no_index(ctx, value) for value in reach.values
+    )
+
+
+def _param_no_index(ctx: RuleContext, function: cst.CSTNode, param: cst.Param) -> bool:
+    """A parameter annotated as devices, strings or None only; without an annotation, one whose
+    default is a device or a string (the value its callers are expected to vary), or whose
+    function reads its ``.type``, as of a ``torch.device`` (an int has none)."""
+    if param.annotation is not None:
+        return _names_no_index(ctx, param.annotation.annotation)
+    if param.default is not None and surely_no_index(ctx, param.default):
+        return True
+    return param.name.value in ctx.indexed(("reads .type", id(function)), lambda: _types_read(function))
+
+
+def _types_read(function: cst.CSTNode) -> frozenset[str]:
+    return frozenset(
+        node.value.value
+        for node in descendants(function)
+        if isinstance(node, cst.Attribute) and node.attr.value == "type" and isinstance(node.value, cst.Name)
+    )
+
+
+def surely_no_index(ctx: RuleContext, value: cst.BaseExpression) -> bool:
+    """``value`` is a device or a string, as written: ``torch.device(...)``, a string literal or
+    formatted string, a choice between such, or a tensor's or stream's ``x.device`` (not
+    ``self.device`` or an ``args.device`` option, which may hold an int)."""
+    if isinstance(value, cst.IfExp):
+        return surely_no_index(ctx, value.body) and surely_no_index(ctx, value.orelse)
+    if isinstance(value, cst.FormattedString) or string_value(value) is not None:
+        return True
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Modulo):
+        # "cuda:%d" % rank
+        return string_value(value.left) is not None
+    if isinstance(value, cst.Attribute) and value.attr.value == "device":
+        return isinstance(value.value, cst.Name) and _tensor_device(ctx, value.value.value)
+    if isinstance(value, cst.Call):
+        func = value.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "format":
+            return string_value(func.value) is not None
+        return ctx.model.qualname(func) in ("torch.device", "torch.accelerator.current_accelerator")
+    return False
+
+
+def _tensor_device(ctx: RuleContext, base: str) -> bool:
+    return base.isidentifier() and base not in ("self", "cls") and not ctx.model.option_default("device")[0]
+
+
+def _names_no_index(ctx: RuleContext, annotation: cst.BaseExpression) -> bool:
+    """An annotation admitting only devices, strings and None (``torch.device``, ``str``,
+    ``Optional[...]``, ``... | None``, ``Union[...]`` of those)."""
+    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+        return _names_no_index(ctx, annotation.left) and _names_no_index(ctx, annotation.right)
+    if isinstance(annotation, cst.Subscript):
+        outer = ctx.model.qualname(annotation.value) or dotted_name(annotation.value)
+        if outer not in ("typing.Optional", "typing.Union", "Optional", "Union"):
+            return False
+        parts = [element.slice for element in annotation.slice]
+        return all(isinstance(part, cst.Index) and _names_no_index(ctx, part.value) for part in parts)
+    written = string_value(annotation) or dotted_name(annotation)
+    return written in ("str", "None", "torch.device") or ctx.model.qualname(annotation) == "torch.device"
 
 
 def device_type(ctx: RuleContext, site: Site, avoid: Iterable[str] = ()) -> tuple[str, DeviceRef]:
