@@ -14,7 +14,14 @@ from devlint.analysis.semantic import dotted_name, string_value
 from devlint.analysis.tree import children
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import FixFactory, Invalid, Rule, Site
-from devlint.rulekit.accelerator import ACCELERATOR, AVAILABLE, accelerator_choice, accelerator_fstring, index_choice
+from devlint.rulekit.accelerator import (
+    ACCELERATOR,
+    AVAILABLE,
+    accelerator_choice,
+    accelerator_form,
+    accelerator_fstring,
+    index_choice,
+)
 from devlint.rulekit.calls import keyword, names_in, positional, receiver_is_foreign
 from devlint.rulekit.device_params import callee_signature, param_reaches, reaching_arguments
 from devlint.torchfacts.names import (
@@ -23,6 +30,8 @@ from devlint.torchfacts.names import (
     DEVICE_PARAM_NAMES,
     MOVES,
     POSITIONAL_DEVICE_FUNCTIONS,
+    PROCESS_GROUP_BACKEND,
+    PROCESS_GROUP_DEVICE_ID,
 )
 
 HEADER = "import torch\n"
@@ -138,6 +147,11 @@ class HardcodedDeviceString(Rule):
         '(`.to(name)`, `device=name`, `torch.device(name)`). `device = torch.device("cuda")` inside '
         "`if torch.cuda.is_available():` is the statement form of the guarded idiom and is not reported. "
         "No fix inside an f-string's replacement field, where the new quotes could end the string. "
+        "The device a process group is bound to (`init_process_group(..., device_id=torch.device(\"cuda:0\"))`, "
+        "`new_group`) becomes `torch.device(\"cuda:0\") if torch.cuda.is_available() else None` (with DEV604 "
+        "selected, the accelerator's device of that index under `torch.accelerator.is_available()`; "
+        "`torch.device(\"cuda\", i)` then gets no fix): every "
+        'release rejects a CPU device there ("must be an accelerator with an index"), None binds none. '
         "The program's own functions: a parameter (of any name) *reaches a device sink* where the "
         "function gives it unchanged, or as `torch.device(name)`, to `.to()`, `torch.device()`, "
         "`torch.load`'s `map_location`, another torch call's `device=`, safetensors' `load_file` or "
@@ -221,6 +235,12 @@ class HardcodedDeviceString(Rule):
             '    def forward(ctx, size, x):\n        return torch.empty([size - 1], device="cuda")\n',
             HEADER + DEVICE + "\n\nclass Pad(torch.autograd.Function):\n    @staticmethod\n"
             "    def forward(ctx, size, x):\n        return torch.empty([size - 1], device=device)\n",
+        ),
+        # the device a process group is bound to: none without CUDA, as a CPU device is rejected there
+        Invalid(
+            HEADER + 'import torch.distributed as dist\ndist.init_process_group("gloo", device_id=torch.device(f"cuda:{rank}"))\n',
+            HEADER + 'import torch.distributed as dist\n'
+            'dist.init_process_group("gloo", device_id=torch.device(f"cuda:{rank}") if torch.cuda.is_available() else None)\n',
         ),
         # a GPU index formatted into the string with %, + or .format, as with an f-string
         Invalid(
@@ -572,7 +592,8 @@ class HardcodedDeviceString(Rule):
         """How a device value is used: ``"placement"`` (tensors go there), ``"variable"`` (it is
         bound to a name, judged by the uses of that name), ``"default"`` (a parameter's default,
         judged by the function's uses of the parameter), or ``"value"`` (returned, kept in a
-        collection, given as `device=` to code that may only inspect it)."""
+        collection, given as `device=` to code that may only inspect it), or ``"binding"`` (the
+        device a process group is bound to, `init_process_group(device_id=...)`)."""
         current: cst.CSTNode = node
         parent = self.ctx.parent(node)
         while isinstance(parent, (*_CONTAINERS, cst.IfExp)) or (
@@ -590,6 +611,9 @@ class HardcodedDeviceString(Rule):
             if isinstance(call, cst.Call):
                 qualname = self.ctx.model.qualname(call.func) or ""
                 method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+                keyword = parent.keyword.value if parent.keyword is not None else None
+                if keyword == PROCESS_GROUP_DEVICE_ID and qualname in PROCESS_GROUP_BACKEND and current is node:
+                    return "binding"
                 if (qualname.startswith("torch.") and not qualname.startswith("torch.cuda.")) or (
                     not qualname and method in (*DEVICE_METHODS, "cuda")
                 ):
@@ -709,6 +733,8 @@ class HardcodedDeviceString(Rule):
     # -- fixes -----------------------------------------------------------------------------------
 
     def _device_call_fix(self, node: cst.Call, indexed: bool) -> FixPlan | None:
+        if self._value_use(node) == "binding":
+            return self._binding_fix(node)
         if not self._places(node):
             return None
         if indexed:
@@ -718,6 +744,27 @@ class HardcodedDeviceString(Rule):
             expression = f"({expression})"
         message = f"Replace `{self._shown(node)}` with `{expression}`"
         return FixPlan(message, [Replace(node, expression)], "safe", needs_torch=True)
+
+    def _binding_fix(self, node: cst.Call) -> FixPlan | None:
+        """`init_process_group(..., device_id=torch.device("cuda:0"))`: bound to that GPU where
+        CUDA is available, to none elsewhere (None), as a CPU device is rejected there; with DEV604
+        selected, to that index of the accelerator (its form of the literal, the same device on a
+        CUDA machine)."""
+        message = f"Bind the process group to `{self._shown(node)}` only where CUDA is available"
+        if self.ctx.settings.device_expression != "accelerator":
+            return FixPlan(message, [Replace(node, f"{self._code(node)}{GUARD}None")], "safe", needs_torch=True)
+        plain = positional(node)
+        literal = plain[0].value if len(node.args) == 1 and plain else None
+        value = string_value(literal) if literal is not None else None
+        device = accelerator_form(value, False, '"') if value is not None else None
+        fstring = accelerator_fstring(literal) if literal is not None and device is None else None
+        if fstring is not None:
+            device = f"{self._code(node.func)}({self._code(fstring)})"
+        if device is None:
+            # `torch.device("cuda", rank)`: a CUDA check here would be a second notion of the device
+            return None
+        bound = f"{device} if {AVAILABLE} else None"
+        return FixPlan(message, [Replace(node, bound)], "safe", needs_torch=True, requires=ACCELERATOR)
 
     def _indexed_device_call_fix(self, node: cst.Call) -> FixPlan:
         """Keep the GPU where CUDA is available: `torch.device("cuda:1")` becomes

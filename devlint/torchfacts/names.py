@@ -194,6 +194,10 @@ PROCESS_GROUP_BACKEND: Mapping[str, int] = MappingProxyType({
     "torch.distributed.new_group": 2,
     "torch.distributed.distributed_c10d.new_group": 2,
 })
+# Their keyword binding the group to one accelerator device (DEV103): every release rejects a CPU
+# device there ("must be an accelerator with an index", `_new_process_group_helper`, 2.4.1 to
+# 2.14.1); None binds none.
+PROCESS_GROUP_DEVICE_ID = "device_id"
 # The collective backend that runs on CUDA devices only, and the one torch pairs with the CPU
 # (`torch.distributed.Backend.default_device_backend_map`).
 CUDA_BACKEND = "nccl"
