@@ -254,6 +254,14 @@ class CudaDeviceType(Rule):
             'with autocast(device.type, dtype=torch.bfloat16, enabled=device.type != "cpu"):\n    pass\n',
             count=2,
         ),
+        # a device copied from a configuration may be a string ("cuda"), which has no `.type`
+        Invalid(
+            HEAD + "def train(config, model, x):\n    device = config.device\n    x = x.to(device)\n"
+            '    with torch.autocast("cuda"):\n        return model(x)\n',
+            HEAD + "def train(config, model, x):\n    device = config.device\n    x = x.to(device)\n"
+            '    with torch.autocast("cuda" if torch.device(device).type == "cuda" else "cpu", '
+            'enabled=torch.device(device).type == "cuda"):\n        return model(x)\n',
+        ),
         # inside forward the input's device is followed; a constant `enabled=False` stays
         Invalid(
             HEAD + "class Net(torch.nn.Module):\n    def forward(self, x):\n"

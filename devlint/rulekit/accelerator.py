@@ -287,7 +287,7 @@ def _names_no_index(ctx: RuleContext, annotation: cst.BaseExpression) -> bool:
 
 def device_type(ctx: RuleContext, site: Site, avoid: Iterable[str] = ()) -> tuple[str, DeviceRef]:
     """The device type of the device in scope: ``device.type``, or ``torch.device(device).type``
-    where the device may be a string (``device = "cuda" if ... else "cpu"``), whose ``.type``
+    where the device may be a string (``device = "cuda" if ... else "cpu"``, ``config.device``), whose ``.type``
     would fail."""
     device = ctx.device(site, avoid)
     if _is_device_object(ctx, site, device):
@@ -300,7 +300,9 @@ def _is_device_object(ctx: RuleContext, site: Site, device: DeviceRef) -> bool:
         # the built-in expressions are torch.device objects; a configured one may be a string
         return ctx.settings.device_expression in ("", "default", "accelerator")
     if device.expr.endswith(".device"):
-        return True
+        # an input's `x.device`, as the device finder follows it; not `self.device` or an option
+        base = device.expr.removesuffix(".device")
+        return _tensor_device(ctx, base)
     # Every binding that can reach the site (devlint.analysis.reaching), as the device finder saw them.
     found = reach_of(device.expr, site.scope, site.node, ctx.flows)
     reach = found[1] if found is not None else None
@@ -391,10 +393,13 @@ def _cuda_or_cpu(ctx: RuleContext, value: cst.BaseExpression) -> bool:
 
 
 def _device_object(ctx: RuleContext, value: cst.BaseExpression) -> bool:
+    """A ``torch.device`` as written, or the ``.device`` of a computed value
+    (``next(model.parameters()).device``); not a named object's ``x.device``, which is a string
+    where ``x`` is a configuration (ignite's ``config.device = "cuda"``), not a tensor."""
     if isinstance(value, cst.IfExp):
         return _device_object(ctx, value.body) and _device_object(ctx, value.orelse)
     if isinstance(value, cst.Attribute):
-        return value.attr.value == "device"
+        return value.attr.value == "device" and isinstance(value.value, (cst.Call, cst.Subscript))
     if isinstance(value, cst.Call):
         qual = ctx.model.qualname(value.func) or ""
         return qual == "torch.device" or qual == "torch.accelerator.current_accelerator"
