@@ -7,7 +7,7 @@ import libcst as cst
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid
 from devlint.rulekit.calls import append_arg, arg, code_in_place, keyword, positional
-from devlint.rulekit.value_flow import FlowRule
+from devlint.rulekit.value_flow import Fact, FlowRule
 from devlint.torchfacts.names import HOST_READ_METHODS
 
 LOADER = "import torch\nfrom torch.utils.data import DataLoader\n\nloader = DataLoader(dataset, batch_size=8)\n"
@@ -39,7 +39,12 @@ class BlockingHostToDeviceCopy(FlowRule):
         "copy is of the whole batch as the loader yields it (`for batch in loader: batch.to(device)`), "
         "not of a part of it (`x` of `for x, y in loader`, `batch[0]`, a dict's values): its type is "
         "whatever the collate function made, and that type's `to()` may not take `non_blocking` (a "
-        "tokenizer's `BatchEncoding` did not before transformers 4.48)."
+        "tokenizer's `BatchEncoding` did not before transformers 4.48). Unsafe too for every value of "
+        "such a batch in turn (`{k: v.to(device) for k, v in batch.items()}`, a loop over it) unless "
+        "the loader is a `DataLoader(...)` in sight that batches with `default_collate` (no "
+        "`collate_fn`, no `batch_size=None`), which makes each value a tensor or a container without "
+        "`to()`: a collate function of the program's own may make any type (flex attention's "
+        "`BlockMask.to()` takes no `non_blocking`, torch 2.5 to 2.14)."
     )
     triggers = ("loader", "Loader")
 
@@ -90,6 +95,15 @@ class BlockingHostToDeviceCopy(FlowRule):
             LOADER + "for batch in tqdm(loader):\n"
             "    batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}\n",
         ),
+        # ... unless the program's own collate function made the values: any type, flex
+        # attention's `BlockMask` among them, whose `to()` takes no `non_blocking`
+        Invalid(
+            "import torch\nfrom torch.utils.data import DataLoader\n\nloader = DataLoader(dataset, batch_size=8, collate_fn=pack)\n"
+            "for batch in loader:\n    batch = {k: v.to(device) for k, v in batch.items()}\n",
+            "import torch\nfrom torch.utils.data import DataLoader\n\nloader = DataLoader(dataset, batch_size=8, collate_fn=pack)\n"
+            "for batch in loader:\n    batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}\n",
+            unsafe=True,
+        ),
         # the classic tutorial shape: index the batch, move each part
         Invalid(
             LOADER + "for i, data in enumerate(loader, 0):\n"
@@ -118,7 +132,7 @@ class BlockingHostToDeviceCopy(FlowRule):
         self.report(
             node,
             "a DataLoader batch is copied to the device without `non_blocking=True`; the host waits for the copy",
-            fix=lambda site: self._fix(node, batch.whole),
+            fix=lambda site: self._fix(node, batch),
         )
 
     def _non_blocking_given(self, node: cst.Call) -> bool:
@@ -139,9 +153,16 @@ class BlockingHostToDeviceCopy(FlowRule):
             node, parent = call, self.ctx.parent(call)
         return False
 
-    def _fix(self, node: cst.Call, whole: bool) -> FixPlan:
+    def _fix(self, node: cst.Call, batch: Fact) -> FixPlan:
         new = append_arg(node, arg("True", "non_blocking"))
-        if whole:
+        if batch.each:
+            return FixPlan(
+                "Add `non_blocking=True` (unsafe: each value of the batch is whatever the loader's collate "
+                "function made, and its `to()` may not take `non_blocking`, as flex attention's `BlockMask` does not)",
+                [Replace(node, code_in_place(self.ctx, node, new))],
+                "unsafe",
+            )
+        if batch.whole:
             return FixPlan(
                 "Add `non_blocking=True` (unsafe: the batch is whatever the loader's collate made, and its "
                 "`to()` may not take `non_blocking`, as a tokenizer's `BatchEncoding` did not before "

@@ -35,7 +35,14 @@ from devlint.analysis.semantic import Binding, Scope, dotted_name, string_value
 from devlint.rule import Rule, RuleContext
 from devlint.rulekit.calls import keyword, positional, receiver_is_foreign
 from devlint.torchfacts.dtypes import DTYPE_NAMES
-from devlint.torchfacts.names import DEVICE_NAMES, HOST_READ_METHODS, LEAVES_DEVICE, LOOP_WRAPPERS, MOVES
+from devlint.torchfacts.names import (
+    COLLATE_FN_POSITION,
+    DEVICE_NAMES,
+    HOST_READ_METHODS,
+    LEAVES_DEVICE,
+    LOOP_WRAPPERS,
+    MOVES,
+)
 
 # Device types a string may name; anything else (a path, a dtype name) is not a device string.
 _DEVICE_TYPES = frozenset({"cuda", "mps", "xpu", "npu", "hpu", "xla", "mtia", "privateuseone"})
@@ -72,11 +79,35 @@ class Fact:
     # function made (a tokenizer's `BatchEncoding`, a graph library's batch), whose own `to()`
     # may take other arguments than a tensor's.
     whole: bool = False
+    # Each value of such a batch in turn (`for k, v in batch.items()`), where the program's own
+    # collate function made them: any type, flex attention's `BlockMask` among them, whose `to()`
+    # takes no `non_blocking` (torch/nn/attention/flex_attention.py, 2.13).
+    each: bool = False
 
 
 def _part(fact: Fact | None) -> Fact | None:
     """The fact of a part of what ``fact`` is about (an element, a field, an item)."""
-    return replace(fact, whole=False) if fact is not None and fact.whole else fact
+    return replace(fact, whole=False, each=False) if fact is not None and (fact.whole or fact.each) else fact
+
+
+def _each_value(fact: Fact) -> Fact | None:
+    """The fact of every value of the batch ``fact`` is about, in turn (a loop over it, its
+    ``.items()`` or ``.values()``): under ``default_collate`` each is a tensor (it makes nothing
+    else with a ``to()``); under the program's own collate function, whatever it made."""
+    if fact.whole and (fact.loader is None or not _default_collate(fact.loader)):
+        return replace(fact, whole=False, each=True)
+    return _part(fact)
+
+
+def _default_collate(loader: Loader) -> bool:
+    """The loader is a ``DataLoader(...)`` call in sight that batches with ``default_collate``: no
+    ``collate_fn``, no ``batch_size=None`` (which hands the dataset's samples through as they are)."""
+    call = loader.call
+    if call is None or any(arg.star for arg in call.args) or len(positional(call)) > COLLATE_FN_POSITION:
+        return False
+    size = keyword(call, "batch_size")
+    unbatched = size is not None and isinstance(size.value, cst.Name) and size.value.value == "None"
+    return keyword(call, "collate_fn") is None and not unbatched
 
 
 DEVICE = Fact(Kind.DEVICE)
@@ -432,7 +463,7 @@ class Flow:
         found = self.value(expr)
         if found is None or found.kind is not Kind.BATCH or enumerated:
             return None, None
-        return _part(found), pair
+        return _each_value(found), pair
 
     def moved_in_place(self, statement: cst.BaseExpression) -> None:
         """``model.to(device)`` / ``model.cuda()`` as a statement: a module moved in place (a

@@ -99,6 +99,9 @@ DATASETS = ("torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset")
 # DataLoader's `pin_memory` is its eighth parameter: a call with more positionals sets it.
 # DEV302 and its gate condition.
 PIN_MEMORY_POSITION = 7
+# Its `collate_fn`, the seventh: without one, `torch.utils.data.default_collate` makes each field of
+# a batch a tensor, or a container with no `to()`. DEV301.
+COLLATE_FN_POSITION = 6
 # Calls whose items are the items of the iterable they wrap: what a loop over a DataLoader goes
 # through (`enumerate` adds an index). Python's and tqdm's, not torch's, but kept with the
 # DataLoader's names since devlint.rulekit.value_flow and the gate conditions of DEV301 and DEV302
