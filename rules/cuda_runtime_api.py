@@ -101,7 +101,7 @@ class CudaRuntimeApi(WholeChoiceRule):
         "bound to devices) take that device's module. `torch.get_device_module` raises on an int index, which `.to(0)` and the `torch.cuda` calls take: where the device in scope may hold one (a parameter neither annotated as a device or string, nor given one as its default, nor read as a device, `device.type`; a name bound to anything but a device or a string) the fix is unsafe. `Event(...)` and a `Stream` with arguments: no fix (the CPU events "
         "have no timing, and `torch.cpu.Stream` takes no device), nor for a stream call whose arguments hold "
         "a `torch.cuda` call no fix rewrites (`stream(torch.cuda.default_stream())`: the rewritten call "
-        "would still need CUDA). Under a GPU check, "
+        "would still need CUDA), or whose `.cuda_stream` handle is read (CUDA's own; torch.cpu.Stream has none). Under a GPU check, "
         "`set_device(rank)` becomes `torch.accelerator.set_device_index(rank)` (2.6); `with "
         "torch.cuda.device(rank)` is reported only (`torch.accelerator.device_index`, 2.8, takes an "
         "int, not a device). Versions from each release's own sources (tools/torch_releases.py observes them; torch.cpu "
@@ -409,6 +409,8 @@ class CudaRuntimeApi(WholeChoiceRule):
             "    return kind\n",
             torch_version=GET_DEVICE_MODULE,
         ),
+        # ... nor where CUDA's own stream handle is read (torch.cpu.Stream has no `cuda_stream`)
+        Invalid(HEAD + "handle = torch.cuda.current_stream().cuda_stream\n", torch_version=GET_DEVICE_MODULE),
         # no fix where an argument stays CUDA-only: the rewritten call would still need CUDA
         Invalid(
             HEAD + "def settle(device: torch.device):\n    return torch.cuda.stream(torch.cuda.default_stream())\n",
@@ -585,11 +587,19 @@ class CudaRuntimeApi(WholeChoiceRule):
             # `torch.get_device_module(device).stream(torch.cuda.default_stream())` would still
             # need CUDA to run, and say nothing more about it
             message += f" (no fix: `{kept}` in its arguments has no device-generic form)"
+        elif self._handle_read(node):
+            # `current_stream().cuda_stream`: CUDA's own handle, which no other device's stream has
+            message += " (no fix: its `.cuda_stream` is CUDA's own)"
+            kept = "cuda_stream"
         self.report(
             node,
             message,
             fix=(lambda site: self._device_module_fix(node, name, site)) if self._stream_fixable(node) and kept is None else None,
         )
+
+    def _handle_read(self, node: cst.Call) -> bool:
+        parent = self.ctx.parent(node)
+        return isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value == "cuda_stream"
 
     def _stream_fixable(self, node: cst.Call) -> bool:
         """A stream call this rule rewrites: any but a ``Stream(...)`` given arguments
