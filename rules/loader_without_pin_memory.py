@@ -38,8 +38,12 @@ class _Argument:
 
 
 def _places_on_a_device(node: cst.Call) -> bool:
-    """`.cuda(...)`, `.to(...)`, or a call given `device=`."""
+    """`.cuda(...)`, `.to(...)` given a device, or a call given `device=`. A `.to()` given
+    neither a positional argument nor `device=`/`other=` (`.to(memory_format=...)`, `.to(dtype=...)`)
+    leaves the tensor where it is."""
     if isinstance(node.func, cst.Attribute) and node.func.attr.value in MOVES:
+        if node.func.attr.value == "to" and not any(arg.star for arg in node.args):
+            return bool(positional(node)) or keyword(node, "device") is not None or keyword(node, "other") is not None
         return True
     return keyword(node, "device") is not None
 
@@ -182,6 +186,14 @@ class LoaderWithoutPinMemory(FlowRule):
             "loader = DataLoader(Features(path), batch_size=4, pin_memory=torch.cuda.is_available())\n"
             "for x in loader:\n    x = x.to(device)\n",
             unsafe=True,
+        ),
+        # ... not one that only changes their layout (`.to(memory_format=...)` stays on the host)
+        Invalid(
+            HEAD + "def stack(batch):\n    return torch.stack(batch).to(memory_format=torch.contiguous_format)\n\n"
+            "loader = DataLoader(data, batch_size=4, collate_fn=stack)\nfor x in loader:\n    x = x.to(device)\n",
+            HEAD + "def stack(batch):\n    return torch.stack(batch).to(memory_format=torch.contiguous_format)\n\n"
+            "loader = DataLoader(data, batch_size=4, collate_fn=stack, pin_memory=torch.cuda.is_available())\n"
+            "for x in loader:\n    x = x.to(device)\n",
         ),
         # a collate function that puts batches on the device: they cannot be pinned
         Invalid(
