@@ -101,7 +101,8 @@ class CudaRuntimeApi(WholeChoiceRule):
         "bound to devices) take that device's module. `torch.get_device_module` raises on an int index, which `.to(0)` and the `torch.cuda` calls take: where the device in scope may hold one (a parameter neither annotated as a device or string, nor given one as its default, nor read as a device, `device.type`; a name bound to anything but a device or a string) the fix is unsafe. `Event(...)` and a `Stream` with arguments: no fix (the CPU events "
         "have no timing, and `torch.cpu.Stream` takes no device), nor for a stream call whose arguments hold "
         "a `torch.cuda` call no fix rewrites (`stream(torch.cuda.default_stream())`: the rewritten call "
-        "would still need CUDA), or whose `.cuda_stream` handle is read (CUDA's own; torch.cpu.Stream has none). Under a GPU check, "
+        "would still need CUDA), or whose `.cuda_stream` handle is read (CUDA's own; torch.cpu.Stream has none), or that is compared with "
+        "such a call (`current_stream() == torch.cuda.default_stream()`). Under a GPU check, "
         "`set_device(rank)` becomes `torch.accelerator.set_device_index(rank)` (2.6); `with "
         "torch.cuda.device(rank)` is reported only (`torch.accelerator.device_index`, 2.8, takes an "
         "int, not a device). Versions from each release's own sources (tools/torch_releases.py observes them; torch.cpu "
@@ -409,6 +410,8 @@ class CudaRuntimeApi(WholeChoiceRule):
             "    return kind\n",
             torch_version=GET_DEVICE_MODULE,
         ),
+        # ... nor where the stream is compared with one that stays CUDA's
+        Invalid(HEAD + "capturing = torch.cuda.current_stream() != torch.cuda.default_stream()\n", torch_version=GET_DEVICE_MODULE),
         # ... nor where CUDA's own stream handle is read (torch.cpu.Stream has no `cuda_stream`)
         Invalid(HEAD + "handle = torch.cuda.current_stream().cuda_stream\n", torch_version=GET_DEVICE_MODULE),
         # no fix where an argument stays CUDA-only: the rewritten call would still need CUDA
@@ -591,11 +594,31 @@ class CudaRuntimeApi(WholeChoiceRule):
             # `current_stream().cuda_stream`: CUDA's own handle, which no other device's stream has
             message += " (no fix: its `.cuda_stream` is CUDA's own)"
             kept = "cuda_stream"
+        else:
+            # `current_stream() == torch.cuda.default_stream()`: half a comparison moved still needs
+            # CUDA, and compares one device's stream with another's
+            kept = self._cuda_kept_in(self._compared_with(node))
+            if kept is not None:
+                message += f" (no fix: it is compared with `{kept}`, which has no device-generic form)"
         self.report(
             node,
             message,
             fix=(lambda site: self._device_module_fix(node, name, site)) if self._stream_fixable(node) and kept is None else None,
         )
+
+    def _compared_with(self, node: cst.Call) -> list[cst.CSTNode]:
+        """The other operands of the comparison ``node`` is one side of (none if it is not)."""
+        parent = self.ctx.parent(node)
+        if isinstance(parent, cst.ComparisonTarget):
+            comparison = self.ctx.parent(parent)
+        elif isinstance(parent, cst.Comparison) and parent.left is node:
+            comparison = parent
+        else:
+            return []
+        if not isinstance(comparison, cst.Comparison):
+            return []
+        operands = [comparison.left, *(target.comparator for target in comparison.comparisons)]
+        return [operand for operand in operands if operand is not node]
 
     def _handle_read(self, node: cst.Call) -> bool:
         parent = self.ctx.parent(node)
@@ -606,9 +629,9 @@ class CudaRuntimeApi(WholeChoiceRule):
         (a priority or a stream of another device, which the device modules spell apart)."""
         return cuda_function(self.ctx, node, CUDA_RUNTIME_API) != "Stream" or not node.args
 
-    def _cuda_kept_in(self, args: Sequence[cst.Arg]) -> str | None:
-        """The first ``torch.cuda`` call in ``args`` that no fix of this rule rewrites, as written
-        (a stream call ``_stream_api`` fixes is rewritten with it)."""
+    def _cuda_kept_in(self, args: Sequence[cst.CSTNode]) -> str | None:
+        """The first ``torch.cuda`` call in ``args`` (arguments or expressions) that no fix of this
+        rule rewrites, as written (a stream call ``_stream_api`` fixes is rewritten with it)."""
         pending: list[cst.CSTNode] = list(args)
         while pending:
             current = pending.pop(0)
