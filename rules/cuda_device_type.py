@@ -13,10 +13,12 @@ from devlint.rulekit.accelerator import (
     ACCELERATOR,
     AMP_DEVICE_ARGUMENT,
     AVAILABLE,
+    CPU_AUTOCAST_NOTE,
     CURRENT,
     accelerator_choice,
     amp_device,
     amp_fix_text,
+    turns_cpu_autocast_off,
 )
 from devlint.rulekit.calls import imported_qualname, keyword, positional
 from devlint.rulekit.device_checks import under_device_check
@@ -86,7 +88,10 @@ class CudaDeviceType(Rule):
         'disabled itself (autocast: "User provided device_type of \'cuda\', but CUDA is not '
         'available. Disabling"; GradScaler likewise): the fix keeps it off on the CPU, because '
         "`device.type` alone would switch CPU autocast on and change CPU numerics "
-        "(tests/test_dev6_semantics.py checks both on this CPU build). On another accelerator it "
+        "(tests/test_dev6_semantics.py checks both on this CPU build). An autocast given "
+        "`enabled=False` as written is unsafe: entering an autocast sets the thread's state for its "
+        "device type, so without CUDA the fixed `autocast(\"cpu\", enabled=False)` turns a CPU autocast "
+        "around it off inside, which the original left on. On another accelerator it "
         "now turns on, which is the point, from torch 2.5: before it, autocast and GradScaler raise "
         'for a device type such as "mps" where the original only disabled itself, so with '
         'torch-version below 2.5 a device that may be another accelerator (a parameter, `x.device`) '
@@ -199,6 +204,8 @@ class CudaDeviceType(Rule):
             "    @autocast('cuda', enabled=False)\n    def forward(self, x):\n        return x.float() * 2\n",
             HEAD + "from torch.amp import autocast\n" + DEVICE + "\n\nclass Rotary(torch.nn.Module):\n"
             "    @autocast(device.type, enabled=False)\n    def forward(self, x):\n        return x.float() * 2\n",
+            # unsafe: without CUDA, `autocast("cpu", enabled=False)` turns CPU autocast off inside
+            unsafe=True,
         ),
         # the device type given last: the argument before it ends the call as it did, with no
         # `x, )` left behind, on one line or one argument a line
@@ -212,6 +219,7 @@ class CudaDeviceType(Rule):
             'with torch.autocast(\n    device_type=device.type,\n    dtype=torch.bfloat16,\n    enabled=device.type != "cpu"\n):\n    pass\n'
             'scaler = torch.amp.GradScaler(device=device.type, enabled=use_amp and device.type != "cpu",\n)\n',
             count=3,
+            unsafe=True,
         ),
         Invalid(
             HEAD + 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
@@ -268,6 +276,7 @@ class CudaDeviceType(Rule):
             '        with torch.autocast("cuda", enabled=False):\n            return x.float() * 2\n',
             HEAD + "class Net(torch.nn.Module):\n    def forward(self, x):\n"
             '        with torch.autocast(x.device.type, enabled=False):\n            return x.float() * 2\n',
+            unsafe=True,
             torch_version=(2, 5),
         ),
         # other AMP device_type="cuda" arguments: reported, no fix
@@ -693,10 +702,11 @@ class CudaDeviceType(Rule):
     def _fix(self, node: cst.Call, call: AmpCall, site: Site) -> FixPlan:
         kind, on, device = amp_device(self.ctx, site)
         new = amp_fix_text(self.ctx, node, None, call, kind, on)
+        unsafe = turns_cpu_autocast_off(node, call)
         return FixPlan(
-            f"Use the device type `{kind}`, off where it was off",
+            f"Use the device type `{kind}`, off where it was off" + (CPU_AUTOCAST_NOTE if unsafe else ""),
             [Replace(node, new)],
-            "safe",
+            "unsafe" if unsafe else "safe",
             device=device,
             needs_torch=kind.startswith("torch."),
             requires=AMP_DEVICE_ARGUMENT if call is SCALER else (0, 0),

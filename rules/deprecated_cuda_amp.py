@@ -6,7 +6,7 @@ import libcst as cst
 
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule, Site
-from devlint.rulekit.accelerator import amp_device, amp_fix_text
+from devlint.rulekit.accelerator import CPU_AUTOCAST_NOTE, amp_device, amp_fix_text, turns_cpu_autocast_off
 from devlint.rulekit.calls import imported_qualname
 from devlint.torchfacts.names import DEPRECATED_AMP, AmpCall
 
@@ -50,7 +50,9 @@ class DeprecatedCudaAmp(Rule):
         "dtype=torch.bfloat16)` or `torch.set_autocast_dtype` sets. On a CUDA machine the type is "
         '"cuda" and nothing changes; without '
         "CUDA the deprecated classes disabled themselves, and `enabled` keeps them off on the CPU "
-        "(CPU autocast would change CPU numerics); below torch-version 2.5 a device that may be another "
+        "(CPU autocast would change CPU numerics); an autocast given `enabled=False` is unsafe, as "
+        "without CUDA the fixed call turns a CPU autocast around it off inside (DEV603 says why); "
+        "below torch-version 2.5 a device that may be another "
         'accelerator gets DEV603\'s `"cuda" if <type> == "cuda" else "cpu"` form, since older autocast '
         'raises for "mps". `torch.amp.GradScaler(device)` needs torch 2.3: below torch-version 2.3 '
         "a GradScaler gets no fix (its message says so; no device-generic scaler exists there), while "
@@ -107,6 +109,8 @@ class DeprecatedCudaAmp(Rule):
             f"with torch.amp.autocast(device.type, {FP16}, enabled=False):\n    pass\n"
             f"with torch.amp.autocast(\n    device.type,\n    {FP16},\n    enabled=False,\n):\n    pass\n",
             count=3,
+            # unsafe: without CUDA, an autocast given `enabled=False` turns CPU autocast off inside
+            unsafe=True,
         ),
         # imported names and aliases, a decorator
         Invalid(
@@ -159,10 +163,11 @@ class DeprecatedCudaAmp(Rule):
 
     def _fix(self, node: cst.Call, replacement: str, call: AmpCall, site: Site) -> FixPlan:
         kind, on, device = amp_device(self.ctx, site)
+        unsafe = turns_cpu_autocast_off(node, call)
         return FixPlan(
-            f"Use `{replacement}({kind}, ...)`, off where it was off",
+            f"Use `{replacement}({kind}, ...)`, off where it was off" + (CPU_AUTOCAST_NOTE if unsafe else ""),
             [Replace(node, amp_fix_text(self.ctx, node, replacement, call, kind, on, call.dtype))],
-            "safe",
+            "unsafe" if unsafe else "safe",
             device=device,
             needs_torch=True,
         )

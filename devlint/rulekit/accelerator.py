@@ -447,15 +447,7 @@ def amp_fix_text(
     arguments after the device type become keywords (the torch.amp signatures order them
     differently from the torch.cuda.amp ones); ``dtype``: the one to write where the call gives
     none (the deprecated class's own default, which the new class does not share)."""
-    rest = [a for a in node.args if not _is_device_argument(a, node, call)]
-    if call.device_parameter is not None and any(a.keyword is None for a in node.args):
-        # the first positional argument was the device type
-        first = next(a for a in node.args if a.keyword is None)
-        rest = [a for a in node.args if a is not first]
-    rest = kept_args(node, rest)
-    given = [a for a in rest if a.keyword is None]
-    names = iter(call.parameters)
-    args = [_as_keyword(a, next(names)) if a in given else a for a in rest]
+    args = _named_args(node, call)
     enabled = next((a for a in args if _named(a, "enabled")), None)
     value = off_on_cpu(ctx, on, enabled.value if enabled is not None else None)
     args = [a.with_changes(value=cst.parse_expression(value)) if a is enabled else a for a in args]
@@ -467,6 +459,33 @@ def amp_fix_text(
     device_keyword = keyword(node, call.device_parameter) if call.device_parameter is not None else None
     new = prepend_arg(new, arg(kind, device_keyword.keyword.value if device_keyword is not None else None))
     return code_in_place(ctx, node, closed(new))
+
+
+def _named_args(node: cst.Call, call: AmpCall) -> list[cst.Arg]:
+    """``node``'s arguments but the device type, each positional one by its parameter's name."""
+    rest = [a for a in node.args if not _is_device_argument(a, node, call)]
+    if call.device_parameter is not None and any(a.keyword is None for a in node.args):
+        # the first positional argument was the device type
+        first = next(a for a in node.args if a.keyword is None)
+        rest = [a for a in node.args if a is not first]
+    rest = kept_args(node, rest)
+    given = [a for a in rest if a.keyword is None]
+    names = iter(call.parameters)
+    return [_as_keyword(a, next(names)) if a in given else a for a in rest]
+
+
+def turns_cpu_autocast_off(node: cst.Call, call: AmpCall) -> bool:
+    """An autocast given ``enabled=False`` as written: with the CPU's device type (the fixed
+    call's, without CUDA) it turns CPU autocast off inside, as entering it sets the thread's state
+    for its type, where the CUDA-only original disabled itself there and left the CPU's as it was."""
+    if not call.thread_state:
+        return False
+    enabled = next((a for a in _named_args(node, call) if _named(a, "enabled")), None)
+    return enabled is not None and isinstance(enabled.value, cst.Name) and enabled.value.value == "False"
+
+
+# Said of a fix where `turns_cpu_autocast_off`.
+CPU_AUTOCAST_NOTE = " (unsafe: without CUDA it also turns CPU autocast off inside, which the original left as it was)"
 
 
 def _is_device_argument(argument: cst.Arg, node: cst.Call, call: AmpCall) -> bool:

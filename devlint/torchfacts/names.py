@@ -142,13 +142,16 @@ class AmpCall:
     # without one reads the thread's autocast dtype, which an enclosing
     # `torch.autocast("cuda", dtype=torch.bfloat16)` or `torch.set_autocast_dtype` sets.
     dtype: str | None = None
+    # Entering it sets the thread's autocast state for its device type (autocast's `__enter__`,
+    # torch/amp/autocast_mode.py); a scaler keeps its own.
+    thread_state: bool = False
 
 
 # torch.amp's classes (and torch.autocast): the device type first.
-AUTOCAST = AmpCall("device_type", ("dtype", "enabled", "cache_enabled"))
+AUTOCAST = AmpCall("device_type", ("dtype", "enabled", "cache_enabled"), thread_state=True)
 SCALER = AmpCall("device", ("init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled"))
 # torch.cuda.amp's classes: no device parameter; autocast's other parameters in another order
-CUDA_AMP_AUTOCAST = AmpCall(None, ("enabled", "dtype", "cache_enabled"), "torch.float16")
+CUDA_AMP_AUTOCAST = AmpCall(None, ("enabled", "dtype", "cache_enabled"), "torch.float16", thread_state=True)
 CUDA_AMP_SCALER = AmpCall(None, SCALER.parameters)
 
 # The device-generic autocast and GradScaler, by each of their names, whose first argument is a
