@@ -236,6 +236,18 @@ class HardcodedDeviceString(Rule):
             HEADER + DEVICE + "\n\nclass Pad(torch.autograd.Function):\n    @staticmethod\n"
             "    def forward(ctx, size, x):\n        return torch.empty([size - 1], device=device)\n",
         ),
+        # a class attribute read as `self.name` and handed to other code (a test's strategy whose
+        # memory query is mocked) is a value: no fix; placed with as `self.name`, it is fixed
+        Invalid(
+            HEADER + "\nclass TestOffload:\n    target = torch.device(\"cuda:0\")\n\n"
+            "    def test_pick(self):\n        assert choose(execution_device=self.target) is None\n",
+        ),
+        Invalid(
+            HEADER + "\nclass TestMove:\n    target = torch.device(\"cuda:0\")\n\n"
+            "    def test_move(self):\n        assert x.to(self.target).is_cuda\n",
+            HEADER + "\nclass TestMove:\n    target = torch.device(\"cuda:0\" if torch.cuda.is_available() else \"cpu\")\n\n"
+            "    def test_move(self):\n        assert x.to(self.target).is_cuda\n",
+        ),
         # the device a process group is bound to: none without CUDA, as a CPU device is rejected there
         Invalid(
             HEADER + 'import torch.distributed as dist\ndist.init_process_group("gloo", device_id=torch.device(f"cuda:{rank}"))\n',
@@ -632,15 +644,24 @@ class HardcodedDeviceString(Rule):
         else:
             return False
         names = [dotted_name(target) for target in targets]
-        return all(name is not None and (name in self._placed or not self._used_elsewhere(name)) for name in names)
+        # a class attribute (diffusers' test `strategy_execution_device = torch.device("cuda:0")`)
+        # is read as `self.name`
+        owner = next((a for a in self.ctx.ancestors(statement) if isinstance(a, (cst.FunctionDef, cst.ClassDef, cst.Lambda))), None)
+        in_class = isinstance(owner, cst.ClassDef)
+        return all(
+            name is not None and (name in self._placed or f"self.{name}" in self._placed or not self._used_elsewhere(name, in_class))
+            for name in names
+        )
 
-    def _used_elsewhere(self, name: str) -> bool:
+    def _used_elsewhere(self, name: str, as_attribute: bool = False) -> bool:
         """The file mentions ``name`` beyond binding it. A module-level `device = ...` nothing in
         the file reads is for other modules to place tensors with; one this file reads but never
-        places tensors with is a value (compared, printed, passed on)."""
+        places tensors with is a value (compared, printed, passed on). ``as_attribute``: a class
+        attribute, read as `self.name` too."""
         last = name.rsplit(".", 1)[-1]
         mentions = self.ctx.indexed("words by a dot before them", lambda: _words(self.ctx.text))
-        return mentions[("." in name, last)] > 1
+        read = mentions[("." in name, last)] + (mentions[(True, last)] if as_attribute and "." not in name else 0)
+        return read > 1
 
     def _places(self, node: cst.CSTNode) -> bool:
         """Tensors are placed with the device (also through the variable it is bound to, or the
