@@ -623,8 +623,8 @@ class HardcodedDeviceString(Rule):
             if isinstance(call, cst.Call):
                 qualname = self.ctx.model.qualname(call.func) or ""
                 method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
-                keyword = parent.keyword.value if parent.keyword is not None else None
-                if keyword == PROCESS_GROUP_DEVICE_ID and qualname in PROCESS_GROUP_BACKEND and current is node:
+                given_as = parent.keyword.value if parent.keyword is not None else None
+                if given_as == PROCESS_GROUP_DEVICE_ID and qualname in PROCESS_GROUP_BACKEND and current is node:
                     return "binding"
                 if (qualname.startswith("torch.") and not qualname.startswith("torch.cuda.")) or (
                     not qualname and method in (*DEVICE_METHODS, "cuda")

@@ -208,8 +208,9 @@ def device_module(ctx: RuleContext, site: Site, avoid: Iterable[str] = ()) -> tu
 def never_an_index(ctx: RuleContext, site: Site, device: DeviceRef) -> bool:
     """Whether ``device`` holds a device, a string or None on every path, never the int index
     ``.to(0)`` and the ``torch.cuda`` calls also take: ``torch.get_device_module`` raises on an int
-    ("Invalid value of device", torch/__init__.py, 2.4.1 to 2.14.1). A parameter counts only where
-    annotated so; a value only where it is written as one (not a name bound elsewhere, a call)."""
+    ("Invalid value of device", torch/__init__.py, 2.4.1 to 2.14.1). A parameter counts where
+    annotated so, given such a default, or read as a device (``_param_no_index``); a value only
+    where it is written as one (not a name bound elsewhere, an unknown call)."""
     if device.inserted:
         # the built-in definitions are torch.device objects; a configured expression is the
         # project's own device
