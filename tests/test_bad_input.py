@@ -469,3 +469,19 @@ def test_a_text_cpython_read_within_its_default_depth_is_not_scanned(monkeypatch
     reading = OneFileReading()
     found = call_with_deep_stack(reading.nesting, deep, call_with_deep_stack(reading.tree, deep))
     assert found is not None and found.message == "too many nested parentheses"
+
+
+@pytest.mark.parametrize("warnings", ["default", "error"])
+def test_compiler_warnings_about_the_users_code_are_not_ours(tmp_path: Path, warnings: str) -> None:
+    """CPython warns of ``1(2)``, ``x is 1`` and ``"\\d"`` when devlint compiles a file (a fixed
+    file is compiled to bytecode): printed, they would be devlint's, under ``<devlint>``; under
+    ``-W error`` they would turn a valid file into a syntax error and its fix into a refusal."""
+    path = tmp_path / "odd.py"
+    path.write_text('import torch\nx = "\\d"\ny = 1(2)\nz = x is 1\n' + CUDA.split("\n", 1)[1])
+    done = subprocess.run(
+        [sys.executable, "-W", warnings, "-m", "devlint", "check", "--diff", "--no-cache", str(path)],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Warning" not in done.stderr and "<devlint>" not in done.stderr, done.stderr
+    assert "+model = torch.nn.Linear(2, 2).to(device)" in done.stdout

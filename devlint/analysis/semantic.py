@@ -8,6 +8,7 @@ shadow a name), and which local classes bring their own ``cuda()``. This module 
 
 from __future__ import annotations
 
+import warnings
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -125,7 +126,13 @@ def string_value(node: cst.CSTNode) -> str | None:
     """The value of a plain (non-f, non-concatenated-with-expressions) string literal."""
     if isinstance(node, cst.SimpleString):
         try:
-            value = node.evaluated_value
+            if "\\" in node.value:
+                # An invalid escape warns (an error under ``-W error``): the user's, not ours.
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    value = node.evaluated_value
+            else:
+                value = node.evaluated_value
         except Exception:  # noqa: BLE001 - malformed escapes: not a literal we can reason about
             return None
         return value if isinstance(value, str) else None

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from devlint.gate.syntax import compile_quietly
+
 # The size of a section: LibCST parses it with ~9 MB of working memory. Files over twice this
 # are parsed in sections. LibCST's time grows faster than a statement's length: on issue 29's
 # corpus, sections of 16 KiB parse 5% faster than sections of 64 KiB (which were 20% faster than
@@ -95,7 +97,7 @@ def parse_in_sections(
     ``tree``: CPython's tree of ``text``, when the caller has read it already."""
     if tree is None:
         try:
-            tree = ast.parse(text)
+            tree = compile_quietly(text, ast.PyCF_ONLY_AST)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
     lines = Lines.of(text)

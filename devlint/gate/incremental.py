@@ -30,7 +30,7 @@ from typing import Generic, TypeVar
 
 from devlint.gate.facts import CHILDREN, Facts, collect, descendants, merged
 from devlint.gate.nesting import Nesting, NestingProblem, measure, nesting_problem
-from devlint.gate.syntax import FLAGS, cpython_tree
+from devlint.gate.syntax import FLAGS, compile_quietly, cpython_tree
 
 T = TypeVar("T")
 
@@ -171,7 +171,7 @@ def _again(kept: _Kept, text: str, starts: tuple[int, ...]) -> ast.Module | None
     part = text[_offset(text, starts, touched.first) : _offset(text, starts, touched.last + shift + 1)]
     try:
         # compile() of a str ignores encoding declarations: a part may start at any row.
-        compiled = compile(part, "<devlint>", "exec", FLAGS, dont_inherit=True)
+        compiled = compile_quietly(part, FLAGS)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     _shift(compiled.body, touched.first - 1)

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TypeVar
 
-from devlint.gate.syntax import FLAGS, cpython_tree
+from devlint.gate.syntax import FLAGS, compile_quietly, cpython_tree
 from devlint.signals import interrupts_deferred
 
 # CPython's tokenizer refuses more than 200 open brackets ("too many nested parentheses").
@@ -141,7 +141,7 @@ def tree_within_default_depth(text: str) -> tuple[ast.Module | None, bool]:
     when compiling to bytecode)."""
     try:
         with _recursion_limit(_depth() + CPYTHON_DEFAULT_RECURSION_LIMIT):
-            return compile(text, "<devlint>", "exec", FLAGS, dont_inherit=True), True
+            return compile_quietly(text, FLAGS), True
     except (RecursionError, MemoryError):
         return cpython_tree(text), False
     except (SyntaxError, ValueError):
@@ -156,7 +156,7 @@ def _cpython_verdict(text: str) -> NestingProblem | None:
         # CPython's default allowance, whatever thread this runs in: the deep-stack thread's
         # raised limit would let through chains LibCST takes minutes (quadratic) to parse.
         with _recursion_limit(_depth() + CPYTHON_DEFAULT_RECURSION_LIMIT):
-            compile(text, "<devlint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+            compile_quietly(text, ast.PyCF_ONLY_AST)
     except (RecursionError, MemoryError):
         return NestingProblem("expression too deeply nested to parse")
     except (SyntaxError, ValueError):
