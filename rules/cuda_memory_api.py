@@ -11,7 +11,7 @@ from devlint.rulekit.cuda_choices import WholeChoiceRule
 from devlint.rulekit.before_accelerator import cuda_guard_fix, runs_without_cuda_before_accelerator
 from devlint.rulekit.device_checks import under_device_check
 from devlint.torchfacts.api_versions import SINCE
-from devlint.torchfacts.names import CUDA_MEMORY_API, CUDA_MEMORY_FALLBACKS, CUDA_OUT_OF_MEMORY
+from devlint.torchfacts.names import CUDA_MEMORY_ALIASES, CUDA_MEMORY_API, CUDA_MEMORY_FALLBACKS, CUDA_OUT_OF_MEMORY
 
 # torch.accelerator.get_memory_info, the device-generic mem_get_info
 MEMORY_INFO = SINCE["torch.accelerator.get_memory_info"]
@@ -27,7 +27,9 @@ class CudaMemoryApi(WholeChoiceRule):
     what = (
         "Flags `torch.cuda.empty_cache()`, `memory_allocated()`, `max_memory_allocated()`, "
         "`memory_reserved()`, `max_memory_reserved()`, `reset_peak_memory_stats()`, "
-        "`reset_accumulated_memory_stats()`, `memory_stats()` and `mem_get_info()`; and, with "
+        "`reset_accumulated_memory_stats()`, `memory_stats()` and `mem_get_info()`, and the deprecated "
+        "names that call them (`memory_cached()`, `max_memory_cached()`, `reset_max_memory_allocated()`, "
+        "`reset_max_memory_cached()`); and, with "
         "torch-version >= 2.4, `torch.cuda.OutOfMemoryError`. `torch.get_device_module(\"cuda\")` is "
         "`torch.cuda` itself: its calls are reported alike, also through a name bound to it on every "
         "path to the call."
@@ -67,6 +69,9 @@ class CudaMemoryApi(WholeChoiceRule):
         "Consecutive statements that get a guard share one `if`. A `device=` argument is passed positionally, "
         "as torch.accelerator requires. `mem_get_info()`: with torch-version >= 2.10 "
         "`torch.accelerator.get_memory_info()` (the same cudaMemGetInfo of the current device on CUDA); "
+        "a deprecated name becomes the accelerator's twin of the function it calls (torch/cuda/memory.py: "
+        "`memory_cached` is `memory_reserved`, `max_memory_cached` `max_memory_reserved`, both "
+        "`reset_max_memory_*` are `reset_peak_memory_stats`, after a FutureWarning the fix no longer prints); "
         "safe under a GPU check, unsafe elsewhere, since without an accelerator it still raises, as "
         "the original did: there is no free/total pair to fall back to. `torch.cuda.OutOfMemoryError` "
         "-> `torch.OutOfMemoryError`, safe: torch.cuda's name is an alias of that very class "
@@ -122,6 +127,20 @@ class CudaMemoryApi(WholeChoiceRule):
             '    print(f"{step}: {(torch.accelerator.max_memory_allocated() if torch.accelerator.is_available() else 0) / 2**20:.0f} MiB")\n'
             "    stats = torch.accelerator.memory_stats(0) if torch.accelerator.is_available() else {}\n",
             count=3,
+            torch_version=ACCELERATOR_MEMORY,
+        ),
+        # a deprecated name is the function it calls: below torch 2.6 the reset is guarded as
+        # written (the readers return 0 without CUDA: not reported there), from 2.9 each moves to
+        # the accelerator's twin of what it calls
+        Invalid(
+            HEAD + "torch.cuda.reset_max_memory_allocated()\nused = torch.cuda.max_memory_cached()\n",
+            HEAD + "if torch.cuda.is_available():\n    torch.cuda.reset_max_memory_allocated()\nused = torch.cuda.max_memory_cached()\n",
+        ),
+        Invalid(
+            HEAD + "torch.cuda.reset_max_memory_cached()\nused = torch.cuda.memory_cached(device=0) / 2**20\n",
+            HEAD + "if torch.accelerator.is_available():\n    torch.accelerator.reset_peak_memory_stats()\n"
+            "used = (torch.accelerator.memory_reserved(0) if torch.accelerator.is_available() else 0) / 2**20\n",
+            count=2,
             torch_version=ACCELERATOR_MEMORY,
         ),
         # a reading chosen by a CUDA check in its expression moves with the check, or gets no fix
@@ -210,22 +229,23 @@ class CudaMemoryApi(WholeChoiceRule):
         if name == "mem_get_info":
             self._mem_get_info(node)
             return
-        fallback = CUDA_MEMORY_FALLBACKS[name]
+        generic = CUDA_MEMORY_ALIASES.get(name, name)
+        fallback = CUDA_MEMORY_FALLBACKS[generic]
         fixable = fallback is not None and not any(a.star for a in node.args)
         guarded = Guarded(node, under_device_check(self.ctx, node), fallback or "None")
         self.report(
             node,
-            f"`torch.cuda.{name}()` only sees CUDA memory; use `torch.accelerator.{name}()` (torch >= 2.9)",
-            fix=(lambda site: self._fix(node, name, guarded)) if fixable else None,
+            f"`torch.cuda.{name}()` only sees CUDA memory; use `torch.accelerator.{generic}()` (torch >= 2.9)",
+            fix=(lambda site: self._fix(node, name, generic, guarded)) if fixable else None,
         )
 
-    def _fix(self, node: cst.Call, name: str, guarded: Guarded) -> FixPlan | None:
+    def _fix(self, node: cst.Call, name: str, generic: str, guarded: Guarded) -> FixPlan | None:
         if self.ctx.settings.torch_version < ACCELERATOR:
             # fails without CUDA (what runs there is not reported below 2.6): the CUDA check around it
-            return cuda_guard_fix(self.ctx, node, f"torch.cuda.{name}()") if CUDA_MEMORY_FALLBACKS[name] == "None" else None
-        new = call_text(self.ctx, node, f"torch.accelerator.{name}", positional_device(node))
+            return cuda_guard_fix(self.ctx, node, f"torch.cuda.{name}()") if CUDA_MEMORY_FALLBACKS[generic] == "None" else None
+        new = call_text(self.ctx, node, f"torch.accelerator.{generic}", positional_device(node))
         return FixPlan(
-            f"Use `torch.accelerator.{name}()` where an accelerator is available",
+            f"Use `torch.accelerator.{generic}()` where an accelerator is available",
             [guarded.replace(self.ctx, new)],
             needs_torch=True,
             requires=ACCELERATOR_MEMORY,

@@ -157,6 +157,31 @@ def test_fixed_memory_calls_run_on_the_cpu(capsys) -> None:
     assert capsys.readouterr().out == "0\n"
 
 
+def test_the_deprecated_memory_names_are_the_functions_they_call(capsys) -> None:
+    from devlint.torchfacts.names import CUDA_MEMORY_ALIASES
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # the readers answer as their functions do without CUDA (why they run there below 2.6)
+        assert torch.cuda.memory_cached() == torch.cuda.max_memory_cached() == 0
+        for name, called in CUDA_MEMORY_ALIASES.items():
+            assert getattr(torch.cuda, called).__name__ == called
+            assert f"{called}(device=device)" in _source_of(getattr(torch.cuda, name))
+        with pytest.raises(AttributeError):
+            torch.cuda.reset_max_memory_allocated()
+    source = "import torch\ntorch.cuda.reset_max_memory_cached()\nprint(torch.cuda.max_memory_cached() // 2**20)\n"
+    fixed = fix_text(source, "memory.py", select_rules(["DEV602"]), FixSettings(torch_version=(2, 9))).text
+    assert "torch.cuda" not in fixed and "torch.accelerator.reset_peak_memory_stats()" in fixed
+    _run(fixed)
+    assert capsys.readouterr().out == "0\n"
+
+
+def _source_of(function: object) -> str:
+    import inspect
+
+    return inspect.getsource(function)  # type: ignore[arg-type]
+
+
 def _run(source: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

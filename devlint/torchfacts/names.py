@@ -237,7 +237,16 @@ CUDA_MEMORY_FALLBACKS: Mapping[str, str | None] = MappingProxyType({
     "memory_stats": "{}",
     "mem_get_info": None,
 })
-CUDA_MEMORY_API = frozenset(CUDA_MEMORY_FALLBACKS)
+# torch.cuda's deprecated memory names -> the function each calls (torch/cuda/memory.py, 2.4.1 to
+# 2.14.1: the same call after a FutureWarning; `reset_max_memory_*` reset every peak statistic).
+# DEV602 reports them as the function they call.
+CUDA_MEMORY_ALIASES: Mapping[str, str] = MappingProxyType({
+    "memory_cached": "memory_reserved",
+    "max_memory_cached": "max_memory_reserved",
+    "reset_max_memory_allocated": "reset_peak_memory_stats",
+    "reset_max_memory_cached": "reset_peak_memory_stats",
+})
+CUDA_MEMORY_API = frozenset(CUDA_MEMORY_FALLBACKS) | frozenset(CUDA_MEMORY_ALIASES)
 # The device-generic namespaces and what each holds (devlint.torchfacts.device_api_table): modules
 # by name -> first release, classes -> their members. DEV605 and its gate condition.
 DEVICE_API_MODULES: Mapping[str, Mapping[str, TorchVersion | None]] = MappingProxyType(
@@ -283,5 +292,5 @@ CUDA_OUT_OF_MEMORY = "torch.cuda.OutOfMemoryError"
 # everywhere, so DEV601 and DEV602 do not report them there (devlint.rulekit.before_accelerator).
 CUDA_RUNS_WITHOUT_CUDA = frozenset({
     "device_count", "empty_cache", "memory_allocated", "max_memory_allocated", "memory_reserved",
-    "max_memory_reserved", "memory_stats",
+    "max_memory_reserved", "memory_stats", "memory_cached", "max_memory_cached",
 })
