@@ -40,7 +40,8 @@ class BlockingHostToDeviceCopy(FlowRule):
         "not of a part of it (`x` of `for x, y in loader`, `batch[0]`, a dict's values): its type is "
         "whatever the collate function made, and that type's `to()` may not take `non_blocking` (a "
         "tokenizer's `BatchEncoding` did not before transformers 4.48). Unsafe too for every value of "
-        "such a batch in turn (`{k: v.to(device) for k, v in batch.items()}`, a loop over it) unless "
+        "such a batch, or of a part of it, in turn (`{k: v.to(device) for k, v in batch.items()}`, "
+        "`[t.to(device) for t in targets]` of `for images, targets in loader`, a loop over it) unless "
         "the loader is a `DataLoader(...)` in sight that batches with `default_collate` (no "
         "`collate_fn`, no `batch_size=None`), which makes each value a tensor or a container without "
         "`to()`: a collate function of the program's own may make any type (flex attention's "
@@ -103,6 +104,22 @@ class BlockingHostToDeviceCopy(FlowRule):
             "import torch\nfrom torch.utils.data import DataLoader\n\nloader = DataLoader(dataset, batch_size=8, collate_fn=pack)\n"
             "for batch in loader:\n    batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}\n",
             unsafe=True,
+        ),
+        # ... and so may every element of a part of such a batch (maskrcnn-benchmark's targets:
+        # its own `BoxList`s, whose `to(device)` takes nothing more)
+        Invalid(
+            "import torch\n\ndef train(model, data_loader, device):\n    for images, targets, _ in data_loader:\n"
+            "        images = images.to(device)\n        targets = [target.to(device) for target in targets]\n",
+            "import torch\n\ndef train(model, data_loader, device):\n    for images, targets, _ in data_loader:\n"
+            "        images = images.to(device, non_blocking=True)\n"
+            "        targets = [target.to(device, non_blocking=True) for target in targets]\n",
+            count=2,
+            unsafe=True,
+        ),
+        Invalid(
+            LOADER + "for images, targets in loader:\n    for target in targets:\n        target = target.to(device)\n",
+            LOADER + "for images, targets in loader:\n    for target in targets:\n"
+            "        target = target.to(device, non_blocking=True)\n",
         ),
         # the classic tutorial shape: index the batch, move each part
         Invalid(

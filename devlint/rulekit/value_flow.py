@@ -86,15 +86,18 @@ class Fact:
 
 
 def _part(fact: Fact | None) -> Fact | None:
-    """The fact of a part of what ``fact`` is about (an element, a field, an item)."""
-    return replace(fact, whole=False, each=False) if fact is not None and (fact.whole or fact.each) else fact
+    """The fact of a part of what ``fact`` is about (an element, a field, an item): no longer the
+    batch as a whole; a part of a value of unknown type is of unknown type too."""
+    return replace(fact, whole=False) if fact is not None and fact.whole else fact
 
 
 def _each_value(fact: Fact) -> Fact | None:
-    """The fact of every value of the batch ``fact`` is about, in turn (a loop over it, its
-    ``.items()`` or ``.values()``): under ``default_collate`` each is a tensor (it makes nothing
-    else with a ``to()``); under the program's own collate function, whatever it made."""
-    if fact.whole and (fact.loader is None or not _default_collate(fact.loader)):
+    """The fact of every value of the batch, or of a part of it, that ``fact`` is about, in turn
+    (a loop over it, its ``.items()`` or ``.values()``): under ``default_collate`` each is a
+    tensor (it makes nothing else with a ``to()``); under the program's own collate function,
+    whatever it made (maskrcnn-benchmark's targets, a tuple of its own `BoxList`s, whose `to()`
+    takes no `non_blocking`)."""
+    if fact.loader is None or not _default_collate(fact.loader):
         return replace(fact, whole=False, each=True)
     return _part(fact)
 
