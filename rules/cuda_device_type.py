@@ -119,13 +119,16 @@ class CudaDeviceType(Rule):
         "the file gives that attribute is `\"nccl\"` (the default of the program's own `--dist_backend` "
         "option, `args.dist_backend = \"nccl\"`) has each of those literals guarded the same way: a "
         "backend the user passes on the command line still wins. Another accelerator gets gloo / the CPU, where the "
-        "original failed; its own backend comes from `torch.distributed.get_default_backend_for_device` "
-        "(torch 2.6), which devlint does not write. Not reported: a backend or mesh chosen per device "
+        "original failed; with DEV604 selected (torch-version >= 2.6) it gets its own backend instead: `\"nccl\"` "
+        "becomes `torch.distributed.get_default_backend_for_device(torch.accelerator.current_accelerator() "
+        "if torch.accelerator.is_available() else \"cpu\")` (torch 2.6; `Backend.default_device_backend_map`: "
+        "nccl for CUDA, gloo for the CPU, xccl for XPU; a ValueError for a device with none, where nccl failed "
+        "too). Not reported: a backend or mesh chosen per device "
         '(under `if torch.cuda.is_available():` or `if device.type == "cuda":`, or in an `if` with '
         'an `else`), and `"cpu:gloo,cuda:nccl"`, which names a backend per device. '
         '`x.device == torch.device("cuda")` (or `!=`) becomes `x.device.type == "cuda"`, unsafe: torch.device '
-        'compares type and index, so the original is False for every CUDA tensor (`cuda:0`) and the '
-        'fix changes what a CUDA machine does (to what the code meant); without CUDA both are False. '
+        'compares type and index, so the original `==` is False for every CUDA tensor (`cuda:0`), its `!=` '
+        'True, and the fix changes what a CUDA machine does (to what the code meant); without CUDA the two agree. '
         "`args.device`, `self.device` and the like are left alone: they may be strings, which have no `.type`."
     )
     # A backend name imported from another module of the project: no "nccl" in this file's text.
@@ -649,8 +652,10 @@ class CudaDeviceType(Rule):
         literal = other.args[0].value
         operator = "==" if isinstance(node.comparisons[0].operator, cst.Equal) else "!="
         new = f"{self.ctx.module.code_for_node(held)}.type {operator} {self.ctx.module.code_for_node(literal)}"
+        # The original's `==` held for no CUDA tensor (their devices carry an index), its `!=` for every one.
+        now = "holds for CUDA tensors" if operator == "==" else "no longer holds for CUDA tensors"
         return FixPlan(
-            f"Compare the device type: `{new}` (unsafe: on a CUDA machine the comparison now holds for CUDA tensors)",
+            f"Compare the device type: `{new}` (unsafe: on a CUDA machine the comparison now {now})",
             [Replace(node, new)],
             "unsafe",
         )

@@ -595,3 +595,19 @@ def test_a_formatted_cuda_string_gets_no_cuda_only_guard_beside_the_accelerator(
     assert "torch.accelerator" in found[1].fix.edits[0].content
     cuda = lint_text(code, "a.py", [rule_by_code("DEV103")], FixSettings(torch_version=(2, 9)))
     assert all(f.fix is not None for f in cuda)
+
+
+# -- DEV603 -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("operator", "said"),
+    [("==", "now holds for CUDA tensors"), ("!=", "now no longer holds for CUDA tensors")],
+)
+def test_dev603_a_device_comparison_fix_says_which_way_it_turns(operator: str, said: str) -> None:
+    """`x.device == torch.device("cuda")` held for no CUDA tensor (their devices carry an index):
+    `.type ==` makes it hold for each; `!=` held for every one, and its fix for none (latent
+    diffusion's `register_buffer`, which moved every CUDA buffer, now moves none of them)."""
+    (finding,) = lint("DEV603", f'import torch\nif x.device {operator} torch.device("cuda"):\n    pass\n')
+    assert finding.fix is not None and finding.fix.applicability == "unsafe"
+    assert f"(unsafe: on a CUDA machine the comparison {said})" in finding.fix.message
