@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from devlint.analysis.devices import always_a_device, guarded_index, index_kind, reach_of
-from devlint.analysis.semantic import dotted_name
+from devlint.analysis.semantic import dotted_name, string_value
 from devlint.findings import Applicability
 from devlint.fixes import DeviceRef, FixPlan, Replace
 from devlint.rule import Invalid, Report, Rule, Site
@@ -96,7 +96,10 @@ class CudaCallWithIndex(Rule):
         "and `torch.device(\"cuda\", None)` is the current GPU as `.cuda(None)` is), a variable bound to a "
         "device on every path (`.to(d)` is the same call as `.cuda(d)`; not a parameter that a call in the file gives None "
         "or the CPU, that a test's `pytest.mark.parametrize` may give None, or that its annotation lets be None), `t.get_device()` or `t.device` "
-        "(`.to(t.device)`: the GPU holding `t`; a CPU `t` gives -1, which `.cuda()` rejects). Unsafe: an "
+        "(`.to(t.device)`: the GPU holding `t`; a CPU `t` gives -1, which `.cuda()` rejects), a CUDA device written "
+        "as a string or `torch.device(...)` of one (`.cuda(\"cuda:1\")`, `.cuda(torch.device(\"cuda\", 1))` become "
+        "`.to(...)` of the same, whose literal DEV103 then gives its CPU side). `torch.device(k)` of one argument "
+        "is the GPU `.cuda(k)` names and is judged as `k` (another `torch.device(...)` gets no fix). Unsafe: an "
         "argument of unknown type gets the index form, which raises a TypeError if it is neither an "
         "index nor None; an argument named like a device (`device`, `dev`, `*_device`) becomes "
         "`.to(arg)`, which differs when it is None (`.cuda(None)` is the current GPU, `.to(None)` a "
@@ -142,6 +145,21 @@ class CudaCallWithIndex(Rule):
         "import torch\ny = x.cuda(*spec)\n",
     )
     INVALID = (
+        # a device written as a string or a `torch.device(...)` of one is where `.to()` puts the
+        # data too (DEV103 then gives the literal its CPU side); `torch.device(k)` of one argument
+        # is the GPU of index `k`, judged as `.cuda(k)` would be (SlowFast's `torch.device(self.gpu_id)`
+        # once became `torch.device("cuda", torch.device(self.gpu_id))`, a TypeError)
+        Invalid(
+            'import torch\na = x.cuda("cuda:1")\nb = x.cuda(torch.device("cuda", 1))\n',
+            'import torch\na = x.to("cuda:1")\nb = x.to(torch.device("cuda", 1))\n',
+            count=2,
+        ),
+        Invalid(
+            "import torch\n\ndef run(self, x):\n    return x.cuda(device=torch.device(self.gpu_id), non_blocking=True)\n",
+            "import torch\n\ndef run(self, x):\n"
+            '    return x.to(torch.device("cuda", self.gpu_id) if torch.cuda.is_available() else torch.device("cpu"), non_blocking=True)\n',
+            unsafe=True,
+        ),
         # an option argparse converts with type=int is an int or None on every path, as a literal is
         Invalid(
             "import argparse\nimport torch\nparser = argparse.ArgumentParser()\n"
@@ -354,6 +372,8 @@ class CudaCallWithIndex(Rule):
 
     def _fix(self, node: cst.Call, attribute: cst.Attribute, given: cst.Arg, site: Site) -> FixPlan | None:
         target = self._target(given.value, attribute, site)
+        if target is None:
+            return None
         loader = map_location_lambda(self.ctx, node)
         if loader is not None:
             # `map_location=lambda storage, loc: storage.cuda(i)`: torch.load restores onto a
@@ -394,8 +414,19 @@ class CudaCallWithIndex(Rule):
             requires=target.requires,
         )
 
-    def _target(self, value: cst.BaseExpression, attribute: cst.Attribute, site: Site) -> _Target:
-        """Where `.cuda(value)` puts the data, as an expression `.to()` (or map_location) takes."""
+    def _target(self, value: cst.BaseExpression, attribute: cst.Attribute, site: Site) -> _Target | None:
+        """Where `.cuda(value)` puts the data, as an expression `.to()` (or map_location) takes;
+        None where no expression of the file can say it."""
+        if _cuda_device_literal(value) or (self._is_device_call(value) and _cuda_device_literal(value.args[0].value)):  # type: ignore[attr-defined]
+            # `"cuda:1"`, `torch.device("cuda", 1)`: `.to()` puts the data on that very device, and
+            # DEV103 then gives the literal its CPU side
+            return _Target(value, self.ctx.module.code_for_node(value), "safe")
+        if self._is_device_call(value):
+            assert isinstance(value, cst.Call)
+            if len(value.args) != 1 or value.args[0].keyword is not None or value.args[0].star:
+                return None
+            # `torch.device(k)` is the GPU `.cuda(k)` means (an index, or a device that stays itself)
+            return self._target(value.args[0].value, attribute, site)
         if isinstance(value, cst.Name) and value.value == "None":
             device = self.ctx.device(site, avoid=names_in(attribute.value))
             return _Target(arg(device.expr).value, device.expr, "safe", device=device)
@@ -443,6 +474,10 @@ class CudaCallWithIndex(Rule):
             return closed(node.with_changes(func=node.func.with_changes(attr=cst.Name("to")), args=in_slots(node, [first, *rest])))
         return with_args(node, "to", [first.with_changes(comma=cst.MaybeSentinel.DEFAULT), *rest])
 
+    def _is_device_call(self, value: cst.BaseExpression) -> bool:
+        """``torch.device(...)`` with arguments, whatever name torch goes by."""
+        return isinstance(value, cst.Call) and bool(value.args) and self.ctx.model.qualname(value.func) == "torch.device"
+
     def _is_device_variable(self, value: cst.BaseExpression, site: Site) -> bool:
         """A name (or ``obj.attr``) that holds a device on every path where it is bound at the site
         (devlint.analysis.reaching): `.cuda(d)` and `.to(d)` are then the same call, wherever `d` points (and
@@ -455,6 +490,12 @@ class CudaCallWithIndex(Rule):
             return False
         # a parameter some call gives None: `.cuda(None)` is the current GPU, `.to(None)` a no-op
         return not (found[1] is not None and found[1].params and self.ctx.given_no_gpu(found[0], name))
+
+
+def _cuda_device_literal(value: cst.BaseExpression) -> bool:
+    """``"cuda"`` or ``"cuda:N"`` as written."""
+    text = string_value(value)
+    return text is not None and (text == "cuda" or (text.startswith("cuda:") and text[5:].isdigit()))
 
 
 def _device_of(value: cst.BaseExpression) -> cst.BaseExpression | None:
