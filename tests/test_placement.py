@@ -199,3 +199,24 @@ def test_no_module_import_where_the_function_binds_torch_itself(code: str, text:
     fixed = fix_text(text, "x.py", select_rules([code]), FixSettings(), unsafe=True).text
     assert fixed != text
     assert "import torch" not in fixed
+
+
+
+@pytest.mark.parametrize(
+    "guard",
+    [
+        "try:\n    import torch\n    HAS_TORCH = True\nexcept ImportError:\n    HAS_TORCH = False\n",
+        "try:\n    import torch\nexcept ImportError:\n    pass\nelse:\n    import torch.nn\n",
+    ],
+)
+def test_no_second_import_above_a_guarded_one(guard: str) -> None:
+    """A module importable without torch (Megatron-DeepSpeed's testing_utils.py): the new code's
+    `torch.` reads the binding the replaced `torch.cuda...` read, and an unguarded `import torch`
+    above the guard would make the module fail to import where torch is missing."""
+    from devlint.engine.lint import fix_text
+    from devlint.registry import select_rules
+
+    text = "import os\n\n" + guard + "\n\ndef sync():\n    torch.cuda.synchronize()\n"
+    fixed = fix_text(text, "x.py", select_rules(["DEV601"]), FixSettings(torch_version=(2, 9))).text
+    assert "torch.accelerator.synchronize()" in fixed
+    assert fixed.count("import torch") == text.count("import torch")

@@ -86,7 +86,7 @@ class FileContext:
         self.check: Check | None = None
         # Fix plans' requirements, f-string checks and fixes, kept by plan (see _requirement, _fix).
         self._required: dict[int, tuple[FixPlan, Requirement]] = {}
-        self._fixes: dict[int, tuple[FixPlan, cst.SimpleStatementLine | None, Insertion, Source, Fix | None]] = {}
+        self._fixes: dict[int, tuple[FixPlan, cst.SimpleStatementLine | None, Insertion, Source, bool, Fix | None]] = {}
         self._fstring_breaks: dict[int, tuple[FixPlan, bool]] = {}
 
     def close(self) -> None:
@@ -362,7 +362,7 @@ class FileContext:
                     return None
                 entry = dataclasses.replace(taken[i], finding=finding, statement=at)
             else:
-                fix = self._fix(plan, spot, placement.module, source)
+                fix = self._fix(plan, spot, placement.module, source, self._torch_imported(report.site))
                 if fix is not None and released[i]:
                     fix = _releasing(fix, imports.releases(released[i], positions, lines), lines)
                 finding = self._finding(report, note, fix, source)
@@ -418,27 +418,41 @@ class FileContext:
         found = next(iter(self.model.lookup("torch", site.scope)), None)
         return found is not None and found[0].kind != "module"
 
-    def _fix(self, plan: FixPlan | None, spot: cst.SimpleStatementLine | None, insertion: Insertion, source: Source) -> Fix | None:
+    def _torch_imported(self, site: Site) -> bool:
+        """At ``site`` the name ``torch`` is a function's own (``_torch_is_local``) or the module's,
+        bound only by imports (also inside ``try:``, or below the functions): new code that only
+        names ``torch`` reads that binding, as the code it replaces did, and needs no import of its
+        own; an unguarded ``import torch`` above a guarded one would make the module fail to import
+        without torch (Megatron-DeepSpeed's testing_utils.py)."""
+        found = next(iter(self.model.lookup("torch", site.scope)), None)
+        return found is not None and (found[0].kind != "module" or all(b.kind == "import" for b in found[0].bindings["torch"]))
+
+    def _fix(
+        self, plan: FixPlan | None, spot: cst.SimpleStatementLine | None, insertion: Insertion, source: Source, torch_imported: bool
+    ) -> Fix | None:
         """The plan as edits of the text, with the insertions its new code needs (a module that
         imports torch only inside functions gets the definition after the function's own import).
         Kept by plan: reports sharing a plan share its fix, built once."""
         if plan is None:
             return None
         kept = self._fixes.get(id(plan))
-        if kept is None or kept[0] is not plan or kept[1] is not spot or kept[2] is not insertion or kept[3] is not source:
-            kept = self._fixes[id(plan)] = (plan, spot, insertion, source, self._fix_of(plan, spot, insertion, source))
-        return kept[4]
+        if kept is None or kept[0] is not plan or kept[1] is not spot or kept[2] is not insertion or kept[3] is not source or kept[4] is not torch_imported:
+            kept = self._fixes[id(plan)] = (plan, spot, insertion, source, torch_imported, self._fix_of(plan, spot, insertion, source, torch_imported))
+        return kept[5]
 
-    def _fix_of(self, plan: FixPlan, spot: cst.SimpleStatementLine | None, insertion: Insertion, source: Source) -> Fix | None:
+    def _fix_of(
+        self, plan: FixPlan, spot: cst.SimpleStatementLine | None, insertion: Insertion, source: Source, torch_imported: bool
+    ) -> Fix | None:
         if self._breaks_fstring(plan):
             return None
         edits = [self._edit(r, source.positions, source.lines, insertion.torch_as) for r in plan.replacements]
         hazards: list[str | None] = []
+        inserts = _uses_definition(plan) or _calls_new_helper(plan)
         if spot is not None:
             if _uses_definition(plan):
                 edits.append(local_definition(source, spot, self._inserted_name))
         else:
-            if (plan.needs_torch or _uses_definition(plan) or _calls_new_helper(plan)) and insertion.torch is not None:
+            if (inserts or (plan.needs_torch and not torch_imported)) and insertion.torch is not None:
                 edits.append(insertion.torch)
                 hazards.append(insertion.import_hazard)
             if _uses_definition(plan) and insertion.device is not None:
