@@ -90,6 +90,7 @@ class CudaRuntimeApi(WholeChoiceRule):
         "no-op. `device_count()`: `torch.accelerator.device_count()` (2.6), the same count on CUDA and "
         "0 without an accelerator, as before (`torch.cpu.device_count()` would say 1); no fix where "
         "the count decides whether CUDA code runs (`if torch.cuda.device_count() > 1: x.to(\"cuda:1\")`, "
+        "also through a name it is kept in: `n = torch.cuda.device_count()`, then `if n > 0: torch.cuda.set_device(...)`, "
         "`@skipUnless(torch.cuda.device_count() >= 2, \"needs two CUDA GPUs\")`). "
         "`current_device()` given as a device (`device=`, `map_location=`, `.to()`): the device in "
         "scope, which on CUDA means the current GPU too; elsewhere `torch.accelerator.current_device_index()` "
@@ -246,6 +247,12 @@ class CudaRuntimeApi(WholeChoiceRule):
             torch_version=ACCELERATOR,
         ),
         Invalid(HEAD + 'if torch.cuda.device_count() > 1:\n    x = x.to("cuda:1")\n', torch_version=ACCELERATOR),
+        # ... also kept in a name first (Megatron-DeepSpeed's initialize.py)
+        Invalid(
+            HEAD + "def init(rank):\n    device_count = torch.cuda.device_count()\n    if device_count > 0:\n"
+            "        torch.cuda.set_device(rank % device_count)\n",
+            torch_version=ACCELERATOR,
+        ),
         # a current-device index given as a device: the device in scope
         Invalid(
             HEAD + "buf = torch.empty(4, device=torch.cuda.current_device())\nx = x.to(torch.cuda.current_device())\n",
@@ -495,11 +502,14 @@ class CudaRuntimeApi(WholeChoiceRule):
     def _device_count(self, node: cst.Call) -> None:
         # a count that decides whether CUDA code runs: counting other accelerators would run it there
         fixable = not guards_cuda_code(self.ctx, node)
+        counted = self._count_name(node)
         self.report(
             node,
             "`torch.cuda.device_count()` counts CUDA GPUs only; use `torch.accelerator.device_count()`",
             fix=(
-                lambda site: FixPlan(
+                lambda site: None
+                if counted is not None and self._count_decides_cuda_code(counted)
+                else FixPlan(
                     "Use `torch.accelerator.device_count()`",
                     [Replace(node, call_text(self.ctx, node, "torch.accelerator.device_count"))],
                     needs_torch=True,
@@ -508,6 +518,26 @@ class CudaRuntimeApi(WholeChoiceRule):
             )
             if fixable
             else None,
+        )
+
+    def _count_name(self, node: cst.Call) -> str | None:
+        """``n`` where the count is the whole value of ``n = torch.cuda.device_count()``."""
+        parent = self.ctx.parent(node)
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+            return parent.targets[0].target.value
+        if isinstance(parent, cst.AnnAssign) and isinstance(parent.target, cst.Name):
+            return parent.target.value
+        return None
+
+    def _count_decides_cuda_code(self, name: str) -> bool:
+        """A name the count is kept in is read, somewhere in the file, by a test that decides
+        whether CUDA code runs (Megatron's `device_count = torch.cuda.device_count()`, then
+        `if device_count > 0: torch.cuda.set_device(...)`). Any read of the name counts, in any
+        scope: no fix at worst where another function's own `n` is tested. Asked after the walk,
+        once per name."""
+        return self.ctx.indexed(
+            ("count decides CUDA code", name),
+            lambda: any(guards_cuda_code(self.ctx, read) for read in self.ctx.model.name_nodes(name)),
         )
 
     def _current_device(self, node: cst.Call) -> None:
