@@ -90,11 +90,14 @@ class RuleContext(FileReader, Protocol):
         function ``scope`` (see devlint.analysis.devices)."""
         ...
 
-    def helper(self, preferred: str, define: Callable[[str], str]) -> HelperRef | None:
+    def helper(
+        self, preferred: str, define: Callable[[str], str], earlier: Sequence[Callable[[str], str]] = ()
+    ) -> HelperRef | None:
         """A module-level function for fixes to call: the file's own where it already defines
-        ``define(its name)`` word for word, else one named ``preferred`` (or a free variant) that
-        the engine inserts once for the file; None where the module binds torch only inside
-        functions, so that a module-level function could not reach it."""
+        ``define(its name)`` word for word (or one of ``earlier``, the same function as devlint
+        wrote it before), else one named ``preferred`` (or a free variant) that the engine inserts
+        once for the file; None where the module binds torch only inside functions, so that a
+        module-level function could not reach it."""
         ...
 
     def render(self, original: cst.CSTNode, new: cst.CSTNode) -> str:

@@ -25,6 +25,19 @@ def _helper(name: str) -> str:
     return (
         f"def {name}():\n"
         '    """torch.load\'s default with CUDA; without CUDA, GPU tensors load onto the CPU."""\n'
+        # an expression, not an `if` guard: whether CUDA storages can be restored is CUDA's own
+        # question, which DEV604 rightly leaves alone in this form
+        "    return None if torch.cuda.is_available() else (\n"
+        '        lambda storage, location: storage if location.startswith("cuda") else None\n'
+        "    )"
+    )
+
+
+def _helper_as_an_if(name: str) -> str:
+    """``_helper`` as devlint wrote it until 2026-11-29: a file fixed then calls it still."""
+    return (
+        f"def {name}():\n"
+        '    """torch.load\'s default with CUDA; without CUDA, GPU tensors load onto the CPU."""\n'
         "    if torch.cuda.is_available():\n"
         "        return None\n"
         '    return lambda storage, location: storage if location.startswith("cuda") else None'
@@ -114,9 +127,9 @@ class LoadWithoutMapLocation(Rule):
             "import torch as th\nfrom torch import load as load_checkpoint\n\n\n"
             "def _map_location():\n"
             '    """torch.load\'s default with CUDA; without CUDA, GPU tensors load onto the CPU."""\n'
-            "    if th.cuda.is_available():\n"
-            "        return None\n"
-            '    return lambda storage, location: storage if location.startswith("cuda") else None\n\n\n'
+            "    return None if th.cuda.is_available() else (\n"
+            '        lambda storage, location: storage if location.startswith("cuda") else None\n'
+            "    )\n\n\n"
             "def restore(model, optimizer):\n"
             "    model.load_state_dict(th.load(args.model, map_location=_map_location()))\n"
             "    optimizer.load_state_dict(load_checkpoint(args.optimizer, map_location=_map_location()))\n",
@@ -128,15 +141,16 @@ class LoadWithoutMapLocation(Rule):
             "import torch\n\n\n"
             "def _torch_map_location():\n"
             '    """torch.load\'s default with CUDA; without CUDA, GPU tensors load onto the CPU."""\n'
-            "    if torch.cuda.is_available():\n"
-            "        return None\n"
-            '    return lambda storage, location: storage if location.startswith("cuda") else None\n\n\n'
+            "    return None if torch.cuda.is_available() else (\n"
+            '        lambda storage, location: storage if location.startswith("cuda") else None\n'
+            "    )\n\n\n"
             '_map_location = "cpu"\n'
             'first = torch.load("a.pt", map_location=_torch_map_location())\n'
             'second = torch.load("b.pt", map_location=_torch_map_location())\n',
             count=2,
         ),
-        # the file already has the function an earlier fix wrote: a further load calls it too
+        # the file already has the function an earlier fix wrote (here as devlint wrote it before
+        # 2026-11-29, as an `if`): a further load calls it too
         Invalid(
             "import torch\n\n\ndef _map_location():\n"
             '    """torch.load\'s default with CUDA; without CUDA, GPU tensors load onto the CPU."""\n'
@@ -186,7 +200,7 @@ class LoadWithoutMapLocation(Rule):
     def _fix(self, node: cst.Call, site: Site) -> FixPlan:
         if self.ctx.indexed("load: no helper function", lambda: any(word in self.ctx.text for word in _NO_FUNCTION)):
             return self._plan(node, MAP_LOCATION_PLAIN, None)
-        helper = self.ctx.helper(HELPER, _helper)
+        helper = self.ctx.helper(HELPER, _helper, earlier=(_helper_as_an_if,))
         if helper is not None and helper.inserted and self._loads < 2:
             # one load: the expression in place reads better than a function for it
             helper = None

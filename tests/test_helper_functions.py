@@ -52,7 +52,7 @@ def test_two_loads_share_one_function_defined_after_the_imports() -> None:
     assert "lambda storage" in text and text.count("lambda storage") == 1
     # two blank lines on either side of the function, as ruff and black leave one
     assert "import torch\n\n\ndef _map_location():" in text
-    assert 'else None\n\n\ndef restore(' in text
+    assert 'else None\n    )\n\n\ndef restore(' in text
     assert fix_text(text, "probe.py", DEV402).text == text
 
 
@@ -86,7 +86,7 @@ def test_the_function_follows_the_file_style() -> None:
     before = "import torch as th\r\nif True:\r\n\ta = th.load('a')\r\n\tb = th.load('b')\r\n"
     text = fix_text(before, "probe.py", DEV402).text
     assert "\n" not in text.replace("\r\n", "")
-    assert "\r\n\tif th.cuda.is_available():\r\n\t\treturn None\r\n" in text
+    assert "\r\n\treturn None if th.cuda.is_available() else (\r\n\t\tlambda storage" in text
     assert "torch.cuda" not in text
 
 
@@ -143,3 +143,16 @@ def test_the_function_gives_what_the_inline_expression_gives(tmp_path) -> None:
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "cpu"
+
+
+def test_the_inserted_function_leaves_nothing_for_dev604() -> None:
+    """DEV604's page promises that fixing never creates a finding of it: the function asks
+    whether CUDA's own storages can be restored, which no accelerator check answers, and is
+    written as an expression DEV604 leaves alone (as an `if`, it was reported after the fix)."""
+    from devlint.settings import FixSettings
+
+    before = 'import torch\nfirst = torch.load("a.pt")\nsecond = torch.load("b.pt")\n'
+    at_2_9 = FixSettings(torch_version=(2, 9))
+    fixed = fix_text(before, "probe.py", all_rules(), at_2_9).text
+    assert "def _map_location():" in fixed
+    assert [f.code for f in lint_text(fixed, "probe.py", all_rules(), at_2_9)] == []

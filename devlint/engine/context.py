@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Container, Hashable, Iterable
+from collections.abc import Callable, Container, Hashable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import libcst as cst
@@ -136,12 +136,14 @@ class FileContext:
         function ``scope`` (see devlint.analysis.devices)."""
         return self._devices.given_no_gpu(scope, name)
 
-    def helper(self, preferred: str, define: Callable[[str], str]) -> HelperRef | None:
+    def helper(
+        self, preferred: str, define: Callable[[str], str], earlier: Sequence[Callable[[str], str]] = ()
+    ) -> HelperRef | None:
         """A module-level function for fixes to call (see devlint.rule.RuleContext.helper)."""
         if self.indexed("torch only in functions", lambda: torch_only_in_functions(self.module)) is not None:
             return None
         if preferred not in self._helpers:
-            own = self._own_helper(define)
+            own = next((found for spelling in (define, *earlier) if (found := self._own_helper(spelling)) is not None), None)
             if own is None:
                 name = free_name(self.model, preferred)
                 own = HelperRef(name, define(name))
