@@ -8,7 +8,7 @@ import libcst as cst
 from devlint.analysis.devices import ACCELERATOR_EXPRESSION, is_cuda_string
 from devlint.analysis.semantic import string_value
 from devlint.fixes import FixPlan, Replace
-from devlint.rule import Invalid, Rule
+from devlint.rule import Invalid, Rule, RuleContext
 from devlint.rulekit.guards import checked_block
 from devlint.rulekit.value_flow import is_dataloader_call
 from devlint.rulekit.accelerator import (
@@ -95,7 +95,10 @@ class CudaAvailabilityCheck(Rule):
         "False without an accelerator, and pinning changes no value (on MPS the DataLoader turns it "
         "off itself, with a warning). The f-string choice is unsafe too: `f\"cuda:{rank}\"`, which becomes "
         "`f\"{torch.accelerator.current_accelerator().type}:{rank}\"` (the same string on a CUDA "
-        "machine), since its index is not known."
+        "machine), since its index is not known. A guard gets no fix where another check in its "
+        "function stays CUDA's (reported without a fix, kept in a name, or not a choice of device): "
+        "on another accelerator the two would disagree (a logger that adds a field under one check "
+        "and fills it under the other)."
     )
     triggers = ("is_available",)
     default_enabled = False
@@ -116,6 +119,15 @@ class CudaAvailabilityCheck(Rule):
         HEAD + 'dev = f"cuda:{rank}" if use_gpu else "cpu"\nname = f"run:{rank}" if torch.cuda.is_available() else "cpu"\n',
     )
     INVALID = (
+        # two checks of one function move together or not at all (ConvNeXt's and DeiT's logger:
+        # the second has an `else`, so the first would add a field the second then does not fill)
+        Invalid(
+            HEAD + "def log_every(step):\n    fields = ['step: {step}']\n    if torch.cuda.is_available():\n"
+            "        fields.append('mem: {mem}')\n    line = ' '.join(fields)\n    if torch.cuda.is_available():\n"
+            "        print(line.format(step=step, mem=peak()))\n    else:\n        print(line.format(step=step))\n",
+            count=2,
+            torch_version=ACCELERATOR,
+        ),
         Invalid(
             HEAD + 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n',
             HEAD + "device = " + ACCELERATOR_EXPRESSION + "\n",
@@ -239,6 +251,11 @@ class CudaAvailabilityCheck(Rule):
         ),
     )
 
+    def __init__(self, ctx: RuleContext) -> None:
+        super().__init__(ctx)
+        # The functions (the module: None) where some `torch.cuda.is_available()` stays as it is.
+        self._kept: set[cst.CSTNode | None] = set()
+
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.settings.torch_version < ACCELERATOR or self.ctx.model.qualname(node.func) != _CHECK:
             return
@@ -249,6 +266,11 @@ class CudaAvailabilityCheck(Rule):
             self._choice(node, owner)
         elif isinstance(owner, cst.If):
             self._guard(node, owner)
+        else:
+            self._kept.add(self._function(node))
+
+    def _function(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return next((a for a in self.ctx.ancestors(node) if isinstance(a, (cst.FunctionDef, cst.Lambda))), None)
 
     def _pin_memory_flag(self, node: cst.Call) -> bool:
         """`DataLoader(..., pin_memory=torch.cuda.is_available())`: from torch 2.6 (pytorch#131858)
@@ -285,12 +307,16 @@ class CudaAvailabilityCheck(Rule):
     def _choice(self, node: cst.Call, choice: cst.IfExp) -> None:
         cuda_side = self._cuda_side(node, choice)
         if cuda_side is None:
+            self._kept.add(self._function(node))
             return
+        fix = self._choice_fix(node, choice, cuda_side)
+        if fix is None:
+            self._kept.add(self._function(node))
         self.report(
             node,
             "`torch.cuda.is_available()` chooses CUDA or the CPU only; use `torch.accelerator.is_available()` "
             "and `torch.accelerator.current_accelerator()`",
-            fix=self._choice_fix(node, choice, cuda_side),
+            fix=fix,
         )
 
     def _cuda_side(self, node: cst.Call, choice: cst.IfExp) -> cst.BaseExpression | None:
@@ -365,6 +391,9 @@ class CudaAvailabilityCheck(Rule):
 
     def _guard(self, node: cst.Call, guard: cst.If) -> None:
         fixable = guard.orelse is None and not guards_cuda_code(self.ctx, node)
+        function = self._function(node)
+        if not fixable:
+            self._kept.add(function)
         # the whole test: the block may join an identical one next to it (devlint.rulekit.guards);
         # decided now, while the walk's scope is the guard's
         whole = fixable and guard.test is node
@@ -375,8 +404,17 @@ class CudaAvailabilityCheck(Rule):
         self.report(
             node,
             "`torch.cuda.is_available()` guards code for CUDA only; use `torch.accelerator.is_available()`",
-            fix=(lambda site: FixPlan(message, edits, needs_torch=True, requires=ACCELERATOR)) if fixable else None,
+            fix=(lambda site: self._guard_fix(function, message, edits)) if fixable else None,
         )
+
+    def _guard_fix(self, function: cst.CSTNode | None, message: str, edits: list[Replace]) -> FixPlan | None:
+        """None where another check of the same function stays CUDA's (ConvNeXt's logger adds a
+        `{memory}` field under one check and fills it under another, which keeps its `else`): on
+        another accelerator the two would disagree. Asked after the walk, when every check of the
+        function has been seen."""
+        if function in self._kept:
+            return None
+        return FixPlan(message, edits, needs_torch=True, requires=ACCELERATOR)
 
 def _mentions_cuda(code: str) -> bool:
     return "cuda" in code.lower()
