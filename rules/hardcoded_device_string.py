@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -147,6 +148,10 @@ class HardcodedDeviceString(Rule):
         '(`.to(name)`, `device=name`, `torch.device(name)`). `device = torch.device("cuda")` inside '
         "`if torch.cuda.is_available():` is the statement form of the guarded idiom and is not reported. "
         "No fix inside an f-string's replacement field, where the new quotes could end the string. "
+        "A command-line option's default (`add_argument(\"--device\", default=\"cuda\")`) is guarded "
+        "the same way; unsafe where the function building the parser returns it (`get_args_parser()`): "
+        "the default is now chosen where the parser is built and parsed, and a launcher (submitit's, "
+        "in DeiT and ConvNeXt) may do that on a machine without a GPU and run the job on one. "
         "The device a process group is bound to (`init_process_group(..., device_id=torch.device(\"cuda:0\"))`, "
         "`new_group`) becomes `torch.device(\"cuda:0\") if torch.cuda.is_available() else None` (with DEV604 "
         "selected, the accelerator's device of that index under `torch.accelerator.is_available()`; "
@@ -342,6 +347,15 @@ class HardcodedDeviceString(Rule):
             'import torch\ndef build(n, *, map_location="cuda:1" if torch.cuda.is_available() else "cpu", '
             'dev: str = "cuda" if torch.cuda.is_available() else "cpu"):\n    return load(p, map_location=map_location).to(dev)\n',
             count=2,
+        ),
+        # a parser returned by the function that builds it (DeiT's `get_args_parser()`) is built
+        # by other code too: a launcher may parse it on a machine without a GPU and ship the result
+        Invalid(
+            "import argparse\n\n\ndef get_args_parser():\n    parser = argparse.ArgumentParser('train', add_help=False)\n"
+            "    parser.add_argument('--device', default='cuda')\n    return parser\n",
+            "import argparse\nimport torch\n\n\ndef get_args_parser():\n    parser = argparse.ArgumentParser('train', add_help=False)\n"
+            "    parser.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')\n    return parser\n",
+            unsafe=True,
         ),
         # a command-line option whose default is the GPU
         Invalid(
@@ -559,7 +573,33 @@ class HardcodedDeviceString(Rule):
         literal = cuda_literal(default.value)
         if literal is None:
             return
-        self._report_default(literal, f"{names[0]} {self._code(literal.node)}", lambda site: self._guard_fix(literal))
+        shipped = self._parser_for_other_code(node)
+        self._report_default(literal, f"{names[0]} {self._code(literal.node)}", lambda site: self._option_fix(literal, shipped))
+
+    def _parser_for_other_code(self, call: cst.Call) -> bool:
+        """The parser ``call`` adds to is returned by the function building it (DeiT's and
+        ConvNeXt's ``get_args_parser()``): other code builds it too, and a launcher such as
+        submitit's may build and parse it on a machine without a GPU, then run the job with those
+        arguments on one. One scan of each such function for its returned names."""
+        receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+        if not isinstance(receiver, cst.Name):
+            return False
+        function = next((a for a in self.ctx.ancestors(call) if isinstance(a, cst.FunctionDef)), None)
+        if function is None:
+            return False
+        returned = self.ctx.indexed(("names returned", id(function)), lambda: _returned_names(function))
+        return receiver.value in returned
+
+    def _option_fix(self, literal: _Literal, shipped: bool) -> FixPlan | None:
+        plan = self._guard_fix(literal)
+        if plan is None or not shipped:
+            return plan
+        return dataclasses.replace(
+            plan,
+            message=plan.message + " (unsafe: the default is now chosen where the parser is built and parsed; "
+            "a launcher that does so on a machine without a GPU, as submitit's may, runs the job on the CPU)",
+            applicability="unsafe",
+        )
 
     def _string_argument(self, value: cst.BaseExpression, receiver: cst.BaseExpression | None) -> None:
         literal = cuda_literal(value)
@@ -878,6 +918,18 @@ class HardcodedDeviceString(Rule):
         """Source for a one-line message: a call spread over lines is abbreviated."""
         code = self._code(node)
         return code if "\n" not in code else "torch.device(...)"
+
+
+def _returned_names(function: cst.FunctionDef) -> frozenset[str]:
+    """The names ``function`` returns as they are (``return parser``), nested functions' too."""
+    stack: list[cst.CSTNode] = [function.body]
+    names: set[str] = set()
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Return) and isinstance(node.value, cst.Name):
+            names.add(node.value.value)
+        stack.extend(children(node))
+    return frozenset(names)
 
 
 def _places_with(function: cst.FunctionDef | cst.Lambda, name: str, model) -> bool:
