@@ -92,7 +92,8 @@ class CudaRuntimeApi(WholeChoiceRule):
         "the count decides whether CUDA code runs (`if torch.cuda.device_count() > 1: x.to(\"cuda:1\")`, "
         "also through a name it is kept in: `n = torch.cuda.device_count()`, then `if n > 0: torch.cuda.set_device(...)`, "
         "`@skipUnless(torch.cuda.device_count() >= 2, \"needs two CUDA GPUs\")`). "
-        "`current_device()` given as a device (`device=`, `map_location=`, `.to()`): the device in "
+        "`current_device()` given as a device (`device=`, `map_location=`, `.to()`, the `\"device\"` of a dict "
+        "the file hands to calls as `**keywords`): the device in "
         "scope, which on CUDA means the current GPU too; elsewhere `torch.accelerator.current_device_index()` "
         "(2.6), unsafe: without an accelerator it still raises, as the original did, since no index "
         "is right there (`torch.cpu.current_device()` returns the string \"cpu\"); safe where the call "
@@ -259,7 +260,18 @@ class CudaRuntimeApi(WholeChoiceRule):
             HEAD + DEVICE + "buf = torch.empty(4, device=device)\nx = x.to(device)\n",
             count=2,
         ),
+        # ... also the "device" of a dict the file gives calls as keywords (mamba's
+        # `factory_kwargs`): one device for the layers and the parameters beside them
+        Invalid(
+            HEAD + 'kwargs = {"device": torch.cuda.current_device(), "dtype": dtype}\n'
+            "proj = torch.nn.Linear(4, 4, **kwargs)\nD = torch.ones(4, device=torch.cuda.current_device())\n",
+            HEAD + DEVICE + 'kwargs = {"device": device, "dtype": dtype}\n'
+            "proj = torch.nn.Linear(4, 4, **kwargs)\nD = torch.ones(4, device=device)\n",
+            count=2,
+        ),
         Invalid(HEAD + 'print(f"gpu {torch.cuda.current_device()}")\n'),
+        # a dict nobody hands over as keywords may use its "device" as the index it is
+        Invalid(HEAD + 'config = {"device": torch.cuda.current_device()}\nprint(config["device"] + 1)\n', unsafe=True),
         # rewriting the call alone would leave the line CUDA-only: no fix
         Invalid(HEAD + 'where = f"cuda:{torch.cuda.current_device()}"\n', unsafe=True),
         Invalid(HEAD + 'where = torch.device("cuda", torch.cuda.current_device())\n', unsafe=True, torch_version=ACCELERATOR_INDEX),
@@ -577,6 +589,8 @@ class CudaRuntimeApi(WholeChoiceRule):
 
     def _given_as_device(self, node: cst.Call) -> bool:
         parent = self.ctx.parent(node)
+        if isinstance(parent, cst.DictElement) and parent.value is node:
+            return self._factory_keyword(parent)
         if not isinstance(parent, cst.Arg):
             return False
         if parent.keyword is not None:
@@ -588,6 +602,30 @@ class CudaRuntimeApi(WholeChoiceRule):
             and call.func.attr.value == "to"
             and call.args[0] is parent
         )
+
+    def _factory_keyword(self, element: cst.DictElement) -> bool:
+        """`factory_kwargs = {"device": ..., "dtype": ...}`, a dict that the file hands to calls
+        as keywords (`nn.Conv1d(..., **factory_kwargs)`): its "device" is a device keyword
+        (mamba's block gets one device for its layers and its parameters)."""
+        if string_value(element.key) not in DEVICE_KEYWORDS:
+            return False
+        mapping = self.ctx.parent(element)
+        statement = self.ctx.parent(mapping) if isinstance(mapping, cst.Dict) else None
+        if not isinstance(statement, cst.Assign) or len(statement.targets) != 1 or statement.value is not mapping:
+            return False
+        target = statement.targets[0].target
+        return isinstance(target, cst.Name) and target.value in self.ctx.indexed("names given as keywords", self._splatted)
+
+    def _splatted(self) -> frozenset[str]:
+        """The names the file gives to calls as ``**name``: one walk of the module."""
+        stack: list[cst.CSTNode] = [self.ctx.module]
+        names: set[str] = set()
+        while stack:
+            node = stack.pop()
+            if isinstance(node, cst.Call):
+                names.update(a.value.value for a in node.args if a.star == "**" and isinstance(a.value, cst.Name))
+            stack.extend(children(node))
+        return frozenset(names)
 
     def _device_fix(self, node: cst.Call, site: Site) -> FixPlan:
         device = self.ctx.device(site)
