@@ -427,7 +427,13 @@ class FileContext:
         own; an unguarded ``import torch`` above a guarded one would make the module fail to import
         without torch (Megatron-DeepSpeed's testing_utils.py)."""
         found = next(iter(self.model.lookup("torch", site.scope)), None)
-        return found is not None and (found[0].kind != "module" or all(b.kind == "import" for b in found[0].bindings["torch"]))
+        if found is None:
+            return False
+        scope = found[0]
+        # Asked per fix: a module of many `import torch` lines reads them once.
+        return scope.kind != "module" or self.indexed(
+            "torch bound only by imports", lambda: all(b.kind == "import" for b in scope.bindings["torch"])
+        )
 
     def _fix(
         self, plan: FixPlan | None, spot: cst.SimpleStatementLine | None, insertion: Insertion, source: Source, torch_imported: bool
