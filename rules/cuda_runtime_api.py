@@ -103,7 +103,8 @@ class CudaRuntimeApi(WholeChoiceRule):
         "bound to devices) take that device's module. `torch.get_device_module` raises on an int index, which `.to(0)` and the `torch.cuda` calls take: where the device in scope may hold one (a parameter neither annotated as a device or string, nor given one as its default, nor read as a device, `device.type`; a name bound to anything but a device or a string) the fix is unsafe. `Event(...)` and a `Stream` with arguments: no fix (the CPU events "
         "have no timing, and `torch.cpu.Stream` takes no device), nor for a stream call whose arguments hold "
         "a `torch.cuda` call no fix rewrites (`stream(torch.cuda.default_stream())`: the rewritten call "
-        "would still need CUDA), or whose `.cuda_stream` handle is read (CUDA's own; torch.cpu.Stream has none), or that is compared with "
+        "would still need CUDA), or whose `.cuda_stream` handle is read (CUDA's own; torch.cpu.Stream has none), or that a tensor's "
+        "`record_stream(...)` is given (it rejects torch.cpu's stream, no torch.Stream: \"unknown parameter type\"), or that is compared with "
         "such a call (`current_stream() == torch.cuda.default_stream()`). Under a GPU check, "
         "`set_device(rank)` becomes `torch.accelerator.set_device_index(rank)` (2.6); `with "
         "torch.cuda.device(rank)` is reported only (`torch.accelerator.device_index`, 2.8, takes an "
@@ -433,6 +434,9 @@ class CudaRuntimeApi(WholeChoiceRule):
         Invalid(HEAD + "capturing = torch.cuda.current_stream() != torch.cuda.default_stream()\n", torch_version=GET_DEVICE_MODULE),
         # ... nor where CUDA's own stream handle is read (torch.cpu.Stream has no `cuda_stream`)
         Invalid(HEAD + "handle = torch.cuda.current_stream().cuda_stream\n", torch_version=GET_DEVICE_MODULE),
+        # ... nor where a tensor records the stream: torch.cpu's stream is no torch.Stream, which
+        # `record_stream` rejects (MiniGPT-4's prefetching loader)
+        Invalid(HEAD + "batch.record_stream(torch.cuda.current_stream())\n", torch_version=GET_DEVICE_MODULE),
         # no fix where an argument stays CUDA-only: the rewritten call would still need CUDA
         Invalid(
             HEAD + "def settle(device: torch.device):\n    return torch.cuda.stream(torch.cuda.default_stream())\n",
@@ -662,6 +666,11 @@ class CudaRuntimeApi(WholeChoiceRule):
             # `current_stream().cuda_stream`: CUDA's own handle, which no other device's stream has
             message += " (no fix: its `.cuda_stream` is CUDA's own)"
             kept = "cuda_stream"
+        elif self._recorded(node):
+            # `t.record_stream(torch.cuda.current_stream())`: torch.cpu's stream is no torch.Stream,
+            # which record_stream rejects ("unknown parameter type", 2.4.1 and 2.13)
+            message += " (no fix: `record_stream` takes no CPU stream)"
+            kept = "record_stream"
         else:
             # `current_stream() == torch.cuda.default_stream()`: half a comparison moved still needs
             # CUDA, and compares one device's stream with another's
@@ -687,6 +696,12 @@ class CudaRuntimeApi(WholeChoiceRule):
             return []
         operands = [comparison.left, *(target.comparator for target in comparison.comparisons)]
         return [operand for operand in operands if operand is not node]
+
+    def _recorded(self, node: cst.Call) -> bool:
+        """``node`` is the stream given to a tensor's ``record_stream(...)``."""
+        parent = self.ctx.parent(node)
+        call = self.ctx.parent(parent) if isinstance(parent, cst.Arg) else None
+        return isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "record_stream"
 
     def _handle_read(self, node: cst.Call) -> bool:
         parent = self.ctx.parent(node)
