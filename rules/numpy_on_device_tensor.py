@@ -85,6 +85,10 @@ class NumpyOnDeviceTensor(FlowRule):
         "    out = model(x.to(device))\n    kept.append(out.cpu())\n    losses.append(out.sum().item())\n"
         "    seen.append(torch.ones(2))\nall_out = np.concatenate(kept)\nmean = np.array(losses).mean()\n"
         "shown = np.stack(seen)\nhost = np.asarray(torch.cat(kept))\n",
+        # a method no tensor has (`astype`): its receiver and result are NumPy's (GroundingDINO's
+        # notebook: a moved pipeline's numpy `.images`, scaled)
+        NUMPY + 'pipe = Pipeline().to("cuda")\nimages = pipe(prompt, output_type="numpy").images\n'
+        "images = (images * 255).astype(np.uint8)\nrow = np.concatenate(images, axis=1)\n",
     )
     INVALID = (
         Invalid(

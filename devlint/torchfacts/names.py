@@ -47,9 +47,13 @@ MOVES = ("to", "cuda")
 # whose result is on the host whatever the receiver's device (the dataset items of DEV302).
 HOST_READ_METHODS = frozenset({"numpy", "item", "tolist"})
 TO_HOST = HOST_READ_METHODS | {"cpu"}
-# Tensor methods that give something other than a tensor on the receiver's device: DEV304's flow
-# (devlint.rulekit.value_flow) and its gate condition.
-LEAVES_DEVICE = TO_HOST | frozenset(
+# NumPy's array methods that torch.Tensor lacks (2.4.1, 2.13, 2.14.1): a receiver that calls one
+# is no tensor, and neither is what it returns (GroundingDINO's notebook: a pipeline's numpy
+# `.images`, scaled and `.astype(np.uint8)`).
+NUMPY_ONLY_METHODS = frozenset({"astype", "tobytes", "tofile", "copy"})
+# Tensor methods that give something other than a tensor on the receiver's device, and the
+# methods no tensor has: DEV304's flow (devlint.rulekit.value_flow) and its gate condition.
+LEAVES_DEVICE = TO_HOST | NUMPY_ONLY_METHODS | frozenset(
     {"type", "size", "dim", "numel", "nelement", "get_device", "data_ptr", "element_size", "is_contiguous",
      "is_floating_point", "storage", "untyped_storage"}
 )
