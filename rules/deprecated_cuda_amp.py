@@ -56,7 +56,9 @@ class DeprecatedCudaAmp(Rule):
         'accelerator gets DEV603\'s `"cuda" if <type> == "cuda" else "cpu"` form, since older autocast '
         'raises for "mps". `torch.amp.GradScaler(device)` needs torch 2.3: below torch-version 2.3 '
         "a GradScaler gets no fix (its message says so; no device-generic scaler exists there), while "
-        "autocast, whose `torch.amp` form exists from 1.13, still does. "
+        "autocast, whose `torch.amp` form exists from 1.13, still does. The device is the one in scope; "
+        "in a LightningModule's method `self.device`, and where the call's own arguments read one "
+        "device's type (`enabled=p.device.type != \"cpu\"`), that device: no second notion beside it. "
         "The fix is never made in code guarded for a torch older than 2.4. An import from "
         "`torch.cuda.amp` the fixes leave unused goes with them (not in a package's `__init__.py`, "
         "nor a name `__all__` or a string annotation names)."
@@ -135,6 +137,15 @@ class DeprecatedCudaAmp(Rule):
             "import torch\n\ndef step(x, device: torch.device):\n    with torch.amp.autocast(\n"
             '        device.type,\n        dtype=dtype,\n        enabled=device.type != "cpu",\n    ):\n        return x\n',
             torch_version=(2, 5),
+        ),
+        # a call whose own arguments read a device's type follows that device (yolov7's AutoShape)
+        Invalid(
+            "from torch.cuda import amp\n\ndef infer(model, x):\n    p = next(model.parameters())\n"
+            "    with amp.autocast(enabled=p.device.type != 'cpu'):\n        return model(x.to(p.device))\n",
+            "import torch\n\ndef infer(model, x):\n    p = next(model.parameters())\n"
+            "    with torch.amp.autocast(p.device.type, dtype=torch.float16, enabled=p.device.type != 'cpu'):\n"
+            "        return model(x.to(p.device))\n",
+            torch_version=(2, 9),
         ),
         # below torch 2.3 torch.amp has no GradScaler: the scaler is reported without a fix
         Invalid(HEAD + DEVICE + "scaler = torch.cuda.amp.GradScaler()\n", None, torch_version=(2, 2)),

@@ -331,7 +331,7 @@ def amp_device(ctx: RuleContext, site: Site) -> tuple[str, str, DeviceRef]:
     original was, and the device used. Before torch 2.5 autocast and GradScaler raise for a device
     type such as "mps" (Apple), where the original only disabled itself: unless the device is CUDA
     or the CPU on every path, the type is then "cuda" on CUDA and "cpu" elsewhere, off there."""
-    own = _lightning_device(ctx, site)
+    own = _lightning_device(ctx, site) or _device_the_call_reads(ctx, site)
     kind, device = (f"{own.expr}.type", own) if own is not None else device_type(ctx, site)
     if _may_be_another_accelerator(ctx, site, device) and ctx.settings.torch_version < AMP_ON_OTHER_ACCELERATORS:
         return f'"cuda" if {kind} == "cuda" else "cpu"', f'{kind} == "cuda"', device
@@ -367,6 +367,24 @@ def _lightning_device(ctx: RuleContext, site: Site) -> DeviceRef | None:
     if not any(ctx.model.qualname(base.value) in LIGHTNING_MODULES for base in owner.node.bases):
         return None
     return DeviceRef("self.device")
+
+
+def _device_the_call_reads(ctx: RuleContext, site: Site) -> DeviceRef | None:
+    """``p.device`` where the AMP call's own arguments read ``p.device.type`` and no other
+    device's type (yolov7's `amp.autocast(enabled=p.device.type != "cpu")`): the call already
+    ties itself to that device, which has a `.type` there, so its fix follows it rather than a
+    second, module-level notion (on, as before, exactly where the original was)."""
+    call = site.node
+    if not isinstance(call, cst.Call):
+        return None
+    read = {
+        ctx.code(node.value)
+        for arg in call.args
+        for node in descendants(arg.value)
+        if isinstance(node, cst.Attribute) and node.attr.value == "type"
+        and isinstance(node.value, cst.Attribute) and node.value.attr.value == "device"
+    }
+    return DeviceRef(read.pop()) if len(read) == 1 else None
 
 
 def _may_be_another_accelerator(ctx: RuleContext, site: Site, device: DeviceRef) -> bool:
