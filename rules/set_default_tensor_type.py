@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import libcst as cst
 
 from devlint.analysis.semantic import string_value
@@ -52,7 +54,9 @@ class SetDefaultTensorType(Rule):
         "exception: the legacy constructor `torch.Tensor(...)` follows the default tensor type but not "
         "the default device, so after the fix it makes CPU tensors where it made CUDA ones. The fix is "
         "safe when the file never calls `torch.Tensor(...)`, and unsafe when it does (other modules of "
-        "the program that call it are beyond what one file shows). Likewise the default device is "
+        "the program that call it are beyond what one file shows: unsafe too where the file imports a module "
+        "other than torch's, NumPy's or the standard library's, such as llama's fairscale, whose "
+        "layers make their weights with `torch.Tensor(...)`). Likewise the default device is "
         "per thread and the default tensor type was per process: unsafe in a file that imports "
         "`threading`, `concurrent.futures` or a thread pool. A CPU type becomes "
         "`torch.set_default_dtype(...)` (safe: `torch.Tensor(...)` follows the default dtype), plus "
@@ -119,6 +123,15 @@ class SetDefaultTensorType(Rule):
             + "torch.set_default_dtype(torch.float32)\ntorch.set_default_device(device)\n",
             unsafe=True,
         ),
+        # ... and where the file imports other code, whose `torch.Tensor(...)` calls one file cannot
+        # see (llama's generation.py: fairscale's parallel layers make their weights so)
+        Invalid(
+            "import torch\nfrom fairscale.nn.model_parallel.layers import ColumnParallelLinear\n"
+            "torch.set_default_tensor_type(torch.cuda.HalfTensor)\n",
+            "import torch\nfrom fairscale.nn.model_parallel.layers import ColumnParallelLinear\n" + DEVICE
+            + "torch.set_default_dtype(torch.float16)\ntorch.set_default_device(device)\n",
+            unsafe=True,
+        ),
         # not a literal: reported without a fix
         Invalid("import torch\ntorch.set_default_tensor_type(torch.cuda.FloatTensor if cuda else torch.FloatTensor)\n"),
         # not alone on its line: reported without a fix
@@ -164,6 +177,17 @@ class SetDefaultTensorType(Rule):
                 return qualname.split(".")[0] if qualname.startswith("threading") else qualname
         return None
 
+    def _other_code(self) -> str | None:
+        """A module the file imports that is neither torch's, NumPy's nor the standard library's:
+        the default tensor type reached its `torch.Tensor(...)` calls too (fairscale 0.4.13 makes
+        its parallel layers' weights with `Parameter(torch.Tensor(...))`), the default device
+        does not, and one file cannot show that it makes none."""
+        for qualname in sorted(self.ctx.model.imports.values()):
+            root = qualname.split(".")[0]
+            if root not in ("torch", "numpy") and root not in sys.stdlib_module_names:
+                return qualname if root else qualname.lstrip(".") or "a module of the package"
+        return None
+
     def _resolve(self, given: cst.BaseExpression) -> tuple[str, bool] | None:
         text = string_value(given)
         if text is not None:
@@ -186,14 +210,20 @@ class SetDefaultTensorType(Rule):
             statements = (dtype_call, f"torch.set_default_device({device.expr})")
             message = f"Replace with `{dtype_call}` and `torch.set_default_device({device.expr})`"
             threads = self._thread_module()
+            other = self._other_code()
             if self._legacy_constructor:
                 message += " (unsafe: `torch.Tensor(...)` in this file would now make CPU tensors)"
             elif threads is not None:
                 message += f" (unsafe: the default device is per thread; threads started with `{threads}` would make CPU tensors)"
+            elif other is not None:
+                message += (
+                    f" (unsafe: `torch.Tensor(...)` in code the file runs, such as `{other}`, would now make CPU "
+                    "tensors, as fairscale's parallel layers do)"
+                )
             return FixPlan(
                 message,
                 [Replace(statement, statements)],
-                "unsafe" if self._legacy_constructor or threads is not None else "safe",
+                "unsafe" if self._legacy_constructor or threads is not None or other is not None else "safe",
                 device=device,
                 needs_torch=True,
                 requires=_SET_DEFAULT_DEVICE_SINCE,
