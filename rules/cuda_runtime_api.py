@@ -91,6 +91,7 @@ class CudaRuntimeApi(WholeChoiceRule):
         "0 without an accelerator, as before (`torch.cpu.device_count()` would say 1); no fix where "
         "the count decides whether CUDA code runs (`if torch.cuda.device_count() > 1: x.to(\"cuda:1\")`, "
         "also through a name it is kept in: `n = torch.cuda.device_count()`, then `if n > 0: torch.cuda.set_device(...)`, "
+        "or the bound of a loop over CUDA code (`for i in range(n): torch.cuda.mem_get_info(i)`), "
         "`@skipUnless(torch.cuda.device_count() >= 2, \"needs two CUDA GPUs\")`). "
         "`current_device()` given as a device (`device=`, `map_location=`, `.to()`, the `\"device\"` of a dict "
         "the file hands to calls as `**keywords`): the device in "
@@ -249,6 +250,11 @@ class CudaRuntimeApi(WholeChoiceRule):
             torch_version=ACCELERATOR,
         ),
         Invalid(HEAD + 'if torch.cuda.device_count() > 1:\n    x = x.to("cuda:1")\n', torch_version=ACCELERATOR),
+        # ... or bounding a loop over CUDA code, directly or through a name (stable-dreamfusion)
+        Invalid(
+            HEAD + "num = torch.cuda.device_count()\nfor i in range(num):\n    free, total = torch.cuda.mem_get_info(i)\n",
+            torch_version=ACCELERATOR,
+        ),
         # ... also kept in a name first (Megatron-DeepSpeed's initialize.py)
         Invalid(
             HEAD + "def init(rank):\n    device_count = torch.cuda.device_count()\n    if device_count > 0:\n"

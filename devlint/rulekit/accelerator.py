@@ -142,8 +142,8 @@ def conditional_in_place(ctx: RuleContext, node: cst.CSTNode, expression: str) -
 def guards_cuda_code(ctx: RuleContext, node: cst.CSTNode) -> bool:
     """``node`` is part of a test that decides whether CUDA code runs: the rest of the test, the
     code it guards (the ``if``/``else`` blocks, what follows an early exit, a function or class
-    under ``@skipUnless(...)``) names CUDA. A device-generic test would run that code on other
-    accelerators, where it fails."""
+    under ``@skipUnless(...)``, the body of a ``for`` over ``range(...)`` of it) names CUDA. A
+    device-generic test would run that code on other accelerators, where it fails."""
     child: cst.CSTNode = node
     for ancestor in ctx.ancestors(node):
         if isinstance(ancestor, _TEST_PARTS):
@@ -152,6 +152,9 @@ def guards_cuda_code(ctx: RuleContext, node: cst.CSTNode) -> bool:
         if isinstance(ancestor, (cst.If, cst.IfExp)) and child is ancestor.test:
             guarded = [ancestor.test.deep_replace(node, cst.Name("_")), ancestor.body, ancestor.orelse]
             return any(_names_cuda(ctx, part) for part in guarded if part is not None) or _cuda_after_exit(ctx, ancestor)
+        if isinstance(ancestor, cst.For) and child is ancestor.iter:
+            # `for i in range(n): torch.cuda.mem_get_info(i)`: the count decides how often it runs
+            return _names_cuda(ctx, ancestor.body)
         if isinstance(ancestor, cst.Decorator):
             return _names_cuda(ctx, ctx.parent(ancestor))
         return False
