@@ -426,14 +426,11 @@ class FileContext:
         names ``torch`` reads that binding, as the code it replaces did, and needs no import of its
         own; an unguarded ``import torch`` above a guarded one would make the module fail to import
         without torch (Megatron-DeepSpeed's testing_utils.py)."""
-        found = next(iter(self.model.lookup("torch", site.scope)), None)
-        if found is None:
-            return False
-        scope = found[0]
+        if self._torch_is_local(site):
+            return True
+        bindings = self.model.module_scope.bindings.get("torch", [])
         # Asked per fix: a module of many `import torch` lines reads them once.
-        return scope.kind != "module" or self.indexed(
-            "torch bound only by imports", lambda: all(b.kind == "import" for b in scope.bindings["torch"])
-        )
+        return bool(bindings) and self.indexed("torch bound only by imports", lambda: all(b.kind == "import" for b in bindings))
 
     def _fix(
         self, plan: FixPlan | None, spot: cst.SimpleStatementLine | None, insertion: Insertion, source: Source, torch_imported: bool
