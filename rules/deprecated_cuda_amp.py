@@ -58,7 +58,10 @@ class DeprecatedCudaAmp(Rule):
         "a GradScaler gets no fix (its message says so; no device-generic scaler exists there), while "
         "autocast, whose `torch.amp` form exists from 1.13, still does. The device is the one in scope; "
         "in a LightningModule's method `self.device`, and where the call's own arguments read one "
-        "device's type (`enabled=p.device.type != \"cpu\"`), that device: no second notion beside it. "
+        "device's type (`enabled=p.device.type != \"cpu\"`), that device: no second notion beside it; "
+        "where none is in scope, an autocast in a function that computes on its tensor input's "
+        "device (`device=x.device`) follows `x.device` (CUDA's where `x` is on the GPU; where it is "
+        "on the CPU the original did nothing to that work and the fix is off). "
         "The fix is never made in code guarded for a torch older than 2.4. An import from "
         "`torch.cuda.amp` the fixes leave unused goes with them (not in a package's `__init__.py`, "
         "nor a name `__all__` or a string annotation names)."
@@ -145,6 +148,19 @@ class DeprecatedCudaAmp(Rule):
             "import torch\n\ndef infer(model, x):\n    p = next(model.parameters())\n"
             "    with torch.amp.autocast(p.device.type, dtype=torch.float16, enabled=p.device.type != 'cpu'):\n"
             "        return model(x.to(p.device))\n",
+            torch_version=(2, 9),
+        ),
+        # in a function that computes on its tensor input's device, autocast follows that device
+        # (Time-Series-Library's wavelet filters); a configuration's `.device`, or a scaler, does not
+        Invalid(
+            "import torch\n\ndef filtered(x, taps):\n    taps = torch.tensor(taps, device=x.device)\n"
+            "    with torch.cuda.amp.autocast():\n        return x * taps\n\n"
+            "def step(cfg, batch):\n    batch = batch.to(cfg.device)\n    with torch.cuda.amp.autocast():\n        return batch\n",
+            "import torch\n" + DEVICE + "\n\ndef filtered(x, taps):\n    taps = torch.tensor(taps, device=x.device)\n"
+            '    with torch.amp.autocast(x.device.type, dtype=torch.float16, enabled=x.device.type != "cpu"):\n        return x * taps\n\n'
+            "def step(cfg, batch):\n    batch = batch.to(cfg.device)\n"
+            f"    with torch.amp.autocast(device.type, {FP16}, {OFF}):\n        return batch\n",
+            count=2,
             torch_version=(2, 9),
         ),
         # below torch 2.3 torch.amp has no GradScaler: the scaler is reported without a fix

@@ -573,6 +573,39 @@ def _tensor_input(function: Scope) -> str | None:
     return None
 
 
+def device_read_from_input(function: Scope) -> str | None:
+    """The parameter ``x`` of ``function`` whose ``x.device`` its body reads, when the body reads no
+    other parameter's device, treats ``x`` as a tensor (another tensor attribute, arithmetic, or a
+    ``Tensor`` annotation) and never rebinds it to other data (DWT's `afb1d(x, h0, h1, ...)` makes
+    its filters with `device=x.device`): the device the function computes on."""
+    node = function.node
+    if not isinstance(node, cst.FunctionDef):
+        return None
+    read: set[str] = set()
+    tensors: set[str] = set()
+    stack: list[cst.CSTNode] = [node.body]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Attribute) and isinstance(current.value, cst.Name) and current.value.value in function.params:
+            if current.attr.value == "device":
+                read.add(current.value.value)
+            elif current.attr.value in _TENSOR_ATTRIBUTES:
+                tensors.add(current.value.value)
+        if isinstance(current, cst.BinaryOperation):
+            tensors.update(side.value for side in (current.left, current.right) if isinstance(side, cst.Name))
+        if not isinstance(current, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            stack.extend(children(current))
+    if len(read) != 1:
+        return None
+    name = read.pop()
+    params = [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]
+    param = next((p for p in params if p.name.value == name), None)
+    annotated = param is not None and param.annotation is not None and (dotted_name(param.annotation.annotation) or "").split(".")[-1] == "Tensor"
+    if param is None or name in ("self", "cls") or not (annotated or name in tensors) or _rebound_away(node.body, name):
+        return None
+    return name
+
+
 def reach_of(name: str, site_scope: Scope, site: cst.CSTNode, flows: Flows) -> tuple[Scope, Reach | None] | None:
     """The scope that binds ``name`` as seen from ``site``, and what the name may hold there;
     None for a name bound nowhere in sight."""

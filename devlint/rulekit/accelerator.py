@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from devlint.analysis.devices import cuda_device_module, guarded_index, is_cuda_string, reach_of
+from devlint.analysis.devices import cuda_device_module, device_read_from_input, guarded_index, is_cuda_string, reach_of
 from devlint.analysis.semantic import dotted_name, string_value
 from devlint.analysis.tree import descendants
 from devlint.fixes import DeviceRef, Replace
@@ -336,6 +336,10 @@ def amp_device(ctx: RuleContext, site: Site) -> tuple[str, str, DeviceRef]:
     or the CPU on every path, the type is then "cuda" on CUDA and "cpu" elsewhere, off there."""
     own = _lightning_device(ctx, site) or _device_the_call_reads(ctx, site)
     kind, device = (f"{own.expr}.type", own) if own is not None else device_type(ctx, site)
+    if device.inserted:
+        read = _device_the_function_reads(ctx, site)
+        if read is not None:
+            kind, device = f"{read.expr}.type", read
     if _may_be_another_accelerator(ctx, site, device) and ctx.settings.torch_version < AMP_ON_OTHER_ACCELERATORS:
         return f'"cuda" if {kind} == "cuda" else "cpu"', f'{kind} == "cuda"', device
     return kind, f'{kind} != "cpu"', device
@@ -388,6 +392,32 @@ def _device_the_call_reads(ctx: RuleContext, site: Site) -> DeviceRef | None:
         and isinstance(node.value, cst.Attribute) and node.value.attr.value == "device"
     }
     return DeviceRef(read.pop()) if len(read) == 1 else None
+
+
+def _device_the_function_reads(ctx: RuleContext, site: Site) -> DeviceRef | None:
+    """``x.device`` for an autocast in the body of a function that computes on the device of its
+    tensor parameter ``x`` (devlint.analysis.devices.device_read_from_input), where no device is
+    in scope: the fix follows the function's own device rather than a second, module-level one.
+    On a CUDA machine with ``x`` on the GPU that is CUDA's autocast, as the original; with ``x``
+    on the CPU the original CUDA autocast did nothing to the function's CPU work, and the fix is
+    off. Autocast only: an enabled CUDA scaler skips an optimizer step whose gradients overflow,
+    even on the CPU, where a scaler turned off would step: GradScaler keeps the module-level device."""
+    call = site.node
+    if not isinstance(call, cst.Call) or (dotted_name(call.func) or "").split(".")[-1] != "autocast":
+        return None
+    function = site.scope.function_scope()
+    if function is None or not isinstance(function.node, cst.FunctionDef):
+        return None
+    child: cst.CSTNode = call
+    for ancestor in ctx.ancestors(call):
+        if ancestor is function.node:
+            break
+        child = ancestor
+    if child is not function.node.body:
+        # a decorator, a default or an annotation runs where the function is defined
+        return None
+    name = ctx.indexed(("device read from input", id(function.node)), lambda: device_read_from_input(function))
+    return DeviceRef(f"{name}.device") if name is not None else None
 
 
 def _may_be_another_accelerator(ctx: RuleContext, site: Site, device: DeviceRef) -> bool:
