@@ -7,6 +7,7 @@ import libcst as cst
 
 from devlint.analysis.devices import ACCELERATOR_EXPRESSION, is_cuda_string
 from devlint.analysis.semantic import string_value
+from devlint.analysis.tree import descendants
 from devlint.fixes import FixPlan, Replace
 from devlint.rule import Invalid, Rule, RuleContext
 from devlint.rulekit.guards import checked_block
@@ -20,6 +21,7 @@ from devlint.rulekit.accelerator import (
     guards_cuda_code,
     second_gpu,
 )
+from devlint.torchfacts.names import MOVES
 
 HEAD = "import torch\n"
 _CHECK = "torch.cuda.is_available"
@@ -96,9 +98,12 @@ class CudaAvailabilityCheck(Rule):
         "off itself, with a warning). The f-string choice is unsafe too: `f\"cuda:{rank}\"`, which becomes "
         "`f\"{torch.accelerator.current_accelerator().type}:{rank}\"` (the same string on a CUDA "
         "machine), since its index is not known. A guard gets no fix where another check in its "
-        "function stays CUDA's (reported without a fix, kept in a name, or not a choice of device): "
-        "on another accelerator the two would disagree (a logger that adds a field under one check "
-        "and fills it under the other)."
+        "function, or, for a guard that moves or makes data on a device, in the module's own code "
+        "(which runs the file's functions and classes), stays CUDA's (reported without a fix, kept in a name, handed to a library, or not a choice of "
+        "device): on another accelerator the two would disagree (a logger that adds a field under "
+        "one check and fills it under the other; a mask moved to the accelerator for a model kept "
+        "on the CPU). A check in a `map_location=` argument keeps nothing: it says where `torch.load` "
+        "puts tensors saved on a GPU."
     )
     triggers = ("is_available",)
     default_enabled = False
@@ -119,6 +124,30 @@ class CudaAvailabilityCheck(Rule):
         HEAD + 'dev = f"cuda:{rank}" if use_gpu else "cpu"\nname = f"run:{rank}" if torch.cuda.is_available() else "cpu"\n',
     )
     INVALID = (
+        # a check the module's code keeps (handed to a library) holds every guard of the file
+        # (pytorch-grad-cam: the mask would reach the accelerator, the model stay on the CPU)
+        Invalid(
+            HEAD + "class Target:\n    def __init__(self, mask):\n        self.mask = mask\n"
+            "        if torch.cuda.is_available():\n            self.mask = self.mask.to(device)\n\n"
+            "cam = CAM(model, use_cuda=torch.cuda.is_available())\n",
+            torch_version=ACCELERATOR,
+        ),
+        # ... that moves or makes data: a guard that only tidies up (bark's cache clearing) moves
+        Invalid(
+            HEAD + "def tidy():\n    if torch.cuda.is_available():\n        setup()\n\n"
+            "cam = CAM(model, use_cuda=torch.cuda.is_available())\n",
+            HEAD + "def tidy():\n    if torch.accelerator.is_available():\n        setup()\n\n"
+            "cam = CAM(model, use_cuda=torch.cuda.is_available())\n",
+            torch_version=ACCELERATOR,
+        ),
+        # ... nor one that says where `torch.load` puts tensors saved on a GPU
+        Invalid(
+            HEAD + "state = torch.load(path, map_location=None if torch.cuda.is_available() else 'cpu')\n"
+            "if torch.cuda.is_available():\n    setup()\n",
+            HEAD + "state = torch.load(path, map_location=None if torch.cuda.is_available() else 'cpu')\n"
+            "if torch.accelerator.is_available():\n    setup()\n",
+            torch_version=ACCELERATOR,
+        ),
         # two checks of one function move together or not at all (ConvNeXt's and DeiT's logger:
         # the second has an `else`, so the first would add a field the second then does not fill)
         Invalid(
@@ -259,7 +288,7 @@ class CudaAvailabilityCheck(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.settings.torch_version < ACCELERATOR or self.ctx.model.qualname(node.func) != _CHECK:
             return
-        if self._pin_memory_flag(node):
+        if self._pin_memory_flag(node) or self._map_location(node):
             return
         owner = self._test_owner(node)
         if isinstance(owner, cst.IfExp):
@@ -292,6 +321,17 @@ class CudaAvailabilityCheck(Rule):
             ),
         )
         return True
+
+    def _map_location(self, node: cst.Call) -> bool:
+        """A check in a ``map_location=`` argument (``None if torch.cuda.is_available() else
+        ...``, DEV402's fix): it says where `torch.load` puts tensors saved on a GPU, which the
+        program then moves where it computes; no placement another check could disagree with."""
+        for ancestor in self.ctx.ancestors(node):
+            if isinstance(ancestor, cst.Arg):
+                return ancestor.keyword is not None and ancestor.keyword.value == "map_location"
+            if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+                return False
+        return False
 
     def _test_owner(self, node: cst.Call) -> cst.CSTNode | None:
         """The conditional whose test holds ``node`` (through ``and``/``or``/``not``)."""
@@ -401,20 +441,36 @@ class CudaAvailabilityCheck(Rule):
         # an edit that runs on to a block's first statement takes that block's header line away
         joins = any(e.until is not None for e in edits)
         message = f"Use `{AVAILABLE}`" + (", in one block with the identical check next to it" if joins else "")
+        places = fixable and _places_data(guard.body)
         self.report(
             node,
             "`torch.cuda.is_available()` guards code for CUDA only; use `torch.accelerator.is_available()`",
-            fix=(lambda site: self._guard_fix(function, message, edits)) if fixable else None,
+            fix=(lambda site: self._guard_fix(function, message, edits, places)) if fixable else None,
         )
 
-    def _guard_fix(self, function: cst.CSTNode | None, message: str, edits: list[Replace]) -> FixPlan | None:
+    def _guard_fix(self, function: cst.CSTNode | None, message: str, edits: list[Replace], places: bool) -> FixPlan | None:
         """None where another check of the same function stays CUDA's (ConvNeXt's logger adds a
         `{memory}` field under one check and fills it under another, which keeps its `else`): on
-        another accelerator the two would disagree. Asked after the walk, when every check of the
-        function has been seen."""
-        if function in self._kept:
+        another accelerator the two would disagree. A check the module's own code keeps stays
+        against every guard of the file that places data (``places``): that code runs the file's
+        functions and classes (pytorch-grad-cam's notebook keeps `use_cuda=torch.cuda.is_available()`
+        for its CAM and the model on the CPU off CUDA, while a target class's guard would move its
+        mask to the accelerator); a guard that only synchronizes or frees memory places nothing.
+        Asked after the walk, when every check of the file has been seen."""
+        if function in self._kept or (places and None in self._kept):
             return None
         return FixPlan(message, edits, needs_torch=True, requires=ACCELERATOR)
+
+def _places_data(body: cst.CSTNode) -> bool:
+    """``body`` moves or makes data on a device: a `.to(...)` or `.cuda(...)` call, or a
+    ``device=`` argument."""
+    for node in descendants(body):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in MOVES:
+            return True
+        if isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value == "device":
+            return True
+    return False
+
 
 def _mentions_cuda(code: str) -> bool:
     return "cuda" in code.lower()
