@@ -178,15 +178,22 @@ class SetDefaultTensorType(Rule):
         return None
 
     def _other_code(self) -> str | None:
-        """A module the file imports that is neither torch's, NumPy's nor the standard library's:
-        the default tensor type reached its `torch.Tensor(...)` calls too (fairscale 0.4.13 makes
-        its parallel layers' weights with `Parameter(torch.Tensor(...))`), the default device
-        does not, and one file cannot show that it makes none."""
+        """The modules the file imports that are neither torch's, NumPy's nor the standard
+        library's, named (up to three) for the message: the default tensor type reached their
+        `torch.Tensor(...)` calls too (fairscale 0.4.13 makes its parallel layers' weights with
+        `Parameter(torch.Tensor(...))`), the default device does not, and one file cannot show
+        which of them makes none."""
+        others: list[str] = []
         for qualname in sorted(self.ctx.model.imports.values()):
             root = qualname.split(".")[0]
             if root not in ("torch", "numpy") and root not in sys.stdlib_module_names:
-                return qualname if root else qualname.lstrip(".") or "a module of the package"
-        return None
+                module = root or qualname.lstrip(".").split(".")[0] or "a module of the package"
+                if module not in others:
+                    others.append(module)
+        if not others:
+            return None
+        named = [f"`{module}`" if module != "a module of the package" else module for module in others[:3]]
+        return ", ".join(named) + (" and others" if len(others) > 3 else "")
 
     def _resolve(self, given: cst.BaseExpression) -> tuple[str, bool] | None:
         text = string_value(given)
@@ -217,8 +224,8 @@ class SetDefaultTensorType(Rule):
                 message += f" (unsafe: the default device is per thread; threads started with `{threads}` would make CPU tensors)"
             elif other is not None:
                 message += (
-                    f" (unsafe: `torch.Tensor(...)` in code the file runs, such as `{other}`, would now make CPU "
-                    "tensors, as fairscale's parallel layers do)"
+                    f" (unsafe: code the file imports ({other}) may call `torch.Tensor(...)`, which would now make "
+                    "CPU tensors, as fairscale's parallel layers do)"
                 )
             return FixPlan(
                 message,

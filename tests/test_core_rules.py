@@ -375,6 +375,16 @@ def test_dev105_integer_types_have_no_fix() -> None:
     assert finding.fix is None
 
 
+def test_dev105_names_the_imported_code_that_may_make_cpu_tensors() -> None:
+    text = (
+        "import torch\nimport cv2\nimport os\nfrom data import VOC\nfrom ssd import build_ssd\nimport tqdm\n"
+        "torch.set_default_tensor_type('torch.cuda.FloatTensor')\n"
+    )
+    (finding,) = lint("DEV105", text)
+    assert finding.fix is not None and finding.fix.applicability == "unsafe"
+    assert "code the file imports (`cv2`, `data`, `ssd` and others) may call `torch.Tensor(...)`" in finding.fix.message
+
+
 # -- DEV201 -------------------------------------------------------------------------------------
 
 
