@@ -58,7 +58,7 @@ class DeprecatedCudaAmp(Rule):
         "a GradScaler gets no fix (its message says so; no device-generic scaler exists there), while "
         "autocast, whose `torch.amp` form exists from 1.13, still does. The device is the one in scope; "
         "in a LightningModule's method `self.device`, and where the call's own arguments read one "
-        "device's type (`enabled=p.device.type != \"cpu\"`), that device: no second notion beside it; "
+        "device's type (`enabled=p.device.type != \"cpu\"`, `enabled=device.type != \"cpu\"`), that device: no second notion beside it; "
         "where none is in scope, an autocast in a function that computes on its tensor input's "
         "device (`device=x.device`) follows `x.device` (CUDA's where `x` is on the GPU; where it is "
         "on the CPU the original did nothing to that work and the fix is off). "
@@ -148,6 +148,14 @@ class DeprecatedCudaAmp(Rule):
             "import torch\n\ndef infer(model, x):\n    p = next(model.parameters())\n"
             "    with torch.amp.autocast(p.device.type, dtype=torch.float16, enabled=p.device.type != 'cpu'):\n"
             "        return model(x.to(p.device))\n",
+            torch_version=(2, 9),
+        ),
+        # ... or a device name's type (YOLOP's scaler, whose device comes from its own helper)
+        Invalid(
+            "from torch.cuda import amp\n\ndef train(cfg):\n    device = select_device(cfg.gpus)\n"
+            "    scaler = amp.GradScaler(enabled=device.type != 'cpu')\n",
+            "import torch\n\ndef train(cfg):\n    device = select_device(cfg.gpus)\n"
+            "    scaler = torch.amp.GradScaler(device.type, enabled=device.type != 'cpu')\n",
             torch_version=(2, 9),
         ),
         # in a function that computes on its tensor input's device, autocast follows that device

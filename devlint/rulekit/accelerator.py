@@ -28,7 +28,7 @@ from devlint.rulekit.device_checks import exits
 from devlint.rulekit.guards import guarded
 from devlint.rulekit.siblings import siblings
 from devlint.torchfacts.api_versions import SINCE
-from devlint.torchfacts.names import CUDA_SUBMODULES, AmpCall
+from devlint.torchfacts.names import CUDA_SUBMODULES, DEVICE_NAMES, AmpCall
 from devlint.torchfacts.version import TorchVersion
 
 # From which torch release (major, minor) each API exists: devlint.torchfacts.api_versions' table, which also
@@ -377,10 +377,12 @@ def _lightning_device(ctx: RuleContext, site: Site) -> DeviceRef | None:
 
 
 def _device_the_call_reads(ctx: RuleContext, site: Site) -> DeviceRef | None:
-    """``p.device`` where the AMP call's own arguments read ``p.device.type`` and no other
-    device's type (yolov7's `amp.autocast(enabled=p.device.type != "cpu")`): the call already
-    ties itself to that device, which has a `.type` there, so its fix follows it rather than a
-    second, module-level notion (on, as before, exactly where the original was)."""
+    """``p.device`` (or ``device``) where the AMP call's own arguments read ``p.device.type`` (or
+    ``device.type``, a name such as ``device`` or ``dev``) and no other device's type (yolov7's
+    `amp.autocast(enabled=p.device.type != "cpu")`, YOLOP's `amp.GradScaler(enabled=device.type
+    != 'cpu')`): the call already ties itself to that device, which has a `.type` there, so its
+    fix follows it rather than a second, module-level notion (on, as before, exactly where the
+    original was)."""
     call = site.node
     if not isinstance(call, cst.Call):
         return None
@@ -388,10 +390,16 @@ def _device_the_call_reads(ctx: RuleContext, site: Site) -> DeviceRef | None:
         ctx.code(node.value)
         for arg in call.args
         for node in descendants(arg.value)
-        if isinstance(node, cst.Attribute) and node.attr.value == "type"
-        and isinstance(node.value, cst.Attribute) and node.value.attr.value == "device"
+        if isinstance(node, cst.Attribute) and node.attr.value == "type" and _names_a_device(node.value)
     }
     return DeviceRef(read.pop()) if len(read) == 1 else None
+
+
+def _names_a_device(node: cst.BaseExpression) -> bool:
+    """``p.device``, or a name for a device (``device``, ``dev``)."""
+    if isinstance(node, cst.Attribute):
+        return node.attr.value == "device"
+    return isinstance(node, cst.Name) and node.value in DEVICE_NAMES
 
 
 def _device_the_function_reads(ctx: RuleContext, site: Site) -> DeviceRef | None:
