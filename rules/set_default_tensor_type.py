@@ -60,9 +60,15 @@ class SetDefaultTensorType(Rule):
         "per thread and the default tensor type was per process: unsafe in a file that imports "
         "`threading`, `concurrent.futures` or a thread pool. A CPU type becomes "
         "`torch.set_default_dtype(...)` (safe: `torch.Tensor(...)` follows the default dtype), plus "
-        '`torch.set_default_device("cpu")` when the file also sets a default device elsewhere (the old '
-        "call reset it). Fixed only when the argument is a string literal or a resolvable type and "
-        "the call is the only statement on its line."
+        '`torch.set_default_device("cpu")` when the file also sets a CUDA type, whose fix moves the '
+        "default device (the old call reset the type); a default device the program sets itself "
+        "with `torch.set_default_device` outlasts `set_default_tensor_type` (2.4.1 as 2.13), so the "
+        "fixes of a CUDA type are unsafe in such a file. The calls of a file move together: the "
+        "default device one fix sets outlasts a later call left as it was, and a CPU type's dtype "
+        "alone leaves a CUDA type in force, so none gets a fix where another has none (unless all are "
+        "CPU types), and a CPU type's fix is unsafe where the CUDA type's is. Fixed only when the "
+        "argument is a string literal or a resolvable type and the call is the only statement on "
+        "its line."
     )
     triggers = ("set_default_tensor_type",)
 
@@ -101,6 +107,27 @@ class SetDefaultTensorType(Rule):
             "    torch.set_default_device(device)\n\ndef cpu():\n    torch.set_default_dtype(torch.float32)\n"
             "    torch.set_default_device('cpu')\n",
             count=2,
+        ),
+        # the calls of a file move together: the CPU type's fix pairs with the CUDA type's, unsafe
+        # here (apex's RNN test packs its lengths on the CPU between the two)
+        Invalid(
+            "import torch\n\ndef packed():\n    torch.set_default_tensor_type(torch.FloatTensor)\n"
+            "    lengths = torch.Tensor([3, 2])\n    torch.set_default_tensor_type(torch.cuda.FloatTensor)\n",
+            "import torch\n" + DEVICE + "\n\ndef packed():\n    torch.set_default_dtype(torch.float32)\n"
+            '    torch.set_default_device("cpu")\n    lengths = torch.Tensor([3, 2])\n'
+            "    torch.set_default_dtype(torch.float32)\n    torch.set_default_device(device)\n",
+            count=2,
+            unsafe=True,
+        ),
+        # ... and none moves where one cannot: a type decided at run time may be CUDA's
+        Invalid(
+            "import torch\ntorch.set_default_tensor_type(kind)\ntorch.set_default_tensor_type('torch.FloatTensor')\n",
+            count=2,
+        ),
+        # a default device the program sets itself outlasts a CPU type: the dtype alone changes
+        Invalid(
+            "import torch\ntorch.set_default_device(chosen)\ntorch.set_default_tensor_type(torch.DoubleTensor)\n",
+            "import torch\ntorch.set_default_device(chosen)\ntorch.set_default_dtype(torch.float64)\n",
         ),
         # the legacy constructor follows the tensor type but not the default device: unsafe
         Invalid(
@@ -141,8 +168,13 @@ class SetDefaultTensorType(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        # The file moves the default device somewhere: a CPU type's fix must move it back.
-        self._sets_device = False
+        # The file sets a CUDA tensor type, which its fix turns into a default device: a CPU
+        # type's fix must move the device back.
+        self._cuda_types = False
+        # The file calls `torch.set_default_device` itself: `set_default_tensor_type` left that in force.
+        self._explicit_device = False
+        # Every `set_default_tensor_type` call's type (None: unknown) and whether it can be fixed.
+        self._calls: list[tuple[tuple[str, bool] | None, bool]] = []
         # `torch.Tensor(...)` follows the default tensor type, not the default device.
         self._legacy_constructor = False
 
@@ -152,16 +184,17 @@ class SetDefaultTensorType(Rule):
             self._legacy_constructor = True
             return
         if qualname == "torch.set_default_device":
-            self._sets_device = True
+            self._explicit_device = True
             return
         if qualname != _CALL:
             return
         given = node.args[0].value if len(node.args) == 1 and node.args[0].keyword is None else None
         resolved = self._resolve(given) if given is not None else None
         if resolved is not None and resolved[1]:
-            self._sets_device = True
+            self._cuda_types = True
         statement = self._sole_statement(node)
         fixable = resolved is not None and statement is not None
+        self._calls.append((resolved, fixable))
         self.report(
             node,
             "`torch.set_default_tensor_type` is deprecated; use `torch.set_default_dtype` "
@@ -209,45 +242,72 @@ class SetDefaultTensorType(Rule):
             return expr
         return None
 
-    def _fix(self, statement: cst.Expr, resolved: tuple[str, bool], site: Site) -> FixPlan:
+    def _fix(self, statement: cst.Expr, resolved: tuple[str, bool], site: Site) -> FixPlan | None:
+        if self._held():
+            return None
         dtype, cuda = resolved
         dtype_call = f"torch.set_default_dtype(torch.{dtype})"
         if cuda:
             device = self.ctx.device(site)
             statements = (dtype_call, f"torch.set_default_device({device.expr})")
-            message = f"Replace with `{dtype_call}` and `torch.set_default_device({device.expr})`"
-            threads = self._thread_module()
-            other = self._other_code()
-            if self._legacy_constructor:
-                message += " (unsafe: `torch.Tensor(...)` in this file would now make CPU tensors)"
-            elif threads is not None:
-                message += f" (unsafe: the default device is per thread; threads started with `{threads}` would make CPU tensors)"
-            elif other is not None:
-                message += (
-                    f" (unsafe: code the file imports ({other}) may call `torch.Tensor(...)`, which would now make "
-                    "CPU tensors, as fairscale's parallel layers do)"
-                )
+            reason = self._cuda_unsafe()
             return FixPlan(
-                message,
+                f"Replace with `{dtype_call}` and `torch.set_default_device({device.expr})`" + (f" (unsafe: {reason})" if reason else ""),
                 [Replace(statement, statements)],
-                "unsafe" if self._legacy_constructor or threads is not None or other is not None else "safe",
+                "unsafe" if reason else "safe",
                 device=device,
                 needs_torch=True,
                 requires=_SET_DEFAULT_DEVICE_SINCE,
             )
-        if self._sets_device:
+        if self._cuda_types:
+            # The fixes of the file's CUDA types move the default device: this one moves it back.
             quote = _quote_of(statement)
             statements = (dtype_call, f"torch.set_default_device({quote}cpu{quote})")
+            reason = self._cuda_unsafe()
+            if reason is not None:
+                reason = (
+                    "it pairs with the fix of this file's CUDA type, which is unsafe; applied without that fix, "
+                    "its CPU default device would outlast the CUDA type"
+                    if reason != _OWN_DEVICE else reason
+                )
             return FixPlan(
-                f"Replace with `{dtype_call}` and `torch.set_default_device(\"cpu\")`",
+                f"Replace with `{dtype_call}` and `torch.set_default_device(\"cpu\")`" + (f" (unsafe: {reason})" if reason else ""),
                 [Replace(statement, statements)],
-                "safe",
+                "unsafe" if reason else "safe",
                 needs_torch=True,
                 requires=_SET_DEFAULT_DEVICE_SINCE,
             )
         return FixPlan(f"Replace with `{dtype_call}`", [Replace(statement, dtype_call)], "safe", needs_torch=True)
 
+    def _held(self) -> bool:
+        """The calls of one file move together: a default device set by one fix outlasts a later
+        `set_default_tensor_type` left as it was (the device wins over the tensor type, on 2.4.1 as
+        on 2.13), and a CPU type's `set_default_dtype(...)` alone leaves a CUDA type in force. So
+        no call gets a fix where another has none, unless every call is a CPU type's."""
+        return any(not fixable for _, fixable in self._calls) and not all(
+            resolved is not None and not resolved[1] for resolved, _ in self._calls
+        )
 
+    def _cuda_unsafe(self) -> str | None:
+        """Why the fix of a CUDA type is unsafe in this file, if it is."""
+        threads = self._thread_module()
+        other = self._other_code()
+        if self._legacy_constructor:
+            return "`torch.Tensor(...)` in this file would now make CPU tensors"
+        if threads is not None:
+            return f"the default device is per thread; threads started with `{threads}` would make CPU tensors"
+        if other is not None:
+            return (
+                f"code the file imports ({other}) may call `torch.Tensor(...)`, which would now make "
+                "CPU tensors, as fairscale's parallel layers do"
+            )
+        if self._explicit_device:
+            return _OWN_DEVICE
+        return None
+
+
+# The old call left a default device the program set itself in force; `set_default_device` replaces it.
+_OWN_DEVICE = "the file sets a default device itself, which the old call left in place and this one replaces"
 _THREAD_MODULES = ("concurrent.futures", "multiprocessing.pool", "multiprocessing.dummy")
 # torch.set_default_device arrived in torch 2.0.
 _SET_DEFAULT_DEVICE_SINCE = (2, 0)

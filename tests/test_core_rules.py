@@ -385,6 +385,17 @@ def test_dev105_names_the_imported_code_that_may_make_cpu_tensors() -> None:
     assert "code the file imports (`cv2`, `data`, `ssd` and others) may call `torch.Tensor(...)`" in finding.fix.message
 
 
+def test_dev105_a_cpu_type_does_not_move_without_the_cuda_type_it_pairs_with() -> None:
+    # apex's RNN test: without --unsafe-fixes neither call changes (the CPU type's fix alone
+    # would leave a CPU default device in force over the CUDA type that follows)
+    text = (
+        "import torch\n\ndef packed():\n    torch.set_default_tensor_type(torch.FloatTensor)\n"
+        "    lengths = torch.Tensor([3, 2])\n    torch.set_default_tensor_type(torch.cuda.FloatTensor)\n"
+    )
+    assert fix("DEV105", text) == text
+    assert [finding.fix.applicability for finding in lint("DEV105", text) if finding.fix is not None] == ["unsafe", "unsafe"]
+
+
 # -- DEV201 -------------------------------------------------------------------------------------
 
 
