@@ -48,7 +48,9 @@ class CudaCall(Rule):
         "Safe: on a CUDA machine the device is CUDA, so the program does what it did; without one "
         "it now runs on the CPU. The fix reuses a device already in scope (inside `forward(self, x)` "
         "that is `x.device`, unless the class places parts of itself outside `forward`: then the input "
-        "may be on the CPU), else inserts one module-level `device` definition after the imports. "
+        "may be on the CPU; nor for a value computed from `x`, which already is on `x.device`, where "
+        "`.cuda()` moved it to the GPU, nor under a test of the program's own GPU flag, such as "
+        "`if self.use_gpu:`), else inserts one module-level `device` definition after the imports. "
         "Unsafe on an instance of a local Module subclass with its own `cuda()` (`.to` skips it) or "
         "its own `to()` (`.to` runs it, `.cuda()` did not). No fix for `self.cuda()` inside the "
         "class's own `to()`: `self.to(...)` there would call that method again, without end."
@@ -153,6 +155,24 @@ class CudaCall(Rule):
             "        x, _ = self.rnn(x.flatten(1))\n        mask = torch.ones(x.shape).cuda()\n        return x * mask\n",
             "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        x = self.conv(x)\n"
             "        x, _ = self.rnn(x.flatten(1))\n        mask = torch.ones(x.shape).to(x.device)\n        return x * mask\n",
+        ),
+        # ... nor for the input's own data moved: on its own device the move would do nothing,
+        # where `.cuda()` took it to the GPU
+        Invalid(
+            "import torch\n\nclass L2(torch.nn.Module):\n    def forward(self, a, b):\n"
+            "        dist = ((a - b) ** 2).mean(dim=1)\n        return dist.cuda()\n",
+            HEADER + DEVICE + "\n\nclass L2(torch.nn.Module):\n    def forward(self, a, b):\n"
+            "        dist = ((a - b) ** 2).mean(dim=1)\n        return dist.to(device)\n",
+        ),
+        # ... nor under the program's own GPU flag, which says where the value goes (lpips'
+        # distances of CPU inputs came back on CUDA)
+        Invalid(
+            "import torch\n\nclass Score(torch.nn.Module):\n    def forward(self, a):\n"
+            "        score = torch.tensor([1.0])\n        if self.use_gpu:\n            score = score.cuda()\n"
+            "        return score * a.shape[0]\n",
+            HEADER + DEVICE + "\n\nclass Score(torch.nn.Module):\n    def forward(self, a):\n"
+            "        score = torch.tensor([1.0])\n        if self.use_gpu:\n            score = score.to(device)\n"
+            "        return score * a.shape[0]\n",
         ),
         # ... but not where it is rebound to other data, or moved: `x` is then not where it came in
         Invalid(

@@ -254,7 +254,7 @@ class DeviceFinder:
             and self._in_function_body(site)
         ):
             tensor_input = self._forward_input(function)
-            if tensor_input is not None and tensor_input not in avoid:
+            if tensor_input is not None and tensor_input not in avoid and not self._carries(function, tensor_input, avoid, site):
                 return DeviceInScope(f"{tensor_input}.device")
         flow_scope = _flow_scope(scope)
         inner: list[Scope] = []
@@ -275,6 +275,29 @@ class DeviceFinder:
             inner.append(current)
             current = current.parent
         return None
+
+    def _carries(self, function: Scope, name: str, avoid: set[str], site: cst.CSTNode) -> bool:
+        """The fixed expression need not be where the input ``name`` is: it sits under a test of
+        the program's own GPU flag (lpips' `if self.use_gpu: ret_var = ret_var.cuda()`, whose
+        inputs may be on the CPU), or a name of ``avoid`` (what it reads) is bound in ``function``
+        only to values computed from the input (`dist = ((a - b) ** 2).mean(1)` before
+        `dist.cuda()`; the site's own binding aside): moving that to the input's device would do
+        nothing, where the original moved the input's data to the GPU whenever it was elsewhere."""
+        around: set[int] = set()
+        node: cst.CSTNode | None = site
+        while node is not None and node is not function.node:
+            parent = self.flows.parent_of(node)
+            if isinstance(parent, cst.If) and node is not parent.test and _asks_for_a_gpu(parent.test):
+                # `if self.use_gpu: out = out.cuda()` (lpips): the program's flag, not the input,
+                # says where the value goes
+                return True
+            around.add(id(node))
+            node = parent
+        for avoided in avoid:
+            bindings = [b for b in function.bindings.get(avoided, []) if b.value is None or id(b.value) not in around]
+            if bindings and all(b.kind == "assign" and _computed_from(b.value, name) for b in bindings):
+                return True
+        return False
 
     def _in_function_body(self, site: cst.CSTNode) -> bool:
         """``site`` runs when its function runs: in its body, not in a decorator, a default or an
@@ -390,6 +413,16 @@ class DeviceFinder:
                 name for name, bindings in scope.bindings.items() if _may_hold_a_device(self.model, bindings)
             ]
         return self._candidates[key]
+
+
+def _asks_for_a_gpu(test: cst.BaseExpression) -> bool:
+    """``test`` reads a name or attribute that speaks of a GPU or CUDA (`self.use_gpu`, `args.cuda`,
+    `torch.cuda.is_available()`)."""
+    for node in descendants(test):
+        word = node.value if isinstance(node, cst.Name) else node.attr.value if isinstance(node, cst.Attribute) else None
+        if word is not None and ("gpu" in word.lower() or "cuda" in word.lower()):
+            return True
+    return False
 
 
 def _calls_by_name(module: cst.CSTNode) -> dict[str, list[cst.Call]]:
