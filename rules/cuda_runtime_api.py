@@ -32,11 +32,11 @@ from devlint.rulekit.device_checks import hardcoded_gpu_index, under_device_chec
 from devlint.rulekit.siblings import siblings
 from devlint.torchfacts.api_versions import SINCE
 from devlint.torchfacts.names import (
-    CUDA_DEVICE_QUERIES, CUDA_RUNTIME_API, CUDA_SEED_API, DEVICE_KEYWORDS, RNG_STATE_READS, SEEDING_CALLS, TORCH_SEEDS,
+    CUDA_DEVICE_QUERIES, CUDA_ONLY_CALLS, CUDA_RUNTIME_API, CUDA_SEED_API, DEVICE_KEYWORDS, RNG_STATE_READS, SEEDING_CALLS, TORCH_SEEDS,
 )
 
 # Every torch.cuda function this rule reports.
-_REPORTED = CUDA_RUNTIME_API | CUDA_SEED_API | CUDA_DEVICE_QUERIES
+_REPORTED = CUDA_RUNTIME_API | CUDA_SEED_API | CUDA_ONLY_CALLS
 # torch.Event, the device-generic event (its options are keywords only)
 EVENT = SINCE["torch.Event"]
 # torch.cuda.Event's positional parameters, in order, that torch.Event also takes
@@ -56,8 +56,8 @@ class CudaRuntimeApi(WholeChoiceRule):
         "under a device check (`torch.cuda.set_device(rank)`, `with torch.cuda.device(rank)`) that "
         "the hardcoded-device-selection rule leaves alone: calls that have a device-generic equivalent. "
         "Also `torch.cuda.manual_seed(s)` / `manual_seed_all(s)` (CUDA's generators only), and "
-        "`torch.cuda.get_device_name()`, `get_device_properties()`, `get_device_capability()` outside a "
-        "GPU check (they raise without CUDA). `torch.get_device_module(\"cuda\")` (or of "
+        "`torch.cuda.get_device_name()`, `get_device_properties()`, `get_device_capability()` and "
+        "`ipc_collect()` outside a GPU check (they raise without CUDA). `torch.get_device_module(\"cuda\")` (or of "
         "`torch.device(\"cuda\")`) is `torch.cuda` itself: its calls are reported alike, also through a "
         "name bound to it (or to `torch.cuda`) on every path to the call."
     )
@@ -135,7 +135,8 @@ class CudaRuntimeApi(WholeChoiceRule):
         "well, changing the CPU's random numbers on every machine. `torch.accelerator` has no seeding "
         "function. `get_device_name()`, `get_device_properties()`, `get_device_capability()`: reported "
         "only, outside a GPU check (or a test whose decorator skips it without a GPU): no accelerator-generic query exists (`torch.accelerator."
-        "get_device_capability()` returns the supported dtypes, not (major, minor); `torch.cpu` has none)."
+        "get_device_capability()` returns the supported dtypes, not (major, minor); `torch.cpu` has none); "
+        "`ipc_collect()`, which frees what CUDA IPC shared, likewise (it starts CUDA first)."
     )
     triggers = ("cuda",)
     advice_since = ACCELERATOR
@@ -148,7 +149,7 @@ class CudaRuntimeApi(WholeChoiceRule):
         # DEV202 owns a hardcoded or unguarded selection
         HEAD + "torch.cuda.set_device(0)\nwith torch.cuda.device(rank):\n    pass\n",
         # device queries under a GPU check
-        HEAD + "if torch.cuda.is_available():\n    name = torch.cuda.get_device_name()\n",
+        HEAD + "if torch.cuda.is_available():\n    name = torch.cuda.get_device_name()\n    torch.cuda.ipc_collect()\n",
         HEAD + 'name = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"\n',
         HEAD + "def describe(device):\n    if device.type != \"cuda\":\n        return \"cpu\"\n"
         "    return torch.cuda.get_device_capability(device)\n",
@@ -371,6 +372,8 @@ class CudaRuntimeApi(WholeChoiceRule):
             "mem = torch.cuda.get_device_properties(0).total_memory\n",
             count=3,
         ),
+        # ... and so does `ipc_collect()`, which starts CUDA first (Restormer's test scripts)
+        Invalid(HEAD + "torch.cuda.ipc_collect()\n"),
         Invalid(HEAD + "if torch.cuda.is_available():\n    with torch.cuda.device(rank):\n        pass\n", torch_version=ACCELERATOR),
         # torch-version 2.6: torch.accelerator, guarded where it needs an accelerator
         Invalid(
@@ -947,12 +950,12 @@ class CudaRuntimeApi(WholeChoiceRule):
     def _device_query(self, node: cst.Call) -> None:
         if under_device_check(self.ctx, node) or self._needs_a_gpu_to_run(node):
             return
-        name = cuda_function(self.ctx, node, CUDA_DEVICE_QUERIES)
-        self.report(
-            node,
-            f"`torch.cuda.{name}()` raises without CUDA and knows CUDA GPUs only; call it under a GPU check "
-            "(no accelerator-generic query exists)",
-        )
+        name = cuda_function(self.ctx, node, CUDA_ONLY_CALLS)
+        if name in CUDA_DEVICE_QUERIES:
+            message = "raises without CUDA and knows CUDA GPUs only; call it under a GPU check (no accelerator-generic query exists)"
+        else:
+            message = "starts CUDA, so it raises without CUDA; call it under a GPU check (no accelerator-generic form exists)"
+        self.report(node, f"`torch.cuda.{name}()` {message}")
 
     def _set_device(self, node: cst.Call) -> None:
         if hardcoded_gpu_index(self.ctx, node) or not under_device_check(self.ctx, node):
@@ -983,6 +986,7 @@ _HANDLERS: dict[str, Callable[[CudaRuntimeApi, cst.Call], None]] = {
     "get_device_name": CudaRuntimeApi._device_query,
     "get_device_properties": CudaRuntimeApi._device_query,
     "get_device_capability": CudaRuntimeApi._device_query,
+    "ipc_collect": CudaRuntimeApi._device_query,
 }
 
 

@@ -290,7 +290,7 @@ def _table_examples() -> list[tuple[str, str]]:
         ]
         examples += [("DEV602", f"import {prefix[:-1]}\nx = {prefix}{name}()\n") for name in names.CUDA_MEMORY_API]
         examples += [("DEV601", f"import {prefix[:-1]}\n{prefix}{name}(0)\n") for name in names.CUDA_SEED_API]
-        examples += [("DEV601", f"import {prefix[:-1]}\nx = {prefix}{name}(0)\n") for name in names.CUDA_DEVICE_QUERIES]
+        examples += [("DEV601", f"import {prefix[:-1]}\nx = {prefix}{name}(0)\n") for name in names.CUDA_ONLY_CALLS]
     for namespace in (*names.DEVICE_API_MODULES, *names.DEVICE_API_CLASSES):
         examples.append(("DEV605", f"import torch\nx = {namespace}.no_such_name\n"))
     # a frozenset iterates in another order in each process; an id (an index) must name one example

@@ -37,7 +37,7 @@ from devlint.torchfacts.names import (
     AMP_MODULES,
     CUDA_BACKEND,
     CUDA_DEVICE_KEYWORDS,
-    CUDA_DEVICE_QUERIES,
+    CUDA_ONLY_CALLS,
     CUDA_MEMORY_API,
     CUDA_OUT_OF_MEMORY,
     CUDA_RUNS_WITHOUT_CUDA,
@@ -749,11 +749,11 @@ def _cuda_device_module(facts: Facts, call: ast.Call) -> bool:
 def cuda_runtime_api(facts: Facts) -> bool:
     # DEV601 reports calls of torch.cuda's runtime functions (CUDA_RUNTIME_API), and `with` items
     # calling `torch.cuda.device` (which `calls_to` finds among all calls, with items included);
-    # and (issue 22 item 7) calls of its seeding functions and device queries.
+    # and (issue 22 item 7) calls of its seeding functions, device queries and `ipc_collect`.
     return _cuda_functions(facts, _RUNTIME_API)
 
 
-_RUNTIME_API = CUDA_RUNTIME_API | CUDA_SEED_API | CUDA_DEVICE_QUERIES | {"device"}
+_RUNTIME_API = CUDA_RUNTIME_API | CUDA_SEED_API | CUDA_ONLY_CALLS | {"device"}
 
 
 def cuda_runtime_api_unguarded(facts: Facts, tree: ast.Module, torch_version: TorchVersion) -> bool:
@@ -761,14 +761,14 @@ def cuda_runtime_api_unguarded(facts: Facts, tree: ast.Module, torch_version: To
     # torch.accelerator's first release (devlint.rulekit.accelerator.ACCELERATOR) it reports no
     # call under a GPU check (`runs_without_cuda_before_accelerator`), and never `device_count`,
     # `set_device` or `with torch.cuda.device` (unguarded, the last two are DEV202's); from that
-    # release on, every call guarded or not, but a device query (`_device_query`). Guards count
+    # release on, every call guarded or not, but a device query or `ipc_collect` (`_device_query`). Guards count
     # only where their shape says so (devlint.gate.guards).
     before = torch_version < SINCE["torch.accelerator.is_available"]
     torch, paths = TorchName(tree, facts), Paths(tree)
     for name, call in _cuda_function_calls(facts, _RUNTIME_API):
         if before and name in _NEVER_BEFORE_ACCELERATOR:
             continue
-        if not before and name not in CUDA_DEVICE_QUERIES:
+        if not before and name not in CUDA_ONLY_CALLS:
             return True
         if not certainly_guarded(paths, call, torch):
             return True

@@ -284,6 +284,11 @@ RNG_STATE_READS = frozenset({
 # torch.accelerator has no name or properties query, and its `get_device_capability` returns the
 # supported dtypes, not (major, minor). DEV601 and its gate condition.
 CUDA_DEVICE_QUERIES = frozenset({"get_device_name", "get_device_properties", "get_device_capability"})
+# torch.cuda calls reported only, outside a GPU check: the device queries, and `ipc_collect`, which
+# starts CUDA (`_lazy_init`) to free what CUDA IPC shared, so it raises without CUDA as they do,
+# and has no accelerator-generic form (Restormer's test scripts call it beside `empty_cache`).
+# DEV601 and its gate condition.
+CUDA_ONLY_CALLS = CUDA_DEVICE_QUERIES | frozenset({"ipc_collect"})
 # torch.cuda.OutOfMemoryError is torch.OutOfMemoryError (the same class, renamed in torch 2.5).
 # DEV602 and its gate condition.
 CUDA_OUT_OF_MEMORY = "torch.cuda.OutOfMemoryError"
