@@ -60,8 +60,9 @@ class DeprecatedCudaAmp(Rule):
         "in a LightningModule's method `self.device`, and where the call's own arguments read one "
         "device's type (`enabled=p.device.type != \"cpu\"`, `enabled=device.type != \"cpu\"`), that device: no second notion beside it; "
         "where none is in scope, an autocast in a function that computes on its tensor input's "
-        "device (`device=x.device`) follows `x.device` (CUDA's where `x` is on the GPU; where it is "
-        "on the CPU the original did nothing to that work and the fix is off). "
+        "device (`device=x.device`) follows `x.device`, and one in a method that moves its data to "
+        "`self.device` follows `torch.device(self.device)` (CUDA's where the data is on the GPU; "
+        "where it is on the CPU the original did nothing to that work and the fix is off). "
         "The fix is never made in code guarded for a torch older than 2.4. An import from "
         "`torch.cuda.amp` the fixes leave unused goes with them (not in a package's `__init__.py`, "
         "nor a name `__all__` or a string annotation names)."
@@ -148,6 +149,20 @@ class DeprecatedCudaAmp(Rule):
             "import torch\n\ndef infer(model, x):\n    p = next(model.parameters())\n"
             "    with torch.amp.autocast(p.device.type, dtype=torch.float16, enabled=p.device.type != 'cpu'):\n"
             "        return model(x.to(p.device))\n",
+            torch_version=(2, 9),
+        ),
+        # ... or the instance's device a method moves its data to (Time-Series-Library's
+        # experiments, whose base class in another file sets `self.device`); a scaler keeps the
+        # module-level device
+        Invalid(
+            "import torch\n\nclass Experiment(Base):\n    def vali(self, loader):\n        for x in loader:\n"
+            "            x = x.float().to(self.device)\n            with torch.cuda.amp.autocast():\n                y = self.model(x)\n"
+            "        return y\n\n    def train(self):\n        return torch.cuda.amp.GradScaler()\n",
+            "import torch\n" + DEVICE + "\n\nclass Experiment(Base):\n    def vali(self, loader):\n        for x in loader:\n"
+            "            x = x.float().to(self.device)\n            with torch.amp.autocast(torch.device(self.device).type, "
+            'dtype=torch.float16, enabled=torch.device(self.device).type != "cpu"):\n                y = self.model(x)\n'
+            f"        return y\n\n    def train(self):\n        return torch.amp.GradScaler(device.type, {OFF})\n",
+            count=2,
             torch_version=(2, 9),
         ),
         # ... or a device name's type (YOLOP's scaler, whose device comes from its own helper)

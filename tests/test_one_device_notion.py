@@ -172,21 +172,29 @@ from torch.cuda.amp import autocast
 class Speech({base}):
     def validation_step(self, batch, batch_idx):
         with autocast(enabled=self.precision == 16):
-            return self.model(batch.to(self.device))
+            return self.model({batch})
 """
 
 
 @pytest.mark.parametrize("version", ["2.4", "2.9"])
 def test_amp_in_a_lightning_module_follows_the_modules_own_device(tmp_path: Path, version: str) -> None:
     """A LightningModule knows its device: no module-level definition beside `self.device`. A
-    plain nn.Module has no `.device`, and gets the file's definition."""
-    for base, own in (("lightning.LightningModule", True), ("torch.nn.Module", False)):
+    plain nn.Module has no `.device` of its own: it gets the file's definition, unless the method
+    moves its data to `self.device`, which then exists where the method runs (a string or a
+    torch.device, read through `torch.device(...)`)."""
+    cases = (
+        ("lightning.LightningModule", "batch.to(self.device)", "self.device.type"),
+        ("torch.nn.Module", "batch.to(self.device)", "torch.device(self.device).type"),
+        ("torch.nn.Module", "batch", None),
+    )
+    for base, batch, own in cases:
         script = tmp_path / "speech.py"
-        script.write_text(LIGHTNING.format(base=base))
+        script.write_text(LIGHTNING.format(base=base, batch=batch))
         done = _devlint("fix", "--no-cache", "--torch-version", version, script.name, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         fixed = script.read_text()
-        assert ("self.device.type" in fixed) is own, fixed
-        assert ("\ndevice = " in fixed) is not own, fixed
+        if own is not None:
+            assert own in fixed, fixed
+        assert ("\ndevice = " in fixed) is (own is None), fixed
         assert "from torch.cuda.amp import" not in fixed
         compile(fixed, "speech.py", "exec")

@@ -639,6 +639,41 @@ def device_read_from_input(function: Scope) -> str | None:
     return name
 
 
+def attribute_device_read(function: Scope) -> str | None:
+    """``self.X`` where the body of the method ``function`` moves data to it (``.to(self.X, ...)``
+    for an ``X`` named as a device, ``device=self.X``) and to no other attribute of its instance,
+    whose name it never rebinds
+    (Time-Series-Library's `batch_x.float().to(self.device)` beside its autocast): the device that
+    method computes on, set when it runs."""
+    node = function.node
+    owner = function.parent
+    if not isinstance(node, cst.FunctionDef) or owner is None or owner.kind != "class" or not function.params:
+        return None
+    if any(dotted_name(decorator.decorator) in _NOT_BOUND for decorator in node.decorators):
+        return None
+    instance = function.params[0]
+    read: set[str] = set()
+    stack: list[cst.CSTNode] = [node.body]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Call):
+            moved = [a.value for a in current.args if a.keyword is not None and a.keyword.value == "device"]
+            if isinstance(current.func, cst.Attribute) and current.func.attr.value == "to" and current.args and current.args[0].keyword is None:
+                first = current.args[0].value
+                # `.to(self.data_type)` (YOLOX) converts: positionally, only a name that says device
+                if isinstance(first, cst.Attribute) and first.attr.value.lower().endswith("device"):
+                    moved.append(first)
+            read.update(
+                value.attr.value for value in moved
+                if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value == instance
+            )
+        if not isinstance(current, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            stack.extend(children(current))
+    if len(read) != 1 or _rebound_away(node.body, instance):
+        return None
+    return f"{instance}.{read.pop()}"
+
+
 def reach_of(name: str, site_scope: Scope, site: cst.CSTNode, flows: Flows) -> tuple[Scope, Reach | None] | None:
     """The scope that binds ``name`` as seen from ``site``, and what the name may hold there;
     None for a name bound nowhere in sight."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from devlint.analysis.devices import cuda_device_module, device_read_from_input, guarded_index, is_cuda_string, reach_of
+from devlint.analysis.devices import attribute_device_read, cuda_device_module, device_read_from_input, guarded_index, is_cuda_string, reach_of
 from devlint.analysis.semantic import dotted_name, string_value
 from devlint.analysis.tree import descendants
 from devlint.fixes import DeviceRef, Replace
@@ -404,8 +404,10 @@ def _names_a_device(node: cst.BaseExpression) -> bool:
 
 def _device_the_function_reads(ctx: RuleContext, site: Site) -> DeviceRef | None:
     """``x.device`` for an autocast in the body of a function that computes on the device of its
-    tensor parameter ``x`` (devlint.analysis.devices.device_read_from_input), where no device is
-    in scope: the fix follows the function's own device rather than a second, module-level one.
+    tensor parameter ``x`` (devlint.analysis.devices.device_read_from_input), or
+    ``torch.device(self.X)`` in a method that moves its data to ``self.X`` (``attribute_device_read``),
+    where no device is in scope: the fix follows the function's own device rather than a second,
+    module-level one.
     On a CUDA machine with ``x`` on the GPU that is CUDA's autocast, as the original; with ``x``
     on the CPU the original CUDA autocast did nothing to the function's CPU work, and the fix is
     off. Autocast only: an enabled CUDA scaler skips an optimizer step whose gradients overflow,
@@ -425,7 +427,12 @@ def _device_the_function_reads(ctx: RuleContext, site: Site) -> DeviceRef | None
         # a decorator, a default or an annotation runs where the function is defined
         return None
     name = ctx.indexed(("device read from input", id(function.node)), lambda: device_read_from_input(function))
-    return DeviceRef(f"{name}.device") if name is not None else None
+    if name is not None:
+        return DeviceRef(f"{name}.device")
+    # a method that moves its data to `self.X`: a string or a torch.device there, so its type is
+    # read through torch.device
+    attribute = ctx.indexed(("attribute device read", id(function.node)), lambda: attribute_device_read(function))
+    return DeviceRef(f"torch.device({attribute})") if attribute is not None else None
 
 
 def _may_be_another_accelerator(ctx: RuleContext, site: Site, device: DeviceRef) -> bool:
