@@ -642,9 +642,8 @@ def device_read_from_input(function: Scope) -> str | None:
 def attribute_device_read(function: Scope) -> str | None:
     """``self.X`` where the body of the method ``function`` moves data to it (``.to(self.X, ...)``
     for an ``X`` named as a device, ``device=self.X``) and to no other attribute of its instance,
-    whose name it never rebinds
-    (Time-Series-Library's `batch_x.float().to(self.device)` beside its autocast): the device that
-    method computes on, set when it runs."""
+    whose name it never rebinds (Time-Series-Library's `batch_x.float().to(self.device)` beside
+    its autocast): the device that method computes on, set when it runs."""
     node = function.node
     owner = function.parent
     if not isinstance(node, cst.FunctionDef) or owner is None or owner.kind != "class" or not function.params:

@@ -407,10 +407,9 @@ def _device_the_function_reads(ctx: RuleContext, site: Site) -> DeviceRef | None
     tensor parameter ``x`` (devlint.analysis.devices.device_read_from_input), or
     ``torch.device(self.X)`` in a method that moves its data to ``self.X`` (``attribute_device_read``),
     where no device is in scope: the fix follows the function's own device rather than a second,
-    module-level one.
-    On a CUDA machine with ``x`` on the GPU that is CUDA's autocast, as the original; with ``x``
-    on the CPU the original CUDA autocast did nothing to the function's CPU work, and the fix is
-    off. Autocast only: an enabled CUDA scaler skips an optimizer step whose gradients overflow,
+    module-level one. On a CUDA machine with ``x`` on the GPU that is CUDA's autocast, as the
+    original; with ``x`` on the CPU the original CUDA autocast did nothing to the function's CPU
+    work, and the fix is off. Autocast only: an enabled CUDA scaler skips an optimizer step whose gradients overflow,
     even on the CPU, where a scaler turned off would step: GradScaler keeps the module-level device."""
     call = site.node
     if not isinstance(call, cst.Call) or (dotted_name(call.func) or "").split(".")[-1] != "autocast":
