@@ -168,13 +168,12 @@ class SetDefaultTensorType(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        # The file sets a CUDA tensor type, which its fix turns into a default device: a CPU
-        # type's fix must move the device back.
-        self._cuda_types = False
         # The file calls `torch.set_default_device` itself: `set_default_tensor_type` left that in force.
         self._explicit_device = False
         # Every `set_default_tensor_type` call's type (None: unknown) and whether it can be fixed.
         self._calls: list[tuple[tuple[str, bool] | None, bool]] = []
+        # What the fixes ask of all those calls, worked out once after the walk (see _file_calls).
+        self._seen: tuple[bool, bool] | None = None
         # `torch.Tensor(...)` follows the default tensor type, not the default device.
         self._legacy_constructor = False
 
@@ -190,8 +189,6 @@ class SetDefaultTensorType(Rule):
             return
         given = node.args[0].value if len(node.args) == 1 and node.args[0].keyword is None else None
         resolved = self._resolve(given) if given is not None else None
-        if resolved is not None and resolved[1]:
-            self._cuda_types = True
         statement = self._sole_statement(node)
         fixable = resolved is not None and statement is not None
         self._calls.append((resolved, fixable))
@@ -243,7 +240,8 @@ class SetDefaultTensorType(Rule):
         return None
 
     def _fix(self, statement: cst.Expr, resolved: tuple[str, bool], site: Site) -> FixPlan | None:
-        if self._held():
+        held, cuda_types = self._file_calls()
+        if held:
             return None
         dtype, cuda = resolved
         dtype_call = f"torch.set_default_dtype(torch.{dtype})"
@@ -259,7 +257,7 @@ class SetDefaultTensorType(Rule):
                 needs_torch=True,
                 requires=_SET_DEFAULT_DEVICE_SINCE,
             )
-        if self._cuda_types:
+        if cuda_types:
             # The fixes of the file's CUDA types move the default device: this one moves it back.
             quote = _quote_of(statement)
             statements = (dtype_call, f"torch.set_default_device({quote}cpu{quote})")
@@ -279,14 +277,20 @@ class SetDefaultTensorType(Rule):
             )
         return FixPlan(f"Replace with `{dtype_call}`", [Replace(statement, dtype_call)], "safe", needs_torch=True)
 
-    def _held(self) -> bool:
-        """The calls of one file move together: a default device set by one fix outlasts a later
-        `set_default_tensor_type` left as it was (the device wins over the tensor type, on 2.4.1 as
-        on 2.13), and a CPU type's `set_default_dtype(...)` alone leaves a CUDA type in force. So
-        no call gets a fix where another has none, unless every call is a CPU type's."""
-        return any(not fixable for _, fixable in self._calls) and not all(
-            resolved is not None and not resolved[1] for resolved, _ in self._calls
-        )
+    def _file_calls(self) -> tuple[bool, bool]:
+        """Whether every call is held without a fix, and whether the file sets a CUDA type (whose
+        fix moves the default device, which a CPU type's fix must move back); asked after the
+        walk, read once however many calls ask. The calls of one file move together: a default
+        device set by one fix outlasts a later `set_default_tensor_type` left as it was (the
+        device wins over the tensor type, on 2.4.1 as on 2.13), and a CPU type's
+        `set_default_dtype(...)` alone leaves a CUDA type in force. So no call gets a fix where
+        another has none, unless every call is a CPU type's."""
+        if self._seen is None:
+            held = any(not fixable for _, fixable in self._calls) and not all(
+                resolved is not None and not resolved[1] for resolved, _ in self._calls
+            )
+            self._seen = (held, any(resolved is not None and resolved[1] for resolved, _ in self._calls))
+        return self._seen
 
     def _cuda_unsafe(self) -> str | None:
         """Why the fix of a CUDA type is unsafe in this file, if it is."""
